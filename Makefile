@@ -1,0 +1,47 @@
+# trnlab: two commands a newcomer needs (see README.md).
+#   make lab   - set up the environment if missing, open the labs in JupyterLab
+#   make test  - set up the environment if missing, run lint and the whole test suite
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+KERNEL := trnlab
+PORT   ?= 8888
+STAMP  := $(VENV)/.trnlab-installed
+
+.PHONY: lab test env lint format unit notebooks benchmarks strip clean
+
+env: $(STAMP)
+
+# The environment is rebuilt only when the project's dependency list changes.
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python (trnlab)"
+	@touch $(STAMP)
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab --notebook-dir=labs --port=$(PORT) $(LAB_ARGS)
+
+# The whole suite: lint, unit and property tests, every lab through papermill, nbval on the
+# committed labs. One pytest run, so one summary line.
+test: $(STAMP) lint
+	$(BIN)/python -m pytest tests labs --nbval-lax --nbval-kernel-name $(KERNEL) $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+benchmarks: $(STAMP)
+	$(BIN)/python -m benchmarks
+
+# Committed labs carry no widget state.
+strip: $(STAMP)
+	$(BIN)/python -m trnlab.tools.strip_notebooks labs
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
