@@ -1,0 +1,9 @@
+"""trnlab dashboards (imported as ``trnlab.widgets``): thin ipywidgets + plotly views over
+model objects. Each dashboard's model object (``*_model.py``) is plain Python and is tested
+without a browser.
+"""
+
+from .chip_explorer import ChipExplorer
+from .chip_model import METRICS, ChipComparison
+
+__all__ = ["METRICS", "ChipComparison", "ChipExplorer"]

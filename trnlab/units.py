@@ -1,0 +1,41 @@
+"""Readable numbers with units: ``si(1.299e15, "FLOP/s") -> "1.30 PFLOP/s"``.
+
+Bytes of memory capacity are shown with binary prefixes (GiB), as the hardware is built;
+rates (B/s, FLOP/s, bit/s) with decimal prefixes, as vendors print them.
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["binary", "si"]
+
+_SI = [(1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
+_BIN = [(2**60, "Ei"), (2**50, "Pi"), (2**40, "Ti"), (2**30, "Gi"), (2**20, "Mi"), (2**10, "Ki")]
+
+
+def _digits(x: float, sig: int) -> str:
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g}"
+    decimals = max(0, sig - 1 - int(math.floor(math.log10(abs(x)))))
+    return f"{x:,.{decimals}f}"
+
+
+def si(value: float, unit: str = "", sig: int = 3) -> str:
+    """``value`` with a decimal prefix and ``sig`` significant digits (bytes use :func:`binary`)."""
+    if unit == "B":
+        return binary(value, sig)
+    if value is None:
+        return "n/a"
+    for scale, prefix in _SI:
+        if abs(value) >= scale:
+            return f"{_digits(value / scale, sig)} {prefix}{unit}".rstrip()
+    return f"{_digits(value, sig)} {unit}".rstrip()
+
+
+def binary(nbytes: float, sig: int = 3) -> str:
+    """A byte count with a binary prefix: ``binary(96 * 2**30) -> "96.0 GiB"``."""
+    for scale, prefix in _BIN:
+        if abs(nbytes) >= scale:
+            return f"{_digits(nbytes / scale, sig)} {prefix}B"
+    return f"{nbytes:g} B"
