@@ -8,7 +8,7 @@ KERNEL := trnlab
 PORT   ?= 8888
 STAMP  := $(VENV)/.trnlab-installed
 
-.PHONY: lab test env lint format unit notebooks benchmarks strip clean
+.PHONY: lab test env lint format labs benchmarks clean
 
 env: $(STAMP)
 
@@ -39,9 +39,9 @@ format: $(STAMP)
 benchmarks: $(STAMP)
 	$(BIN)/python -m benchmarks
 
-# Committed labs carry no widget state.
-strip: $(STAMP)
-	$(BIN)/python -m trnlab.tools.strip_notebooks labs
+# Re-execute the committed labs in place (top to bottom, no widget state) after editing one.
+labs: $(STAMP)
+	$(BIN)/python scripts/run_labs.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

@@ -17,16 +17,24 @@ _BIN = [(2**60, "Ei"), (2**50, "Pi"), (2**40, "Ti"), (2**30, "Gi"), (2**20, "Mi"
 def _digits(x: float, sig: int) -> str:
     if x == 0 or not math.isfinite(x):
         return f"{x:g}"
-    decimals = max(0, sig - 1 - int(math.floor(math.log10(abs(x)))))
+    if float(x).is_integer() and abs(x) < 10**sig:
+        return f"{int(x):,}"
+    decimals = max(0, sig - 1 - math.floor(math.log10(abs(x))))
     return f"{x:,.{decimals}f}"
 
 
-def si(value: float, unit: str = "", sig: int = 3) -> str:
-    """``value`` with a decimal prefix and ``sig`` significant digits (bytes use :func:`binary`)."""
-    if unit == "B":
-        return binary(value, sig)
+def si(value: float, unit: str = "", sig: int = 3, binary_bytes: bool = True) -> str:
+    """``value`` with a decimal prefix and ``sig`` significant digits.
+
+    Bytes (unit ``"B"``) use binary prefixes (:func:`binary`) unless ``binary_bytes=False``,
+    for totals printed the vendors' way ("1.5 TB").
+    """
     if value is None:
         return "n/a"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"{value} {unit}".rstrip()  # text figures (a fabric's name) pass through
+    if unit == "B" and binary_bytes:
+        return binary(value, sig)
     for scale, prefix in _SI:
         if abs(value) >= scale:
             return f"{_digits(value / scale, sig)} {prefix}{unit}".rstrip()

@@ -126,7 +126,9 @@ class ChipExplorer:
                     chart=self.chart.value,
                 )
         except ValueError as err:
-            self.message.value = f'<span style="color:#D55E00">&#9888; {html.escape(str(err))}</span>'
+            self.message.value = (
+                f'<span style="color:#D55E00">&#9888; {html.escape(str(err))}</span>'
+            )
             return
         self.message.value = ""
         self._sync_controls()
@@ -196,9 +198,13 @@ class ChipExplorer:
 
 
 def _table_html(rows: list[dict[str, str]]) -> str:
-    head = "".join(f"<th style='text-align:left'>{h}</th>" for h in ("item", "value", "sources", "note"))
+    head = "".join(
+        f"<th style='text-align:left'>{h}</th>" for h in ("item", "value", "sources", "note")
+    )
     body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(r[k])}</td>" for k in ("item", "value", "sources", "note")) + "</tr>"
+        "<tr>"
+        + "".join(f"<td>{html.escape(r[k])}</td>" for k in ("item", "value", "sources", "note"))
+        + "</tr>"
         for r in rows
     )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"

@@ -191,7 +191,9 @@ class ChipComparison:
             x_metric = x_metric if "x_metric" in changes else "hbm_bandwidth"
         for name, m in (("metric", metric), ("x_metric", x_metric)):
             if m not in usable:
-                raise ValueError(f"{name} {m!r} is not available for {level}s; choose from {usable}")
+                raise ValueError(
+                    f"{name} {m!r} is not available for {level}s; choose from {usable}"
+                )
         chart = changes.get("chart", self.chart)
         if chart not in self.CHARTS:
             raise ValueError(f"chart must be one of {self.CHARTS}, not {chart!r}")

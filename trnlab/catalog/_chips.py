@@ -127,7 +127,9 @@ class NeuronCoreSpec:
         if sub and group in tables:
             if sub in tables[group]:
                 return tables[group][sub]
-            raise CatalogError(f"{self.name}: no {group} figure for {sub!r}; on record: {sorted(tables[group])}")
+            raise CatalogError(
+                f"{self.name}: no {group} figure for {sub!r}; on record: {sorted(tables[group])}"
+            )
         if name in self.figures:
             return self.figures[name]
         _need(self.name, self.figures, name)
@@ -392,9 +394,7 @@ def core_derived(chip_key: str, cores: Figure, core: NeuronCoreSpec, d: str) -> 
     return Alternative(
         label="cores x per-core (trnlab)",
         value=cores.value * per_core,
-        sources=cores.sources
-        + core.figures["tensor_clock"].sources
-        + core.tensor_rate[d].sources,
+        sources=cores.sources + core.figures["tensor_clock"].sources + core.tensor_rate[d].sources,
         note=f"{cores.value} x {core.pe_rows}x{core.pe_cols} PEs x 2 x "
         f"{core.tensor_clock / 1e9:g} GHz x {core.tensor_rate[d].value:g}",
     )

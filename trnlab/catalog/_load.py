@@ -21,7 +21,17 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 
 __all__ = ["Catalog", "load"]
 
-_CHIP_META = {"name", "aliases", "vendor", "kind", "status", "generation", "core", "relative_to", "note"}
+_CHIP_META = {
+    "name",
+    "aliases",
+    "vendor",
+    "kind",
+    "status",
+    "generation",
+    "core",
+    "relative_to",
+    "note",
+}
 _CHIP_GROUPS = {"peak", "published_sparse", "claims", "targets"}
 _CORE_GROUPS = {"tensor_rate", "published_peak"}
 _SYSTEM_META = {"kind", "aliases", "chip", "instance", "name"}
@@ -97,7 +107,9 @@ def _peaks(key: str, raw: dict[str, Any], figures, core, sources) -> dict[str, F
                 derived = core_derived(key, figures["cores"], core, d)
                 extra = (derived,)
                 gap = derived.value / fig.value - 1
-                why = f"{why} Cores x per-core peak gives {derived.value / 1e12:,.0f} T ({gap:+.1%})."
+                why = (
+                    f"{why} Cores x per-core peak gives {derived.value / 1e12:,.0f} T ({gap:+.1%})."
+                )
             peaks[d] = dataclasses.replace(
                 fig, name=f"{key}.peak.{d}", alternatives=fig.alternatives + extra, why=why
             )
@@ -147,7 +159,9 @@ def _system(key, raw, chips, systems, sources) -> System:
     # Vendor HBM totals for Neuron systems are sums of GiB printed as decimal GB/TB.
     for name, fig in published.items():
         if name == "hbm_bytes" and chips[raw["chip"]].kind == "neuron":
-            published[name] = dataclasses.replace(fig, extra={**fig.extra, "counts_gib_as_gb": True})
+            published[name] = dataclasses.replace(
+                fig, extra={**fig.extra, "counts_gib_as_gb": True}
+            )
     part, parts = None, 1
     if "chips" not in figures:
         if "instances" in figures:

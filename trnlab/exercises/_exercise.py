@@ -122,7 +122,9 @@ class Exercise:
         self._solution = solution
         self.solution_text = solution_text
         self._hints_shown = 0
-        self.last: Result = Result(key, NOT_ATTEMPTED, "run the check cell after writing your answer")
+        self.last: Result = Result(
+            key, NOT_ATTEMPTED, "run the check cell after writing your answer"
+        )
 
     def __repr__(self) -> str:
         return f"Exercise({self.key!r}): {self.question}"

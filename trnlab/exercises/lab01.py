@@ -1,0 +1,91 @@
+"""Exercises of lab 01 (the Trainium family). Expected answers come from the catalogue."""
+
+from __future__ import annotations
+
+from trnlab import catalog
+
+from ._checks import choice, close_to
+from ._exercise import Exercise
+
+__all__ = ["bandwidth_implied", "clock", "growth", "trust"]
+
+
+def _clock_ghz() -> float:
+    trn2 = catalog.chip("trn2")
+    core = trn2.core
+    # peak = cores x rows x cols x 2 FLOP x clock  =>  clock = peak / (cores x rows x cols x 2)
+    return trn2.peak_flops("bf16") / (trn2.cores * core.pe_rows * core.pe_cols * 2) / 1e9
+
+
+clock = Exercise(
+    "lab01.clock",
+    "Trainium2 is rated at 667 dense BF16 TFLOPS per chip. It has 8 NeuronCores, each with a "
+    "128 x 128 systolic array doing one multiply-accumulate per PE per cycle. What tensor-engine "
+    "clock (in GHz) does the rating imply?",
+    close_to(_clock_ghz(), rtol=0.005, what="the clock", unit="GHz"),
+    hints=(
+        "Peak FLOP/s = cores x PEs per core x FLOP per PE per cycle x clock.",
+        "A multiply-accumulate counts as 2 FLOPs; a core has 128 x 128 PEs.",
+        "clock = 667e12 / (8 * 128 * 128 * 2), then divide by 1e9 for GHz.",
+    ),
+    solution=_clock_ghz,
+    solution_text="clock_ghz = 667e12 / (8 * 128 * 128 * 2) / 1e9   # about 2.54 GHz, "
+    "6% above the documented 2.4 GHz: the chip rating and the per-core figures do not agree.",
+)
+
+
+def _growth() -> float:
+    return catalog.chip("trn3").peak_flops("mxfp8") / catalog.chip("trn1").peak_flops("fp8")
+
+
+growth = Exercise(
+    "lab01.growth",
+    "By what factor did the dense 8-bit peak of one chip grow from Trainium (cFP8) to "
+    "Trainium3 (MXFP8)? Use catalog.chip(...).peak_flops(...).",
+    close_to(_growth(), rtol=0.01, what="the growth factor"),
+    hints=(
+        "Trainium runs cFP8 at its BF16 rate: catalog.chip('trn1').peak_flops('fp8').",
+        "Divide catalog.chip('trn3').peak_flops('mxfp8') by that.",
+    ),
+    solution=_growth,
+    solution_text="growth = catalog.chip('trn3').peak_flops('mxfp8') / "
+    "catalog.chip('trn1').peak_flops('fp8')   # about 13x in three generations",
+)
+
+
+def _implied_gbs() -> float:
+    s = catalog.system("trn1.32xlarge")
+    return s.published["hbm_bandwidth"].value / s.chips / 1e9
+
+
+bandwidth_implied = Exercise(
+    "lab01.bandwidth",
+    "AWS prints 9.8 TB/s of HBM bandwidth for trn1.32xlarge (16 Trainium chips). What "
+    "per-chip bandwidth, in GB/s, does that imply?",
+    close_to(_implied_gbs(), rtol=0.01, what="the per-chip bandwidth", unit="GB/s"),
+    hints=("Divide the instance figure by its number of chips.", "9.8e12 / 16, in GB/s."),
+    solution=_implied_gbs,
+    solution_text="per_chip_gbs = 9.8e12 / 16 / 1e9   # 612.5 GB/s, not the 820 GB/s the "
+    "chip documentation gives: one of the two figures is wrong, or counts differently.",
+)
+
+trust = Exercise(
+    "lab01.trust",
+    "One source says a Trainium chip has 4 NeuronCores with 32 MB of SRAM each; the Neuron "
+    "documentation says 2 NeuronCore-v2 with 24 MiB of SBUF each. Which do you build on: "
+    "'docs' or 'glossary'?",
+    choice(
+        "docs",
+        ["docs", "glossary"],
+        explain={
+            "glossary": "the glossary entry also gets Trainium2's HBM wrong (192 GB vs 96 GiB); "
+            "the docs agree with two independent articles and with the aggregate totals."
+        },
+    ),
+    hints=(
+        "Which source agrees with the others, and with totals you can recompute "
+        "(trn1.32xlarge has 32 cores = 16 chips x ?)",
+    ),
+    solution=lambda: "docs",
+    solution_text="trust = 'docs'   # 16 chips x 2 cores = the 32 NeuronCores AWS lists for trn1.32xlarge",
+)
