@@ -255,3 +255,13 @@ def test_peaks_are_positive_finite_and_scale_with_chip_count(pair, n):
         assert chip.peak_flops(d, sparse=True) >= peak
     except CatalogError as err:
         assert "sparsity" in str(err) or "announced" in str(err)
+
+
+def test_topic_files_merge_but_never_repeat_a_figure():
+    from trnlab.catalog._load import _merge
+
+    base = {"cores": {"v2": {"pe_rows": {"value": 128, "sources": ["x"]}}}}
+    _merge(base, {"cores": {"v2": {"dma_queues": {"value": 16, "sources": ["x"]}}}}, "a.toml")
+    assert set(base["cores"]["v2"]) == {"pe_rows", "dma_queues"}
+    with pytest.raises(CatalogError, match="defined twice"):
+        _merge(base, {"cores": {"v2": {"pe_rows": {"value": 64, "sources": ["y"]}}}}, "b.toml")

@@ -73,6 +73,38 @@ def _read(name: str) -> dict[str, Any]:
     return tomllib.loads(text)
 
 
+def _merge(into: dict[str, Any], add: dict[str, Any], where: str, path: str = "") -> None:
+    """Deep-merge ``add`` into ``into``; a figure defined in two files is an error."""
+    for key, value in add.items():
+        here = f"{path}.{key}" if path else key
+        if key not in into:
+            into[key] = value
+        elif isinstance(into[key], dict) and isinstance(value, dict) and not is_figure_table(value):
+            _merge(into[key], value, where, here)
+        else:
+            raise CatalogError(
+                f"{here} is defined twice ({where} repeats it): one figure, one place"
+            )
+
+
+def _read_hardware() -> dict[str, Any]:
+    """hardware.toml plus every other data file except sources.toml, merged.
+
+    Topic files (e.g. NeuronCore engine costs, fabric links) add figures to the same
+    cores/chips/systems tables without repeating any.
+    """
+    data = _read("hardware.toml")
+    folder = resources.files("trnlab.catalog").joinpath("data")
+    extra = sorted(
+        p.name
+        for p in folder.iterdir()
+        if p.name.endswith(".toml") and p.name not in {"hardware.toml", "sources.toml"}
+    )
+    for name in extra:
+        _merge(data, _read(name), name)
+    return data
+
+
 def _figures(prefix: str, table: dict[str, Any], sources, skip) -> dict[str, Figure]:
     return {
         k: parse_figure(f"{prefix}.{k}", v, sources)
@@ -200,7 +232,7 @@ def load() -> Catalog:
         k: Source(key=k, title=v["title"], url=v["url"], kind=v["kind"], note=v.get("note", ""))
         for k, v in raw_sources.items()
     }
-    data = _read("hardware.toml")
+    data = _read_hardware()
     cores = {k: _core(k, v, sources) for k, v in data["cores"].items()}
     chips: dict[str, Chip] = {}
     # Announced chips are defined relative to another chip, so build them last.
