@@ -20,8 +20,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python (trnlab)"
 	@touch $(STAMP)
 
+# JupyterLab refuses to run as root unless told; containers and CI machines often are root.
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
+
 lab: $(STAMP)
-	$(BIN)/jupyter lab --notebook-dir=labs --port=$(PORT) $(LAB_ARGS)
+	$(BIN)/jupyter lab --notebook-dir=labs --port=$(PORT) $(ROOT_FLAG) $(LAB_ARGS)
 
 # The whole suite: lint, unit and property tests, every lab through papermill, nbval on the
 # committed labs. One pytest run, so one summary line.
