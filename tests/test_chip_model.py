@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from trnlab.widgets import METRICS, ChipComparison
 
 from trnlab import catalog
+from trnlab.widgets import METRICS, ChipComparison
 
 
 def test_defaults_compare_every_chip_on_bf16():
