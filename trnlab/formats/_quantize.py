@@ -99,7 +99,7 @@ def _as_float32(x, what: str) -> np.ndarray:
             arr = arr.astype(np.float32)
         except (TypeError, ValueError) as exc:
             raise TypeError(f"{what} cannot read values of type {arr.dtype}: {exc}") from None
-    return np.ascontiguousarray(arr)
+    return arr if arr.flags.c_contiguous else arr.copy()  # (ascontiguousarray makes 0-d 1-d)
 
 
 def _key(stochastic: bool, seed) -> np.uint64:
@@ -423,7 +423,7 @@ def decode(
         if f.exp_bits == 8:  # fp32, tf32 are float32 bit patterns; bf16 the top half of one
             shift = 32 - f.storage_bits
             bits = codes.astype(np.uint32) << np.uint32(shift)
-            return np.ascontiguousarray(bits.view(np.float32))
+            return bits.view(np.float32)
         if codes.size and int(codes.max()) >= 1 << f.bits:
             raise ValueError(f"{f.name} codes lie in 0..{(1 << f.bits) - 1}, got {codes.max()}")
         from ._float_kernels import _decode_lut
