@@ -300,7 +300,7 @@ def test_docstring_examples():
     import doctest
     import importlib
 
-    for mod in ("", "._quantize", "._matmul", "._sparsity", "._throughput"):
+    for mod in ("", "._specs", "._quantize", "._matmul", "._sparsity", "._throughput"):
         module = importlib.import_module(f"trnlab.formats{mod}")
         result = doctest.testmod(module, extraglobs={"np": np}, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0, f"doctest failures in trnlab.formats{mod}"

@@ -103,17 +103,22 @@ def _float_code(v, m, emin, cmax, sign_shift, kind, nan_mag, inf_mag, saturate, 
     return (sign << sign_shift) | c
 
 
+_CHUNK = 1 << 14  # elements per parallel work item
+
+
 @njit(cache=True, parallel=True)
 def _encode_float(
     u, out, m, emin, cmax, sign_shift, kind, nan_mag, inf_mag, saturate, stochastic, key
 ):
     """Codes of float32 bit patterns ``u`` (flat uint32) into ``out`` (flat unsigned ints)."""
-    for i in prange(u.size):
-        r = _draw(key, i) if stochastic else np.uint64(0)
-        out[i] = _float_code(
-            np.int64(u[i]), m, emin, cmax, sign_shift, kind, nan_mag, inf_mag, saturate,
-            stochastic, r,
-        )  # fmt: skip
+    n = u.size
+    for c in prange((n + _CHUNK - 1) // _CHUNK):
+        for i in range(c * _CHUNK, min(n, (c + 1) * _CHUNK)):
+            r = _draw(key, i) if stochastic else np.uint64(0)
+            out[i] = _float_code(
+                np.int64(u[i]), m, emin, cmax, sign_shift, kind, nan_mag, inf_mag, saturate,
+                stochastic, r,
+            )  # fmt: skip
 
 
 @njit(cache=True, parallel=True)
@@ -121,13 +126,15 @@ def _quantize_float(
     u, out, lut, m, emin, cmax, sign_shift, kind, nan_mag, inf_mag, saturate, stochastic, key
 ):
     """Rounded float32 values of ``u`` (flat uint32) into ``out`` via the decode table ``lut``."""
-    for i in prange(u.size):
-        r = _draw(key, i) if stochastic else np.uint64(0)
-        code = _float_code(
-            np.int64(u[i]), m, emin, cmax, sign_shift, kind, nan_mag, inf_mag, saturate,
-            stochastic, r,
-        )  # fmt: skip
-        out[i] = lut[code]
+    n = u.size
+    for c in prange((n + _CHUNK - 1) // _CHUNK):
+        for i in range(c * _CHUNK, min(n, (c + 1) * _CHUNK)):
+            r = _draw(key, i) if stochastic else np.uint64(0)
+            code = _float_code(
+                np.int64(u[i]), m, emin, cmax, sign_shift, kind, nan_mag, inf_mag, saturate,
+                stochastic, r,
+            )  # fmt: skip
+            out[i] = lut[code]
 
 
 @njit(cache=True, parallel=True)

@@ -21,6 +21,8 @@ Behaviour shared by :func:`quantize`, :func:`encode` and :func:`decode`:
   finite (fp6, fp4)       +-max (no Inf or NaN codes)   +-max
   ======================  ============================  ==============================
 
+  With stochastic rounding a value between max and the next step overflows (rounds up) with
+  the usual probability, and then follows the table. fp32 is the identity (stochastic too).
   NaN stays NaN (the format's quiet NaN, sign kept except fnuz). fp6/fp4 and int8 have no NaN
   code, so NaN input raises ValueError for them (MX formats carry NaN in the block scale).
   -0 is kept, except in fnuz formats, which have no -0 (it becomes +0). Subnormals of both

@@ -42,6 +42,7 @@ __all__ = [
     "IntFormat",
     "MXFormat",
     "decode_table",
+    "facts",
     "formats",
     "grid",
     "spec",
@@ -326,6 +327,8 @@ _FLOATS = (
     FloatFormat("bf16", 8, 7, 127, IEEE, 16, "Google bfloat16 (top half of binary32)"),
     FloatFormat("fp16", 5, 10, 15, IEEE, 16, _IEEE754 + " binary16"),
     FloatFormat("fp8_e4m3fn", 4, 3, 7, FN, 8, _OFP8 + " E4M3"),
+    # Neuron docs say values beyond +-240 become NaN in Trn1/Trn2's E4M3; trnlab follows the
+    # IEEE-like definition (and ml_dtypes float8_e4m3): they overflow to Inf.
     FloatFormat(
         "fp8_e4m3", 4, 3, 7, IEEE, 8, "IEEE-like E4M3 (ml_dtypes float8_e4m3), as Trn1/Trn2 cFP8"
     ),
@@ -455,6 +458,23 @@ def decode_table(fmt: str | Format) -> np.ndarray:
             f"{f.name} has 2**{f.bits} codes; it is decoded from its bits, not a table"
         )
     return _decode_table_cached(f.name)
+
+
+def facts(fmt: str | Format) -> dict:
+    """The format's facts as a plain dict (one row of a table), e.g. for ``pandas.DataFrame``.
+
+    Keys: name, kind, bits, bits_per_value, exp_bits, man_bits, bias, max, min_normal,
+    min_subnormal, epsilon, has_inf, has_nan, block_size (MX only, else None).
+
+    >>> facts("fp8_e4m3fn")["max"], facts("mxfp4")["bits_per_value"]
+    (448.0, 4.25)
+    """
+    f = spec(fmt)
+    keys = ("bits", "bits_per_value", "exp_bits", "man_bits", "bias", "max", "min_normal")
+    row = {"name": f.name, "kind": f.kind} | {k: getattr(f, k) for k in keys}
+    row |= {k: getattr(f, k) for k in ("min_subnormal", "epsilon", "has_inf", "has_nan")}
+    row["block_size"] = f.block_size if isinstance(f, MXFormat) else None
+    return row
 
 
 def grid(fmt: str | Format) -> np.ndarray:
