@@ -1,0 +1,27 @@
+"""Scaling out: workloads, memory per chip, parallelism plans, step time, cost and energy.
+
+This first part holds the workloads (:class:`ModelSpec` and presets, FLOPs per token) and
+memory by kind; plans and step time build on :mod:`trnlab.fabric`.
+"""
+
+from ._memory import (
+    MemoryBreakdown,
+    bytes_per_value,
+    inference_memory,
+    params_per_chip,
+    training_memory,
+)
+from ._workloads import PRESETS, ModelSpec, WorkloadError, model, models
+
+__all__ = [
+    "PRESETS",
+    "MemoryBreakdown",
+    "ModelSpec",
+    "WorkloadError",
+    "bytes_per_value",
+    "inference_memory",
+    "model",
+    "models",
+    "params_per_chip",
+    "training_memory",
+]

@@ -1,0 +1,248 @@
+"""Transformer workloads: shapes, parameter counts and FLOPs per token.
+
+A :class:`ModelSpec` is a frozen record of a decoder-only transformer (dense or
+mixture-of-experts). Parameter counts are computed from the shapes and checked in tests
+against the totals the model authors publish; FLOPs per token follow PaLM's accounting
+(Chowdhery et al. 2022, Appendix B): 6N + 12·L·H·Q·T for training.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, replace
+
+__all__ = ["PRESETS", "ModelSpec", "model", "models"]
+
+
+class WorkloadError(ValueError):
+    """An impossible or inconsistent workload; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A decoder-only transformer.
+
+    Attributes
+    ----------
+    name : str
+    layers, hidden, heads, kv_heads, ffn, vocab : int
+        Shapes: layers L, model width h, attention heads, key/value heads (grouped-query
+        attention when fewer than ``heads``), FFN inner width, vocabulary size.
+    seq_len : int
+        Training sequence length (tokens).
+    experts, top_k : int
+        Mixture-of-experts: experts per layer and experts each token uses (1, 1 for dense).
+    gated_ffn : bool
+        SwiGLU-style FFN with three matrices (Llama, Mixtral); False for GELU with two (GPT-3).
+    tied_embeddings : bool
+        Input embedding reused as the output projection (GPT-3).
+    learned_positions : bool
+        A learned position table of ``seq_len x hidden`` (GPT-3); False for rotary embeddings.
+    source : str
+        Where the shapes come from.
+    """
+
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    ffn: int
+    vocab: int
+    seq_len: int
+    experts: int = 1
+    top_k: int = 1
+    gated_ffn: bool = True
+    tied_embeddings: bool = False
+    learned_positions: bool = False
+    biases: bool = False
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        for field in (
+            "layers",
+            "hidden",
+            "heads",
+            "kv_heads",
+            "ffn",
+            "vocab",
+            "seq_len",
+            "experts",
+            "top_k",
+        ):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise WorkloadError(
+                    f"{self.name}: {field} must be a whole number >= 1, not {value!r}"
+                )
+        if self.hidden % self.heads:
+            raise WorkloadError(
+                f"{self.name}: hidden size {self.hidden} is not divisible by {self.heads} heads; "
+                f"choose heads dividing {self.hidden}"
+            )
+        if self.heads % self.kv_heads:
+            raise WorkloadError(
+                f"{self.name}: {self.heads} query heads cannot share {self.kv_heads} key/value heads "
+                f"evenly; kv_heads must divide heads"
+            )
+        if self.top_k > self.experts:
+            raise WorkloadError(f"{self.name}: top_k={self.top_k} exceeds experts={self.experts}")
+
+    # Shapes -----------------------------------------------------------------------------------
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.heads
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 1
+
+    def with_(self, **changes) -> ModelSpec:
+        """A copy with some fields changed (validated again)."""
+        return replace(self, **changes)
+
+    # Parameters -------------------------------------------------------------------------------
+    @property
+    def attention_params(self) -> int:
+        """Per layer: Q and O are h x h; K and V are h x (kv_heads x head_dim)."""
+        kv = self.kv_heads * self.head_dim
+        bias = (2 * self.hidden + 2 * kv) if self.biases else 0
+        return 2 * self.hidden * self.hidden + 2 * self.hidden * kv + bias
+
+    @property
+    def expert_params(self) -> int:
+        """One FFN (one expert): 3 matrices h x ffn when gated (SwiGLU), else 2."""
+        mats = 3 if self.gated_ffn else 2
+        bias = (self.ffn + self.hidden) if self.biases else 0
+        return mats * self.hidden * self.ffn + bias
+
+    @property
+    def layer_params(self) -> int:
+        norms = 2 * self.hidden * (2 if self.biases else 1)  # two norms (LayerNorm has a bias)
+        router = self.hidden * self.experts if self.is_moe else 0
+        return self.attention_params + self.experts * self.expert_params + router + norms
+
+    @property
+    def embedding_params(self) -> int:
+        table = self.vocab * self.hidden
+        positions = self.seq_len * self.hidden if self.learned_positions else 0
+        head = 0 if self.tied_embeddings else table
+        return table + positions + head + self.hidden  # + final norm
+
+    @property
+    def params(self) -> int:
+        """Total parameters N (all experts)."""
+        return self.layers * self.layer_params + self.embedding_params
+
+    @property
+    def active_params(self) -> int:
+        """Parameters a token uses: all but the experts it is not routed to."""
+        unused = (self.experts - self.top_k) * self.expert_params
+        return self.params - self.layers * unused
+
+    # FLOPs per token ---------------------------------------------------------------------------
+    def _attention_flops(self, context: int) -> int:
+        # QK^T and AV: 2 matmuls x 2 FLOP x heads x head_dim x context, per layer, forward
+        # (PaLM, Chowdhery et al. 2022, App. B; no causal discount, as PaLM counts it).
+        return 4 * self.layers * self.heads * self.head_dim * context
+
+    def training_flops_per_token(
+        self, recompute: bool = False, seq_len: int | None = None
+    ) -> float:
+        """Training FLOPs per token: 6N + 12·L·H·Q·T (forward 1/3, backward 2/3).
+
+        With full activation recomputation the forward pass runs twice: 8N + 16·L·H·Q·T.
+        N counts active parameters for a mixture-of-experts model.
+        """
+        t = seq_len or self.seq_len
+        passes = 4 if recompute else 3  # forward, backward (x2), plus forward again
+        return passes * (2 * self.active_params + self._attention_flops(t))
+
+    def prefill_flops_per_token(self, prompt: int) -> float:
+        """Inference prefill: one forward pass, 2N + 4·L·H·Q·T per prompt token."""
+        return 2 * self.active_params + self._attention_flops(prompt)
+
+    def decode_flops_per_token(self, context: int) -> float:
+        """Inference decode: 2N + 4·L·H·Q·c for a token generated at context length c."""
+        return 2 * self.active_params + self._attention_flops(context)
+
+    def training_flops(self, tokens: float, recompute: bool = False) -> float:
+        """Total training FLOPs for ``tokens`` tokens (about 6·N·D)."""
+        if tokens <= 0:
+            raise WorkloadError(f"a token budget must be positive, not {tokens!r}")
+        return tokens * self.training_flops_per_token(recompute=recompute)
+
+    def kv_bytes_per_token(self, bytes_per_value: float) -> float:
+        """KV cache per token of context: K and V, per layer, kv_heads x head_dim values."""
+        return 2 * self.layers * self.kv_heads * self.head_dim * bytes_per_value
+
+
+_LLAMA3 = "Llama Team, 'The Llama 3 Herd of Models', 2024, Table 3"
+PRESETS: dict[str, ModelSpec] = {
+    m.name: m
+    for m in (
+        ModelSpec("llama3-8b", 32, 4096, 32, 8, 14336, 128256, 8192, source=_LLAMA3),
+        ModelSpec("llama3-70b", 80, 8192, 64, 8, 28672, 128256, 8192, source=_LLAMA3),
+        ModelSpec("llama3-405b", 126, 16384, 128, 8, 53248, 128256, 8192, source=_LLAMA3),
+        ModelSpec(
+            "gpt3-175b",
+            96,
+            12288,
+            96,
+            96,
+            4 * 12288,
+            50257,
+            2048,
+            gated_ffn=False,
+            tied_embeddings=True,
+            learned_positions=True,
+            biases=True,
+            source="Brown et al., 'Language Models are Few-Shot Learners', 2020, Table 2.1",
+        ),
+        ModelSpec(
+            "mixtral-8x7b",
+            32,
+            4096,
+            32,
+            8,
+            14336,
+            32000,
+            32768,
+            experts=8,
+            top_k=2,
+            source="Jiang et al., 'Mixtral of Experts', 2024",
+        ),
+        ModelSpec(
+            "mixtral-8x22b",
+            56,
+            6144,
+            48,
+            8,
+            16384,
+            32768,
+            65536,
+            experts=8,
+            top_k=2,
+            source="Mistral AI, Mixtral-8x22B model card, 2024",
+        ),
+    )
+}
+
+
+def models() -> list[str]:
+    """Names of the preset models."""
+    return list(PRESETS)
+
+
+def model(name: str | ModelSpec) -> ModelSpec:
+    """A preset model by name (``"llama3-70b"``), or a :class:`ModelSpec` passed through."""
+    if isinstance(name, ModelSpec):
+        return name
+    key = str(name).strip().lower()
+    if key in PRESETS:
+        return PRESETS[key]
+    near = difflib.get_close_matches(key, list(PRESETS), n=1)
+    hint = f" Did you mean {near[0]!r}?" if near else ""
+    raise WorkloadError(
+        f"unknown model {name!r}.{hint} Presets: {', '.join(PRESETS)}; or build a ModelSpec."
+    )
