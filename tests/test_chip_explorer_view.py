@@ -44,6 +44,7 @@ def test_a_failing_change_shows_a_message_and_keeps_the_last_view(explorer, monk
     explorer.metric.value = "hbm_bytes"
     assert "not today" in explorer.message.value
     assert list(explorer.fig.data[0].y) == before
+    assert explorer.metric.value == "peak.bf16", "the control returns to what is drawn"
 
 
 def test_code_level_set_validates(explorer):

@@ -5,5 +5,7 @@ without a browser.
 
 from .chip_explorer import ChipExplorer
 from .chip_model import METRICS, ChipComparison
+from .format_explorer import FormatExplorer
+from .format_model import FormatComparison
 
-__all__ = ["METRICS", "ChipComparison", "ChipExplorer"]
+__all__ = ["METRICS", "ChipComparison", "ChipExplorer", "FormatComparison", "FormatExplorer"]

@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 from trnlab.units import si
 
 from ._style import base_layout, colour, symbol
+from ._view import Dashboard
 from .chip_model import METRICS, ChipComparison
 
 __all__ = ["ChipExplorer"]
@@ -30,7 +31,7 @@ def _hover(row) -> str:
     return "<br>".join(lines)
 
 
-class ChipExplorer:
+class ChipExplorer(Dashboard):
     """Compare chips (or systems) on a chosen figure as bars, or two figures as a scatter.
 
     Parameters are those of :class:`~trnlab.widgets.chip_model.ChipComparison`.
@@ -42,6 +43,7 @@ class ChipExplorer:
     """
 
     def __init__(self, **settings) -> None:
+        super().__init__()
         self.model = ChipComparison(**settings)
         self.fig = go.FigureWidget(layout=base_layout(height=440))
         self.fig.add_bar(name="value trnlab uses", marker={"color": colour(0)}, hoverinfo="text")
@@ -91,12 +93,9 @@ class ChipExplorer:
             tooltips=["one figure per item", "two figures against each other"],
             **opts,
         )
-        self.message = W.HTML()
         self.summary = W.HTML()
         self.table = W.HTML()
-        self._syncing = False
-        for control in (self.level, self.items, self.metric, self.x_metric, self.chart):
-            control.observe(self._on_change, names="value")
+        self._bind(self.level, self.items, self.metric, self.x_metric, self.chart)
         self.widget = W.VBox(
             [
                 W.HBox([W.VBox([self.level, self.chart, self.metric, self.x_metric]), self.items]),
@@ -108,49 +107,24 @@ class ChipExplorer:
         )
         self.redraw()
 
-    def _repr_mimebundle_(self, **kwargs):
-        return self.widget._repr_mimebundle_(**kwargs)
-
     # Controls -> model ----------------------------------------------------------------------
-    def _on_change(self, change) -> None:
-        if self._syncing:
-            return
-        try:
-            if change["owner"] is self.level:
-                self.model.set(level=self.level.value, items=None)
-            else:
-                self.model.set(
-                    items=self.items.value,
-                    metric=self.metric.value,
-                    x_metric=self.x_metric.value,
-                    chart=self.chart.value,
-                )
-        except ValueError as err:
-            self.message.value = (
-                f'<span style="color:#D55E00">&#9888; {html.escape(str(err))}</span>'
+    def _apply(self, change) -> None:
+        if change["owner"] is self.level:
+            self.model.set(level=self.level.value, items=None)
+        else:
+            self.model.set(
+                items=self.items.value,
+                metric=self.metric.value,
+                x_metric=self.x_metric.value,
+                chart=self.chart.value,
             )
-            return
-        self.message.value = ""
-        self._sync_controls()
-        self.redraw()
 
     def _sync_controls(self) -> None:
-        self._syncing = True
-        try:
-            self.items.options = self.model.options()
-            self.items.value = self.model.items
-            self.metric.options = self.x_metric.options = self.model.metrics()
-            self.metric.value, self.x_metric.value = self.model.metric, self.model.x_metric
-            self.x_metric.disabled = self.model.chart != "scatter"
-        finally:
-            self._syncing = False
-
-    def set(self, **changes) -> ChipExplorer:
-        """Change settings from code (same names as the model), then redraw."""
-        self.model.set(**changes)
-        self._sync_controls()
-        self.redraw()
-        return self
+        self.items.options = self.model.options()
+        self.items.value = self.model.items
+        self.metric.options = self.x_metric.options = self.model.metrics()
+        self.metric.value, self.x_metric.value = self.model.metric, self.model.x_metric
+        self.x_metric.disabled = self.model.chart != "scatter"
 
     # Model -> picture -----------------------------------------------------------------------
     def redraw(self) -> None:

@@ -17,6 +17,7 @@ import numpy as np  # noqa: F401  (used by the doctest above)
 
 from ._matmul import MatmulResult, matmul
 from ._quantize import Encoded, decode, encode, quantize
+from ._samples import DISTRIBUTIONS, sample
 from ._sparsity import SPARSITY_PATTERNS, PruneResult, prune
 from ._specs import (
     E8M0_BIAS,
@@ -34,6 +35,7 @@ from ._specs import (
 from ._throughput import catalog_dtype, throughput
 
 __all__ = [
+    "DISTRIBUTIONS",
     "E8M0_BIAS",
     "E8M0_NAN",
     "SPARSITY_PATTERNS",
@@ -54,6 +56,7 @@ __all__ = [
     "matmul",
     "prune",
     "quantize",
+    "sample",
     "spec",
     "throughput",
 ]

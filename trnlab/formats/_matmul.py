@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trnlab._threads import blas_threads_for
+
 from ._quantize import Rounding, ScaleRule, _as_float32, quantize
 from ._specs import Format, MXFormat, spec
 
@@ -104,10 +106,11 @@ def matmul(
     # MX blocks run along the contraction axis K: axis 1 of a, axis 0 of b.
     aq = q(a32, fa, 1, sa)
     bq = q(b32, fb, 0, sb)
-    out = np.matmul(aq, bq, dtype=np.float32)
-    ref = a32.astype(np.float64) @ b32.astype(np.float64)
-    err = out.astype(np.float64) - ref
-    with np.errstate(invalid="ignore", divide="ignore"):
+    macs = a32.shape[0] * a32.shape[1] * b32.shape[1]
+    with blas_threads_for(macs), np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        out = np.matmul(aq, bq, dtype=np.float32)  # Inf/NaN inputs propagate as on hardware
+        ref = a32.astype(np.float64) @ b32.astype(np.float64)
+        err = out.astype(np.float64) - ref
         abs_err = np.abs(err)
         ref_norm = float(np.linalg.norm(ref))
         err_norm = float(np.linalg.norm(err))

@@ -1,0 +1,319 @@
+"""The model behind FormatExplorer: formats side by side on one data set, error against speed.
+
+Plain Python over :mod:`trnlab.formats` and :mod:`trnlab.catalog` (no ipywidgets, no plotly),
+so it is tested without a browser. Every number the view draws comes from :meth:`rows`,
+:meth:`histogram` and :meth:`grid`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from trnlab import catalog, formats
+from trnlab._threads import blas_threads_for
+from trnlab.catalog import CatalogError
+from trnlab.units import si
+
+__all__ = ["FormatComparison", "FormatRow"]
+
+MAX_FORMATS = 6
+BLOCK_SIZES = (8, 16, 32, 64, 128)
+
+
+@dataclass(frozen=True)
+class FormatRow:
+    """What one format does to the data, and what it buys on the chosen chip."""
+
+    fmt: str
+    bits_per_value: float
+    rms_rel_error: float
+    max_abs_error: float
+    flushed_to_zero: float
+    clipped: float
+    non_finite: float
+    matmul_rel_error: float
+    matmul_snr_db: float
+    throughput: float | None
+    throughput_note: str
+
+
+@lru_cache(maxsize=16)
+def _data(distribution: str, size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    # Activations x (rows, K) and weights w (K, N): the matmul contracts over K.
+    x = formats.sample(distribution, (size, size), seed)
+    w = formats.sample("weights", (size, size), seed + 1)
+    for arr in (x, w):
+        arr.setflags(write=False)
+    return x, w
+
+
+def _spec(fmt: str, block_size: int):
+    s = formats.spec(fmt)
+    if s.kind == "mx" and block_size != s.block_size:
+        s = dataclasses.replace(s, block_size=block_size)
+    return s
+
+
+def _clip_threshold(s, q: np.ndarray, x: np.ndarray) -> np.ndarray | float:
+    """Magnitude above which a value was clipped: the top of the grid plus half its last gap
+    (times the block scale for MX; times the per-tensor scale for int8)."""
+    element = s.element if s.kind == "mx" else s
+    g = np.asarray(formats.grid(element), dtype=np.float64)
+    g = np.unique(np.abs(g[np.isfinite(g)]))
+    top = g[-1] + (g[-1] - g[-2]) / 2
+    if s.kind == "mx":
+        scales = formats.encode(x, s).scales.astype(np.float64) - 127
+        per_value = np.repeat(2.0**scales, s.block_size, axis=-1)[..., : x.shape[-1]]
+        return top * per_value
+    if s.kind == "int":
+        return top * float(np.abs(x).max()) / 127
+    return top
+
+
+@lru_cache(maxsize=256)
+def _errors(
+    fmt: str, block_size: int, distribution: str, size: int, seed: int, rounding: str
+) -> dict:
+    """Error metrics of one format on one data set (cached: a chip change reuses them)."""
+    x, w = _data(distribution, size, seed)
+    s = _spec(fmt, block_size)
+    q = formats.quantize(x, s, rounding=rounding, seed=seed, axis=-1)
+    finite = np.isfinite(q)
+    err = np.where(finite, q - x, 0.0).astype(np.float64)
+    with blas_threads_for(x.size):
+        norm = float(np.linalg.norm(x.astype(np.float64)))
+        err_norm = float(np.linalg.norm(err))
+    mm = formats.matmul(x, w, s, rounding=rounding, seed=seed)
+    return {
+        "bits_per_value": float(s.bits_per_value),
+        "rms_rel_error": err_norm / norm if norm else 0.0,
+        "max_abs_error": float(np.abs(err).max()),
+        "flushed_to_zero": float(np.mean((q == 0) & (x != 0))),
+        "clipped": float(np.mean(finite & (np.abs(x) > _clip_threshold(s, q, x)))),
+        "non_finite": float(np.mean(~finite)),
+        "matmul_rel_error": float(mm.rel_error),
+        "matmul_snr_db": float(mm.snr_db),
+    }
+
+
+@lru_cache(maxsize=16)
+def _histogram(distribution: str, size: int, seed: int, bins: int) -> tuple[np.ndarray, np.ndarray]:
+    x = _data(distribution, size, seed)[0]
+    logs = np.log2(np.abs(x[x != 0]).astype(np.float64))
+    counts, edges = np.histogram(logs, bins=bins)
+    return edges, counts
+
+
+@lru_cache(maxsize=128)
+def _grid(fmt: str, block_size: int, distribution: str, size: int, seed: int) -> np.ndarray:
+    x = _data(distribution, size, seed)[0]
+    s = _spec(fmt, block_size)
+    if s.kind == "mx":
+        scales = formats.encode(x, s).scales.astype(np.int64) - 127
+        values = formats.grid(s.element) * 2.0 ** float(np.median(scales))
+    elif s.kind == "int":
+        values = np.arange(1, 128) * (float(np.abs(x).max()) / 127)
+    else:
+        values = formats.grid(s)
+    values = np.asarray(values, dtype=np.float64)
+    logs = np.log2(values[np.isfinite(values) & (values > 0)])
+    edges, _ = _histogram(distribution, size, seed, 60)
+    return logs[(logs >= edges[0] - 2) & (logs <= edges[-1] + 2)]
+
+
+class FormatComparison:
+    """Formats compared on one seeded data set.
+
+    Parameters
+    ----------
+    formats : sequence of str
+        Up to six names from :func:`trnlab.formats.formats`.
+    distribution : str
+        One of :data:`trnlab.formats.DISTRIBUTIONS`.
+    rounding : {"nearest", "stochastic"}
+    block_size : int
+        MX block size (32 is the OCP standard; others show the trade-off).
+    chip : str
+        Catalogue chip whose peak for each format is shown.
+    sparse : bool
+        Throughput with the chip's best N:M sparsity.
+    size : int
+        The data are ``size x size`` (and the matmul ``size^3``).
+    seed : int
+    """
+
+    ROUNDINGS = ("nearest", "stochastic")
+
+    def __init__(
+        self,
+        formats: tuple[str, ...] | list[str] = ("bf16", "fp8_e4m3fn", "mxfp8_e4m3", "mxfp4"),
+        distribution: str = "outlier_channels",
+        rounding: str = "nearest",
+        block_size: int = 32,
+        chip: str = "trn3",
+        sparse: bool = False,
+        size: int = 128,
+        seed: int = 0,
+    ) -> None:
+        self.formats: tuple[str, ...] = ()
+        self.distribution, self.rounding, self.block_size = "gaussian", "nearest", 32
+        self.chip, self.sparse, self.size, self.seed = "trn3", False, 256, 0
+        self.set(
+            formats=formats,
+            distribution=distribution,
+            rounding=rounding,
+            block_size=block_size,
+            chip=chip,
+            sparse=sparse,
+            size=size,
+            seed=seed,
+        )
+
+    # State ------------------------------------------------------------------------------------
+    @staticmethod
+    def available_formats() -> tuple[str, ...]:
+        return tuple(formats.formats())
+
+    @staticmethod
+    def available_chips() -> list[tuple[str, str]]:
+        return [(c.name, c.key) for c in catalog.chips() if c.status == "available"]
+
+    def set(self, **changes) -> FormatComparison:
+        """Change any setting; all-or-nothing.
+
+        Raises
+        ------
+        ValueError
+            For an unknown format, distribution, rounding, chip or block size, or a size out
+            of range; the state is left as it was.
+        """
+        allowed = {
+            "formats",
+            "distribution",
+            "rounding",
+            "block_size",
+            "chip",
+            "sparse",
+            "size",
+            "seed",
+        }
+        unknown = set(changes) - allowed
+        if unknown:
+            raise ValueError(
+                f"FormatComparison has no setting {sorted(unknown)}; use {sorted(allowed)}"
+            )
+        new = {k: changes.get(k, getattr(self, k)) for k in allowed}
+        fmts = tuple(new["formats"])
+        if not 1 <= len(fmts) <= MAX_FORMATS:
+            raise ValueError(f"compare 1 to {MAX_FORMATS} formats at once, not {len(fmts)}")
+        for f in fmts:
+            formats.spec(f)  # raises ValueError naming the formats that exist
+        if new["distribution"] not in formats.DISTRIBUTIONS:
+            raise ValueError(
+                f"unknown distribution {new['distribution']!r}; choose from {', '.join(formats.DISTRIBUTIONS)}"
+            )
+        if new["rounding"] not in self.ROUNDINGS:
+            raise ValueError(f"rounding must be one of {self.ROUNDINGS}, not {new['rounding']!r}")
+        if new["block_size"] not in BLOCK_SIZES:
+            raise ValueError(
+                f"MX block size {new['block_size']!r} is not offered; choose from {BLOCK_SIZES} "
+                f"(OCP MX v1.0 fixes 32)"
+            )
+        try:
+            chip = catalog.chip(new["chip"])
+        except CatalogError as err:
+            raise ValueError(str(err)) from None
+        size = new["size"]
+        if (
+            isinstance(size, bool)
+            or not isinstance(size, int)
+            or not 32 <= size <= 2048
+            or size % 32
+        ):
+            raise ValueError(f"size must be a multiple of 32 between 32 and 2048, not {size!r}")
+        self.formats, self.distribution, self.rounding = fmts, new["distribution"], new["rounding"]
+        self.block_size, self.chip, self.sparse = new["block_size"], chip.key, bool(new["sparse"])
+        self.size, self.seed = size, int(new["seed"])
+        return self
+
+    # Results ----------------------------------------------------------------------------------
+    @property
+    def data(self) -> np.ndarray:
+        return _data(self.distribution, self.size, self.seed)[0]
+
+    def _spec(self, fmt: str):
+        return _spec(fmt, self.block_size)
+
+    def row(self, fmt: str) -> FormatRow:
+        """Error and throughput of one format on the current data."""
+        errors = _errors(
+            fmt, self.block_size, self.distribution, self.size, self.seed, self.rounding
+        )
+        try:
+            peak = formats.throughput(fmt, self.chip, sparse=self.sparse)
+            note = ""
+        except (CatalogError, ValueError) as exc:
+            peak, note = None, str(exc)
+        return FormatRow(fmt=fmt, **errors, throughput=peak, throughput_note=note)
+
+    def rows(self) -> list[FormatRow]:
+        return [self.row(f) for f in self.formats]
+
+    def histogram(self, bins: int = 60) -> tuple[np.ndarray, np.ndarray]:
+        """Counts of log2|x| over the non-zero data: (bin edges, counts)."""
+        return _histogram(self.distribution, self.size, self.seed, bins)
+
+    def grid(self, fmt: str) -> np.ndarray:
+        """Positive representable magnitudes of ``fmt`` as log2 values, over the data's range.
+
+        For MX formats the element grid is shown at the median block scale of the data; for
+        int8 at its per-tensor scale.
+        """
+        return _grid(fmt, self.block_size, self.distribution, self.size, self.seed)
+
+    def summary(self) -> str:
+        """Sentences of numbers saying what the charts show."""
+        rows = self.rows()
+        x = self.data
+        chip = catalog.chip(self.chip)
+        head = (
+            f"{self.distribution.replace('_', ' ')} data ({x.size:,} values, |x| up to "
+            f"{float(np.abs(x).max()):.3g}), {self.rounding} rounding"
+            + (
+                f", MX blocks of {self.block_size}"
+                if any(self._spec(f).kind == "mx" for f in self.formats)
+                else ""
+            )
+            + "."
+        )
+        parts = [head]
+        for r in rows:
+            speed = (
+                f"{si(r.throughput, 'FLOP/s')} on {chip.name}{' (sparse)' if self.sparse else ''}"
+                if r.throughput
+                else f"no rate on {chip.name}"
+            )
+            extra = ""
+            if r.clipped > 0.001:
+                extra += f", {r.clipped:.1%} clipped"
+            if r.non_finite > 0:
+                extra += f", {r.non_finite:.1%} became Inf/NaN"
+            if r.flushed_to_zero > 0.01:
+                extra += f", {r.flushed_to_zero:.1%} flushed to zero"
+            parts.append(
+                f"{r.fmt}: {r.bits_per_value:g} bits/value, {r.rms_rel_error:.2%} RMS error{extra}, "
+                f"matmul SNR {r.matmul_snr_db:.1f} dB, {speed}."
+            )
+        ok = [r for r in rows if np.isfinite(r.matmul_snr_db)]
+        if ok:
+            best = max(ok, key=lambda r: r.matmul_snr_db)
+            parts.append(f"Most accurate matmul: {best.fmt}.")
+        fast = [r for r in rows if r.throughput]
+        if fast:
+            top = max(fast, key=lambda r: r.throughput)
+            parts.append(f"Fastest on {chip.name}: {top.fmt}.")
+        return " ".join(parts)
