@@ -1,0 +1,432 @@
+"""Topologies as graphs of chips and directed links, built from the catalogue.
+
+A :class:`Topology` holds flat arrays (one entry per directed link: source node, destination
+node, bandwidth per direction in B/s, latency in s, tier) plus the routing rule of its kind:
+
+``torus``
+    Chips on a k-dimensional torus with wrap-around (a ring is a 1-D torus), two directed links
+    per neighbour pair. Dimension-order routing, shortest way round each axis. trn1.32xlarge and
+    trn2.48xlarge are 4x4; the Trn2 UltraServer is 4x4x4 whose third axis (rings across the four
+    instances) has its own bandwidth.
+``switch``
+    Trn3 UltraServers: every chip has an up and a down link to a non-blocking NeuronSwitch-v1
+    node (route: up, down), and links to its sled's PCIe switch (in the graph, not routed over,
+    being ten times slower than the NeuronSwitch path in the model).
+``cluster``
+    N copies of a building block (instance or UltraServer) plus one non-blocking EFA fabric
+    node: each chip has an EFA up and down link carrying its share of the system's EFA
+    bandwidth. The arrays are built only when asked for (simulation); closed forms use the
+    building block and the EFA link, so a million chips cost nothing.
+``single``
+    One chip, no links.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from trnlab import catalog
+
+from ._params import FabricError, FabricParams
+
+__all__ = ["TIER_NAMES", "Topology", "ring", "topology", "torus"]
+
+TIER_NAMES = ("NeuronLink", "PCIe", "EFA")
+NEURONLINK, PCIE, EFA = 0, 1, 2
+
+
+@dataclass(frozen=True, eq=False)
+class Topology:
+    """A fabric: chips, switch nodes and directed links.
+
+    Attributes
+    ----------
+    name : str
+        What it is (``"trn2.48xlarge (4x4 torus)"``).
+    kind : str
+        ``"single"``, ``"torus"``, ``"switch"`` or ``"cluster"``.
+    chips : int
+        Number of chips (participants of a collective over the whole system).
+    shape : tuple of int
+        Torus axes (``(4, 4)``); ``(chips,)`` for a switch; ``(parts, chips per part)`` for a
+        cluster.
+    axis_bandwidth : tuple of float
+        Torus: B/s per direction of one link along each axis. Switch: ``(chip<->NeuronSwitch,)``.
+    axis_latency : tuple of float
+        Seconds per hop along each axis (or per switch hop).
+    part : Topology or None
+        A cluster's building block (one NeuronLink domain).
+    parts : int
+        Number of building blocks (1 unless a cluster).
+    efa_bandwidth, efa_latency : float
+        Per-chip EFA bandwidth per direction (B/s) and per-hop latency (s); 0 without EFA.
+    message_overhead : float
+        Fixed seconds per message before bytes flow (the software part of alpha).
+    sled : int
+        Chips per PCIe sled (switch kind only).
+    pcie_bandwidth, pcie_latency : float
+        Per-chip, per-direction sled PCIe bandwidth and hop latency (switch kind only).
+    """
+
+    name: str
+    kind: str
+    chips: int
+    shape: tuple[int, ...]
+    axis_bandwidth: tuple[float, ...] = ()
+    axis_latency: tuple[float, ...] = ()
+    part: Topology | None = None
+    parts: int = 1
+    efa_bandwidth: float = 0.0
+    efa_latency: float = 0.0
+    message_overhead: float = 0.0
+    sled: int = 0
+    pcie_bandwidth: float = 0.0
+    pcie_latency: float = 0.0
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def __repr__(self) -> str:
+        return f"Topology({self.name!r}, chips={self.chips:,}, kind={self.kind!r})"
+
+    # Graph arrays --------------------------------------------------------------------------
+    @cached_property
+    def _arrays(self) -> dict[str, np.ndarray]:
+        if self.kind == "single":
+            z = np.zeros(0, np.int64)
+            return {"src": z, "dst": z, "bw": np.zeros(0), "lat": np.zeros(0), "tier": z}
+        if self.kind == "torus":
+            return _torus_arrays(self)
+        if self.kind == "switch":
+            return _switch_arrays(self)
+        return _cluster_arrays(self)
+
+    @property
+    def nodes(self) -> int:
+        """Chips plus switch nodes (sled PCIe switches, NeuronSwitch, EFA fabric)."""
+        if self.kind == "switch":
+            return self.chips + self.chips // self.sled + 1
+        if self.kind == "cluster":
+            return self.parts * self.part.nodes + 1
+        return self.chips
+
+    @property
+    def links(self) -> int:
+        """Number of directed links."""
+        return int(self._arrays["src"].size)
+
+    @property
+    def link_src(self) -> np.ndarray:
+        return self._arrays["src"]
+
+    @property
+    def link_dst(self) -> np.ndarray:
+        return self._arrays["dst"]
+
+    @property
+    def link_bandwidth(self) -> np.ndarray:
+        """B/s per direction of each directed link."""
+        return self._arrays["bw"]
+
+    @property
+    def link_latency(self) -> np.ndarray:
+        return self._arrays["lat"]
+
+    @property
+    def link_tier(self) -> np.ndarray:
+        """0 NeuronLink, 1 PCIe, 2 EFA (names in ``TIER_NAMES``)."""
+        return self._arrays["tier"]
+
+    @property
+    def domain(self) -> int:
+        """Chips in one NeuronLink domain (the whole system unless a cluster)."""
+        return self.part.chips if self.kind == "cluster" else self.chips
+
+    # Routing --------------------------------------------------------------------------------
+    def route(self, a: int, b: int) -> list[int]:
+        """Directed link ids from chip ``a`` to chip ``b`` (empty when ``a == b``)."""
+        if a == b:
+            return []
+        if self.kind == "torus":
+            return _torus_route(self, a, b)
+        if self.kind == "switch":
+            return [2 * a, 2 * b + 1]
+        if self.kind == "cluster":
+            m = self.part.chips
+            pa, pb = divmod(a, m), divmod(b, m)
+            if pa[0] == pb[0]:
+                off = pa[0] * self.part.links
+                return [off + x for x in self.part.route(pa[1], pb[1])]
+            base = self.parts * self.part.links
+            return [base + 2 * a, base + 2 * b + 1]
+        raise FabricError(f"{self.name} has one chip: there is nothing to route")
+
+    def hop(self, a: int, b: int) -> tuple[float, float]:
+        """(bottleneck bandwidth B/s, alpha s) of one message from ``a`` to ``b``.
+
+        alpha = message overhead + the latencies of every link on the route (cut-through).
+        """
+        if self.kind == "cluster" and a // self.part.chips != b // self.part.chips:
+            return self.efa_bandwidth, self.message_overhead + 2 * self.efa_latency
+        if self.kind == "cluster":
+            m = self.part.chips
+            return self.part.hop(a % m, b % m)
+        r = self.route(a, b)
+        bw = self._arrays["bw"][r]
+        return float(bw.min()), self.message_overhead + float(self._arrays["lat"][r].sum())
+
+    def ring_order(self) -> np.ndarray:
+        """A Hamiltonian ring of chips using neighbour links where the topology allows.
+
+        Torus: the reflected (boustrophedon) Gray code over the axes, which closes through a
+        wrap-around link when the first axis is even. Switch: 0..n-1. Cluster: each part's
+        ring cut open, parts one after the other (one EFA hop between parts).
+        """
+        if self.kind == "torus":
+            return _snake(self.shape)
+        if self.kind == "cluster":
+            local = self.part.ring_order()
+            m = self.part.chips
+            return (np.arange(self.parts)[:, None] * m + local[None, :]).ravel()
+        return np.arange(self.chips)
+
+
+# Builders -----------------------------------------------------------------------------------
+
+
+def torus(
+    shape: tuple[int, ...],
+    bandwidth: float | tuple[float, ...],
+    latency: float | tuple[float, ...] = 0.5e-6,
+    message_overhead: float = 1.3e-6,
+    name: str | None = None,
+) -> Topology:
+    """A k-dimensional torus with wrap-around (a ring when ``shape`` has one axis).
+
+    Parameters
+    ----------
+    shape : tuple of int
+        Chips along each axis, each >= 2.
+    bandwidth, latency : float or tuple of float
+        Per-direction link bandwidth (B/s) and per-hop latency (s), one value or one per axis.
+    message_overhead : float
+        Seconds per message before its bytes flow.
+    """
+    shape = tuple(int(d) for d in shape)
+    if not shape or any(d < 2 for d in shape):
+        raise FabricError(
+            f"torus shape {shape} needs one or more axes of at least 2 chips "
+            "(a single chip has no fabric: use topology('trn1.2xlarge'))"
+        )
+    k = len(shape)
+    bw = tuple(float(b) for b in np.broadcast_to(np.asarray(bandwidth, float), (k,)))
+    lat = tuple(float(x) for x in np.broadcast_to(np.asarray(latency, float), (k,)))
+    if min(bw) <= 0:
+        raise FabricError(f"link bandwidth {bw} B/s must be positive")
+    label = "x".join(map(str, shape))
+    return Topology(
+        name=name or (f"ring of {shape[0]}" if k == 1 else f"{label} torus"),
+        kind="torus",
+        chips=int(np.prod(shape)),
+        shape=shape,
+        axis_bandwidth=bw,
+        axis_latency=lat,
+        message_overhead=message_overhead,
+    )
+
+
+def ring(n: int, bandwidth: float, latency: float = 0.5e-6, message_overhead: float = 1.3e-6):
+    """A ring of ``n`` chips (a 1-D torus): two directed links between neighbours."""
+    return torus((n,), bandwidth, latency, message_overhead)
+
+
+def topology(system, params: FabricParams | None = None) -> Topology:
+    """The fabric of a catalogue system, or of an UltraCluster.
+
+    Parameters
+    ----------
+    system : str, System or Topology
+        ``"trn1.32xlarge"``, ``"trn2.48xlarge"``, ``"trn2-ultraserver"``,
+        ``"trn3-ultraserver-gen1"``, ``"trn3-ultraserver-gen2"``, a ``catalog.cluster(...)``,
+        or a Topology (returned as it is).
+    params : FabricParams, optional
+        Latencies and conventions (assumptions; see :class:`FabricParams`).
+
+    Notes
+    -----
+    Per-link bandwidth per direction = chip NeuronLink figure / links / 2 (both directions
+    counted, an assumption in ``params``). trn1: 384 GB/s / 4 / 2 = 48 GB/s. trn2: the 1,024
+    GB/s instance share / 4 / 2 = 128 GB/s on the torus axes, the 256 GB/s UltraServer share /
+    2 links (ring of 4) / 2 = 64 GB/s on the third axis. trn3: 2.56 TB/s / 2 = 1.28 TB/s per
+    direction into the NeuronSwitch; sled PCIe 256 GB/s bidirectional = 128 GB/s per direction.
+    EFA: system bit/s / chips / 8 per chip, per direction.
+    """
+    if isinstance(system, Topology):
+        return system
+    params = params or FabricParams()
+    sysobj = catalog.system(system) if isinstance(system, str) else system
+    return _from_system(sysobj, params)
+
+
+def _overhead(sysobj, params: FabricParams) -> float:
+    if params.message_overhead is not None:
+        return float(params.message_overhead)
+    core = sysobj.chip.core
+    if core is not None and "dma_setup" in core.figures:
+        return float(core.figures["dma_setup"].value)  # NKI DMA guide: ~1.3 us per transfer
+    return 1.3e-6
+
+
+def _efa(sysobj, params: FabricParams) -> float:
+    net = sysobj.network_bandwidth
+    if net is None:
+        raise FabricError(f"{sysobj} has no EFA bandwidth in the catalogue; cannot cluster it")
+    per_chip = net / sysobj.chips / 8.0  # bit/s -> B/s per chip
+    return per_chip / (2.0 if params.efa_counts_both_directions else 1.0)
+
+
+def _from_system(sysobj, params: FabricParams) -> Topology:
+    div = 2.0 if params.counts_both_directions else 1.0
+    over = _overhead(sysobj, params)
+    lat_nl = params.neuronlink_latency
+    if sysobj.kind == "ultracluster":
+        part = _from_system(sysobj.part, params)
+        efa = _efa(sysobj.part, params)
+        return Topology(
+            name=f"{sysobj.parts:,} x {part.name} over EFA",
+            kind="cluster",
+            chips=sysobj.chips,
+            shape=(sysobj.parts, part.chips),
+            part=part,
+            parts=sysobj.parts,
+            efa_bandwidth=efa,
+            efa_latency=params.efa_latency,
+            message_overhead=over,
+        )
+    topo = sysobj.topology
+    chip = sysobj.chip
+    if topo == "single":
+        return Topology(name=f"{sysobj.key} (one chip)", kind="single", chips=1, shape=(1,))
+    if topo in ("torus2d", "torus3d"):
+        shape = tuple(int(d) for d in sysobj.figures["torus_shape"].value)
+        links = int(chip.figures["neuronlink_links"].value)
+        if "neuronlink_instance_bandwidth" in chip.figures:
+            inst = float(chip.figures["neuronlink_instance_bandwidth"].value)
+            ultra = float(chip.figures["neuronlink_ultraserver_bandwidth"].value)
+        else:
+            inst, ultra = float(chip.figures["neuronlink_bandwidth"].value), 0.0
+        bw = [inst / links / div] * 2  # 4 neighbours of the instance's 4x4 torus
+        if len(shape) == 3:
+            bw.append(ultra / 2 / div)  # ring of 4 across instances: 2 neighbours
+        return torus(
+            shape,
+            tuple(bw),
+            lat_nl,
+            over,
+            name=f"{sysobj.key} ({'x'.join(map(str, shape))} torus)",
+        )
+    if topo == "switch":
+        nl = float(chip.figures["neuronlink_bandwidth"].value) / div
+        pcie = float(sysobj.figures["sled_pcie_bandwidth"].value) / 2.0  # stated bidirectional
+        return Topology(
+            name=f"{sysobj.key} (NeuronSwitch, {sysobj.chips} chips)",
+            kind="switch",
+            chips=sysobj.chips,
+            shape=(sysobj.chips,),
+            axis_bandwidth=(nl,),
+            axis_latency=(lat_nl,),
+            message_overhead=over,
+            sled=int(sysobj.figures["chips_per_sled"].value),
+            pcie_bandwidth=pcie,
+            pcie_latency=params.pcie_latency,
+        )
+    raise FabricError(f"no fabric model for {sysobj} (topology {topo!r})")
+
+
+# Arrays and routes --------------------------------------------------------------------------
+
+
+def _torus_arrays(t: Topology) -> dict[str, np.ndarray]:
+    shape = np.array(t.shape)
+    k, n = len(t.shape), t.chips
+    coords = np.array(np.unravel_index(np.arange(n), t.shape)).T  # (n, k)
+    # link id = (chip * k + axis) * 2 + (0 for +, 1 for -); on an axis of 2 the - link is the
+    # + link of the neighbour's pair, so both exist but routing only uses +.
+    src = np.repeat(np.arange(n), 2 * k)
+    dst = np.empty(2 * k * n, np.int64)
+    bw = np.empty(2 * k * n)
+    lat = np.empty(2 * k * n)
+    for j in range(k):
+        for s, step in enumerate((1, -1)):
+            c = coords.copy()
+            c[:, j] = (c[:, j] + step) % shape[j]
+            ids = (np.arange(n) * k + j) * 2 + s
+            dst[ids] = np.ravel_multi_index(c.T, t.shape)
+            bw[ids] = t.axis_bandwidth[j]
+            lat[ids] = t.axis_latency[j]
+    return {"src": src, "dst": dst, "bw": bw, "lat": lat, "tier": np.zeros(src.size, np.int64)}
+
+
+def _torus_route(t: Topology, a: int, b: int) -> list[int]:
+    k = len(t.shape)
+    ca = list(np.unravel_index(a, t.shape))
+    cb = np.unravel_index(b, t.shape)
+    out = []
+    for j, d in enumerate(t.shape):
+        delta = (int(cb[j]) - int(ca[j])) % d
+        s, steps, move = (0, delta, 1) if delta <= d // 2 else (1, d - delta, -1)
+        for _ in range(steps):
+            chip = int(np.ravel_multi_index(ca, t.shape))
+            out.append((chip * k + j) * 2 + s)
+            ca[j] = (ca[j] + move) % d
+    return out
+
+
+def _switch_arrays(t: Topology) -> dict[str, np.ndarray]:
+    n, sleds = t.chips, t.chips // t.sled
+    ns = n + sleds  # the NeuronSwitch node; sled switches are n .. n+sleds-1
+    chip = np.arange(n)
+    sled_node = n + chip // t.sled
+    src = np.concatenate([np.stack([chip, np.full(n, ns)], 1).ravel(),
+                          np.stack([chip, sled_node], 1).ravel()])  # fmt: skip
+    dst = np.concatenate([np.stack([np.full(n, ns), chip], 1).ravel(),
+                          np.stack([sled_node, chip], 1).ravel()])  # fmt: skip
+    bw = np.concatenate([np.full(2 * n, t.axis_bandwidth[0]), np.full(2 * n, t.pcie_bandwidth)])
+    lat = np.concatenate([np.full(2 * n, t.axis_latency[0]), np.full(2 * n, t.pcie_latency)])
+    tier = np.concatenate([np.full(2 * n, NEURONLINK), np.full(2 * n, PCIE)])
+    return {"src": src, "dst": dst, "bw": bw, "lat": lat, "tier": tier}
+
+
+def _cluster_arrays(t: Topology) -> dict[str, np.ndarray]:
+    if t.chips > 200_000:
+        raise FabricError(
+            f"{t.name} has {t.chips:,} chips; trnlab builds the link graph only up to 200,000 "
+            "chips. Use simulate=False (closed form), which is hierarchical and needs no graph."
+        )
+    p = t.part._arrays
+    nodes, L = t.part.nodes, t.part.links
+    off_n = np.repeat(np.arange(t.parts) * nodes, L)
+    src = np.tile(p["src"], t.parts) + off_n
+    dst = np.tile(p["dst"], t.parts) + off_n
+    chips = np.arange(t.chips)
+    node_of_chip = (chips // t.part.chips) * nodes + chips % t.part.chips
+    efa = t.parts * nodes
+    src = np.concatenate([src, np.stack([node_of_chip, np.full(t.chips, efa)], 1).ravel()])
+    dst = np.concatenate([dst, np.stack([np.full(t.chips, efa), node_of_chip], 1).ravel()])
+    bw = np.concatenate([np.tile(p["bw"], t.parts), np.full(2 * t.chips, t.efa_bandwidth)])
+    lat = np.concatenate([np.tile(p["lat"], t.parts), np.full(2 * t.chips, t.efa_latency)])
+    tier = np.concatenate([np.tile(p["tier"], t.parts), np.full(2 * t.chips, EFA)])
+    return {"src": src, "dst": dst, "bw": bw, "lat": lat, "tier": tier}
+
+
+def _snake(shape: tuple[int, ...]) -> np.ndarray:
+    """Reflected mixed-radix Gray code: consecutive chips differ by one step on one axis."""
+    order = [()]
+    for d in reversed(shape):
+        new = []
+        for i in range(d):
+            seq = order if i % 2 == 0 else order[::-1]
+            new.extend((i, *c) for c in seq)
+        order = new
+    return np.array([np.ravel_multi_index(c, shape) for c in order], dtype=np.int64)
