@@ -1,0 +1,439 @@
+"""trnlab.core: kernel API rules (errors that teach), recording, scheduler and metrics."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from trnlab import core
+from trnlab.core import _program as P
+
+
+def _run(kernel, chip="trn1", numerics=True, **args):
+    return core.run(kernel, chip=chip, numerics=numerics, **args)
+
+
+# --- costs come from the catalogue ------------------------------------------------------------
+
+
+def test_params_come_from_the_catalogue_and_name_assumptions():
+    from trnlab import catalog
+
+    p = core.core_params("trn1")
+    c = catalog.chip("trn1").core
+    assert p.tensor_clock == c.tensor_clock
+    assert p.psum_bank_bytes == c.psum_bank_bytes == 2048
+    assert p.sbuf_usable_partition_bytes == c.sbuf_usable_partition_bytes
+    assert p.peak_flops("bf16") == pytest.approx(c.peak_flops("bf16"))
+    assert "dma_efficiency_at_overhead" in p.assumptions
+    assert "tensor_clock" not in p.assumptions
+    assert "ASSUMPTION" in catalog.figure("v2.dma_efficiency_at_overhead").note
+
+
+def test_params_override_and_refuse_unknown_names():
+    p = core.core_params("trn2", dma_bandwidth=1e12)
+    assert p.dma_bandwidth == 1e12 and p.overrides == {"dma_bandwidth": 1e12}
+    with pytest.raises(KeyError, match="unknown figure"):
+        core.core_params("trn2", warp_speed=9)
+
+
+def test_a_chip_without_neuroncore_is_refused():
+    from trnlab.catalog import CatalogError
+
+    with pytest.raises(CatalogError, match="NeuronCore"):
+        core.core_params("h100")
+
+
+# --- hardware rules: each error, triggered --------------------------------------------------
+
+
+def test_tile_too_large_partitions():
+    def k(ctx):
+        ctx.sbuf((256, 64), "bf16")
+
+    with pytest.raises(core.TileTooLargeError, match=r"256 partitions.*128"):
+        _run(k)
+
+
+def test_tile_too_large_moving_free():
+    def k(ctx, x):
+        a = ctx.sbuf((128, 128), "bf16")
+        b = ctx.sbuf((128, 1024), "bf16")
+        ctx.load(a, x[:, :128])
+        ctx.load(b, x)
+        ps = ctx.psum((128, 512))
+        ctx.matmul(ps, a, b)
+
+    with pytest.raises(
+        core.TileTooLargeError, match=r"moving tile free size 1024 exceeds 512.*NeuronCore-v2"
+    ):
+        _run(k, x=core.hbm(np.ones((128, 1024))))
+
+
+def test_tile_too_large_stationary_free():
+    def k(ctx, x):
+        a = ctx.sbuf((128, 256), "bf16")
+        ctx.load(a, x)
+        b = ctx.sbuf((128, 64), "bf16")
+        ctx.load(b, x[:, :64])
+        ctx.matmul(ctx.psum((128, 64)), a, b)
+
+    with pytest.raises(core.TileTooLargeError, match="stationary tile free size 256"):
+        _run(k, x=core.hbm(np.ones((128, 256))))
+
+
+def test_psum_bank_overflow_tile_and_all_banks():
+    def too_wide(ctx):
+        ctx.psum((128, 1024))
+
+    with pytest.raises(core.PsumBankOverflowError, match=r"4096 B per partition.*2048 B"):
+        _run(too_wide)
+
+    def nine(ctx):
+        for _ in range(9):
+            ctx.psum((128, 512))
+
+    with pytest.raises(core.PsumBankOverflowError, match="all 8 PSUM banks"):
+        _run(nine)
+
+
+def test_psum_bank_is_reusable_after_free():
+    def k(ctx):
+        for _ in range(20):
+            ctx.free(ctx.psum((128, 512)))
+
+    _run(k)
+
+
+def test_sbuf_capacity_exceeded_says_requested_and_available():
+    def k(ctx):
+        ctx.sbuf((128, 60000), "bf16", "big")  # 120,000 B per partition
+        ctx.sbuf((128, 40000), "bf16", "second")  # 80,000 more
+
+    with pytest.raises(core.SbufCapacityError) as e:
+        _run(k)
+    msg = str(e.value)
+    assert (
+        "80000 B per partition" in msg and "180224 B usable" in msg and "60224 B available" in msg
+    )
+
+
+def test_sbuf_capacity_depends_on_generation():
+    def k(ctx):
+        ctx.sbuf((128, 100000), "bf16")  # 200,000 B: fits v3 (212,984), not v2 (180,224)
+
+    _run(k, chip="trn2", numerics=False)
+    with pytest.raises(core.SbufCapacityError):
+        _run(k, chip="trn1", numerics=False)
+
+
+def test_format_the_generation_lacks():
+    def k(ctx, x):
+        a = ctx.sbuf((128, 128), "mxfp8_e4m3")
+        ctx.load(a, x)
+        ctx.matmul(ctx.psum((128, 128)), a, a)
+
+    x = core.hbm(np.ones((128, 128)))
+    with pytest.raises(
+        core.FormatNotSupportedError, match=r"NeuronCore-v2.*no mxfp8.*NeuronCore-v4"
+    ):
+        _run(k, x=x)
+    _run(k, chip="trn3", x=x)  # NeuronCore-v4 has the MX path
+
+
+def test_matmul_operands_must_be_in_sbuf():
+    def k(ctx, x):
+        a = ctx.sbuf((128, 128), "bf16")
+        ctx.load(a, x)
+        ps = ctx.psum((128, 128))
+        ctx.matmul(ps, a, a)
+        ctx.matmul(ctx.psum((128, 128)), ps, a)
+
+    with pytest.raises(
+        core.OperandPlacementError, match=r"stationary operand.*PSUM.*reads its inputs from SBUF"
+    ):
+        _run(k, x=core.hbm(np.ones((128, 128))))
+
+    def hbm_operand(ctx, x):
+        a = ctx.sbuf((128, 128), "bf16")
+        ctx.load(a, x)
+        ctx.matmul(ctx.psum((128, 128)), a, x)
+
+    with pytest.raises(
+        core.OperandPlacementError, match="HBM data reaches the engines only through a DMA"
+    ):
+        _run(hbm_operand, x=core.hbm(np.ones((128, 128))))
+
+    def to_sbuf(ctx, x):
+        a = ctx.sbuf((128, 128), "bf16")
+        ctx.load(a, x)
+        ctx.matmul(ctx.sbuf((128, 128), "fp32"), a, a)
+
+    with pytest.raises(core.OperandPlacementError, match="writes PSUM"):
+        _run(to_sbuf, x=core.hbm(np.ones((128, 128))))
+
+
+def test_reading_a_tile_never_written():
+    def partial(ctx, x, y):
+        t = ctx.sbuf((128, 64), "fp32", "scratch")
+        ctx.load(t[:64, :], x)
+        ctx.store(y, t)  # rows 64..127 were never written
+
+    with pytest.raises(
+        core.UnwrittenReadError, match=r"scratch.*\[0:128, 0:64\].*nothing has written"
+    ):
+        _run(partial, x=core.hbm(np.ones((64, 64))), y=core.hbm((128, 64)))
+
+    def unwritten_hbm(ctx, y):
+        t = ctx.sbuf((8, 8), "fp32")
+        ctx.load(t, y)
+
+    with pytest.raises(core.UnwrittenReadError, match="no instruction has stored"):
+        _run(unwritten_hbm, y=core.hbm((8, 8)))
+
+
+def test_dma_cannot_write_psum_and_gpsimd_cannot_read_psum():
+    def k(ctx, x):
+        ctx.load(ctx.psum((8, 8)), x)
+
+    with pytest.raises(core.OperandPlacementError, match="only the Tensor Engine writes PSUM"):
+        _run(k, x=core.hbm(np.ones((8, 8))))
+
+    def g(ctx, x):
+        a = ctx.sbuf((8, 8), "fp32")
+        ctx.load(a, x)
+        ps = ctx.psum((8, 8))
+        ctx.matmul(ps, a, a)
+        ctx.copy(ctx.sbuf((8, 8), "fp32"), ps, engine="gpsimd")
+
+    with pytest.raises(core.OperandPlacementError, match="GpSimd has no PSUM port"):
+        _run(g, x=core.hbm(np.ones((8, 8))))
+
+
+# --- numerics of the engines ------------------------------------------------------------------
+
+
+def test_engine_numerics():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((96, 40)).astype(np.float32)
+    bias = rng.standard_normal((96, 1)).astype(np.float32)
+
+    def k(ctx, x, bias, relu, total, prod, gp):
+        a = ctx.sbuf(x.shape, "fp32")
+        b = ctx.sbuf((96, 1), "fp32")
+        ctx.load(a, x)
+        ctx.load(b, bias)
+        o = ctx.sbuf(x.shape, "fp32")
+        ctx.activation(o, a, "relu", scale=2.0, bias=b)
+        ctx.store(relu, o)
+        s = ctx.sbuf((96, 1), "fp32")
+        ctx.reduce(s, a, "add")
+        ctx.store(total, s)
+        p = ctx.sbuf(x.shape, "fp32")
+        ctx.tensor_tensor(p, a, a, "multiply")
+        ctx.tensor_scalar(p, p, "add", 1.0)
+        ctx.store(prod, p)
+        g = ctx.sbuf(x.shape, "fp32")
+        ctx.gpsimd(g, a, a, "maximum")
+        ctx.store(gp, g)
+
+    r = _run(
+        k,
+        x=core.hbm(x),
+        bias=core.hbm(bias),
+        relu=core.hbm(x.shape),
+        total=core.hbm((96, 1)),
+        prod=core.hbm(x.shape),
+        gp=core.hbm(x.shape),
+    )
+    np.testing.assert_allclose(r.outputs["relu"], np.maximum(2 * x + bias, 0), rtol=1e-6)
+    np.testing.assert_allclose(r.outputs["total"], x.sum(1, keepdims=True), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(r.outputs["prod"], x * x + 1, rtol=1e-6)
+    np.testing.assert_array_equal(r.outputs["gp"], x)
+
+
+def test_copy_casts_through_formats():
+    from trnlab import formats
+
+    x = np.linspace(-3, 3, 64, dtype=np.float32).reshape(8, 8) * 1.01
+
+    def k(ctx, x, y):
+        a = ctx.sbuf((8, 8), "fp32")
+        ctx.load(a, x)
+        b = ctx.sbuf((8, 8), "bf16")
+        ctx.copy(b, a, engine="scalar")
+        ctx.store(y, b)
+
+    r = _run(k, x=core.hbm(x), y=core.hbm((8, 8)))
+    np.testing.assert_array_equal(r.outputs["y"], formats.quantize(x, "bf16"))
+
+
+# --- recording and dependencies ---------------------------------------------------------------
+
+
+def _double_buffer_kernel(buffers):
+    def k(ctx, x, y):
+        tiles = [ctx.sbuf((128, 2048), "bf16", f"buf{j}") for j in range(buffers)]
+        for i in range(8):
+            t = tiles[i % buffers]
+            ctx.load(t, x[:, i * 2048 : (i + 1) * 2048])
+            ctx.activation(t, t, "relu")
+            ctx.store(y[:, i * 2048 : (i + 1) * 2048], t)
+
+    return k
+
+
+def test_dependencies_raw_and_war():
+    r = _run(
+        _double_buffer_kernel(1),
+        numerics=False,
+        x=core.hbm((128, 16384), "bf16", is_input=True),
+        y=core.hbm((128, 16384), "bf16"),
+    )
+    prog = r.program
+    # second load (#3) waits for the first store (#2) to read the buffer: write-after-read
+    assert 2 in prog.deps(3).tolist()
+    # the activation (#1) waits for the load (#0): read-after-write
+    assert prog.deps(1).tolist() == [0]
+    assert "dma_load" in prog.describe(0) and "x[0:128,0:2048]" in prog.describe(0)
+
+
+def test_double_buffering_overlaps_and_is_faster():
+    args = dict(x=core.hbm((128, 16384), "bf16", is_input=True), y=core.hbm((128, 16384), "bf16"))
+    one = _run(_double_buffer_kernel(1), numerics=False, **args)
+    two = _run(_double_buffer_kernel(2), numerics=False, **args)
+    assert two.latency < 0.8 * one.latency
+
+
+def test_program_table_is_flat_structured_array():
+    r = _run(
+        _double_buffer_kernel(2),
+        numerics=False,
+        x=core.hbm((128, 16384), "bf16", is_input=True),
+        y=core.hbm((128, 16384), "bf16"),
+    )
+    t = r.program.table
+    assert t.dtype == P.INSTRUCTION_DTYPE and len(t) == 24
+    assert r.program.counts() == {"dma_load": 8, "dma_store": 8, "activation": 8}
+    assert (t["bytes"][t["op"] == P.DMA_LOAD] == 128 * 2048 * 2).all()
+    assert len(r.program.dep_ptr) == len(t) + 1
+
+
+# --- scheduler and metrics --------------------------------------------------------------------
+
+
+def test_matmul_cost_rules():
+    """max(N, 64) cycles at the tensor clock (+ fast weight load); fp32 4x; fp8 2x on v3."""
+
+    def k(ctx, x, fmt, n):
+        a = ctx.sbuf((128, 128), fmt)
+        b = ctx.sbuf((128, n), fmt)
+        ctx.load(a, x[:, :128])
+        ctx.load(b, x[:, :n])
+        ps = ctx.psum((128, n))
+        ctx.matmul(ps, a, b)
+        ctx.matmul(ps, a, b, accumulate=True)  # same stationary: no reload
+
+    def cycles(chip, fmt, n):
+        p = core.core_params(chip)
+        r = _run(
+            k, chip=chip, numerics=False, x=core.hbm((128, 512), fmt, is_input=True), fmt=fmt, n=n
+        )
+        te = r.program.table["op"] == P.MATMUL
+        d = (r.end - r.start)[te] * p.tensor_clock
+        return d.round(3).tolist()
+
+    assert cycles("trn1", "bf16", 512) == [512 + 32, 512]
+    assert cycles("trn1", "bf16", 16) == [64 + 32, 64]
+    assert cycles("trn1", "fp32", 512) == [2048 + 32, 2048]
+    assert cycles("trn2", "fp8_e4m3", 512) == [256 + 32, 256]
+    assert cycles("trn1", "fp8_e4m3", 512) == [512 + 32, 512]
+    assert cycles("trn3", "mxfp8_e4m3", 512) == [128 + 32, 128]
+
+
+def test_dma_efficiency_thresholds():
+    p = core.core_params("trn1")
+    e = core.dma_efficiency([128, 256, 2048, 4096, 65536], p)
+    assert e[0] == pytest.approx(p.dma_efficiency_at_overhead / 2)
+    assert e[1] == pytest.approx(p.dma_efficiency_at_overhead)
+    assert e[2] == pytest.approx(p.dma_efficiency_at_efficient)
+    assert e[3] == e[4] == 1.0
+
+
+def test_dma_few_partitions_use_few_engines():
+    def k(ctx, x, parts):
+        t = ctx.sbuf((parts, 4096), "bf16")
+        ctx.load(t[:parts, :], x[:parts, :])
+
+    x = core.hbm((128, 4096), "bf16", is_input=True)
+    full = _run(k, numerics=False, x=x, parts=128)
+    eight = _run(k, numerics=False, x=x, parts=8)
+    p = full.params
+    # 128 partitions x 8 KiB at the full core bandwidth; 8 partitions use one of 16 engines
+    assert full.latency == pytest.approx(p.dma_setup + 128 * 8192 / p.dma_bandwidth)
+    assert eight.latency == pytest.approx(p.dma_setup + 8 * 8192 / (p.dma_bandwidth / 16))
+
+
+def test_timeline_respects_dependencies_and_engine_order():
+    from trnlab import kernels
+
+    r = kernels.matmul((300, 500), (500, 700), variant="pipelined", numerics=False)
+    prog, s, e = r.program, r.start, r.end
+    for i in range(len(prog)):
+        d = prog.deps(i)
+        if len(d):
+            assert s[i] >= e[d].max() - 1e-15
+    t = r.timeline()
+    for eng in np.unique(t["engine"]):
+        rows = t[t["engine"] == eng]
+        assert (rows["start"][1:] >= rows["end"][:-1] - 1e-15).all()  # in order, no overlap
+
+
+def test_occupancy_and_counters():
+    from trnlab import kernels
+
+    r = kernels.matmul((256, 256), (256, 512), variant="hoisted", numerics=False)
+    _, used = r.occupancy("sbuf")
+    assert used.min() >= 0 and used[-1] == 0 and used.max() > 0
+    assert used.max() <= r.params.sbuf_usable_partition_bytes
+    c = r.counters()
+    assert c["peak_psum_bytes_per_partition"] <= r.params.psum_partition_bytes
+    assert c["hbm_bytes"] == r.hbm_bytes > 0 and c["flops"] == 2 * 256 * 256 * 512
+    assert set(r.busy) == {"Tensor", "Vector", "Scalar", "GpSimd", "DMA"}
+    assert 0 < r.roofline()["attainable_flops"] <= r.roofline()["peak_flops"]
+
+
+def test_vector_and_gpsimd_share_sbuf_on_v2_only():
+    def k(ctx, x):
+        a = ctx.sbuf((128, 2048), "fp32")
+        ctx.load(a, x)
+        b = ctx.sbuf((128, 2048), "fp32")
+        c = ctx.sbuf((128, 2048), "fp32")
+        ctx.tensor_scalar(b, a, "add", 1.0)
+        ctx.gpsimd(c, a, op="relu")
+
+    def overlapped(chip):
+        r = _run(k, chip=chip, numerics=False, x=core.hbm((128, 2048), "fp32", is_input=True))
+        t = r.program.table
+        v, g = np.where(t["engine"] == P.VECTOR)[0][0], np.where(t["engine"] == P.GPSIMD)[0][0]
+        return r.start[g] < r.end[v] and r.start[v] < r.end[g]
+
+    assert not overlapped("trn1")
+    assert overlapped("trn2")
+
+
+def test_roofline_is_a_lower_bound_on_random_programs():
+    from trnlab import kernels
+
+    rng = np.random.default_rng(0)
+    for _ in range(6):
+        m, k, n = (int(x) for x in rng.integers(1, 700, 3))
+        for v in kernels.VARIANTS:
+            r = kernels.matmul(
+                (m, k),
+                (k, n),
+                variant=v,
+                chip=str(rng.choice(["trn1", "trn2", "trn3"])),
+                numerics=False,
+            )
+            assert r.latency >= r.roofline_bound * (1 - 1e-9)

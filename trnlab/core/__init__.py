@@ -1,0 +1,70 @@
+"""One NeuronCore: a kernel API, the recorded program, the engine scheduler and its metrics.
+
+A kernel is a Python function that receives a :class:`KernelContext` and HBM tensors,
+allocates SBUF and PSUM tiles and issues instructions (DMA, Tensor Engine matmul and
+transpose, Scalar activation, Vector and GpSimd ops). :func:`run` records it as one flat
+instruction table with its dependencies, executes the numerics through ``trnlab.formats``
+(fp32 PSUM), schedules it on the engines of one core of a chosen generation (a numba loop,
+costs from the catalogue) and returns a :class:`Run`: outputs, timeline, latency, per-engine
+busy fractions, FLOPs utilisation, HBM traffic and the roofline point.
+
+>>> import numpy as np
+>>> from trnlab import core
+>>> def scale(ctx, x, y):
+...     t = ctx.sbuf(x.shape, "bf16")
+...     ctx.load(t, x)
+...     ctx.activation(t, t, "relu", scale=2.0)
+...     ctx.store(y, t)
+>>> r = core.run(scale, x=core.hbm(np.arange(-4, 4).reshape(2, 4)), y=core.hbm((2, 4)))
+>>> r.outputs["y"].tolist()
+[[0.0, 0.0, 0.0, 0.0], [0.0, 2.0, 4.0, 6.0]]
+
+Importing this package compiles nothing; the scheduler compiles on first use (cached on disk).
+"""
+
+from ._context import ACTIVATIONS, KernelContext
+from ._errors import (
+    FormatNotSupportedError,
+    HardwareRuleError,
+    OperandPlacementError,
+    PsumBankOverflowError,
+    SbufCapacityError,
+    TileTooLargeError,
+    UnwrittenReadError,
+)
+from ._params import CoreParams, core_params
+from ._program import ENGINES, OPS, Program, engine_name
+from ._run import HBM, Run, hbm, record, run, simulate
+from ._schedule import costs, dma_efficiency, schedule
+from ._tiles import HBMTensor, HBMView, Tile, View
+
+__all__ = [
+    "ACTIVATIONS",
+    "ENGINES",
+    "HBM",
+    "OPS",
+    "CoreParams",
+    "FormatNotSupportedError",
+    "HBMTensor",
+    "HBMView",
+    "HardwareRuleError",
+    "KernelContext",
+    "OperandPlacementError",
+    "Program",
+    "PsumBankOverflowError",
+    "Run",
+    "SbufCapacityError",
+    "Tile",
+    "TileTooLargeError",
+    "UnwrittenReadError",
+    "View",
+    "core_params",
+    "costs",
+    "dma_efficiency",
+    "engine_name",
+    "hbm",
+    "record",
+    "run",
+    "schedule",
+    "simulate",
+]

@@ -1,0 +1,41 @@
+"""Errors that teach: each names the rule, the limit, the value, the generation and the fix."""
+
+from __future__ import annotations
+
+__all__ = [
+    "FormatNotSupportedError",
+    "HardwareRuleError",
+    "OperandPlacementError",
+    "PsumBankOverflowError",
+    "SbufCapacityError",
+    "TileTooLargeError",
+    "UnwrittenReadError",
+]
+
+
+class HardwareRuleError(ValueError):
+    """A kernel asked a NeuronCore for something the hardware cannot do."""
+
+
+class TileTooLargeError(HardwareRuleError):
+    """A tile or matmul operand exceeds a partition or free-dimension limit."""
+
+
+class PsumBankOverflowError(HardwareRuleError):
+    """A PSUM tile does not fit one 2 KiB bank per partition, or all banks are taken."""
+
+
+class SbufCapacityError(HardwareRuleError):
+    """The SBUF tiles alive at once need more bytes per partition than the core has."""
+
+
+class FormatNotSupportedError(HardwareRuleError):
+    """The Tensor Engine of this generation has no path for the data type."""
+
+
+class OperandPlacementError(HardwareRuleError):
+    """An operand is in the wrong memory (matmul inputs must be SBUF, its output PSUM...)."""
+
+
+class UnwrittenReadError(HardwareRuleError):
+    """An instruction reads part of a tile that nothing has written yet."""

@@ -1,0 +1,291 @@
+"""Run a kernel: record it, schedule it on one NeuronCore, and measure the result."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import _program as P
+from ._context import KernelContext
+from ._params import CoreParams, core_params
+from ._schedule import costs, schedule
+
+__all__ = ["HBM", "Run", "hbm", "record", "run", "simulate"]
+
+
+@dataclass(frozen=True)
+class HBM:
+    """An HBM tensor argument of a kernel: input values, or the shape of an output."""
+
+    data: np.ndarray | None
+    shape: tuple[int, int]
+    fmt: str
+    is_input: bool
+
+
+def hbm(x, fmt: str = "fp32", *, is_input: bool | None = None) -> HBM:
+    """Describe a kernel argument in HBM: an array (an input, rounded to ``fmt``) or a shape
+    (an output the kernel writes; ``is_input=True`` makes it a data-less input for
+    timing-only runs)."""
+    if isinstance(x, tuple) and all(isinstance(v, int | np.integer) for v in x):
+        if len(x) != 2:
+            raise ValueError(f"HBM tensors are 2-D (rows, cols); got shape {x}")
+        return HBM(None, (int(x[0]), int(x[1])), fmt, bool(is_input))
+    a = np.asarray(x, np.float32)
+    if a.ndim != 2:
+        raise ValueError(f"HBM tensors are 2-D (rows, cols); got an array of shape {a.shape}")
+    return HBM(a, a.shape, fmt, True if is_input is None else is_input)
+
+
+@dataclass(frozen=True)
+class Run:
+    """A kernel run on one NeuronCore: outputs, timeline and counters.
+
+    Attributes
+    ----------
+    program : Program
+        The recorded instructions.
+    params : CoreParams
+        The core it ran on (figures from the catalogue).
+    start, end : numpy.ndarray
+        Start and end time (s) of each instruction on its engine.
+    outputs : dict
+        Name -> float32 array of every HBM tensor the kernel stored to (empty in timing-only runs).
+    latency : float
+        Seconds from the first instruction to the last.
+    busy : dict
+        Engine -> fraction of the latency it was busy ("DMA": fraction of the core's DMA
+        bandwidth in use).
+    flops, hbm_bytes : float
+        Tensor Engine FLOPs and bytes moved between HBM and SBUF.
+    compute_bound_s, memory_bound_s : float
+        Roofline bounds: FLOPs at the peak of their data type, bytes at the DMA bandwidth.
+    """
+
+    program: P.Program
+    params: CoreParams
+    start: np.ndarray
+    end: np.ndarray
+    outputs: dict[str, np.ndarray]
+    latency: float
+    busy: dict[str, float]
+    flops: float
+    hbm_bytes: float
+    compute_bound_s: float
+    memory_bound_s: float
+    numerics: bool
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    # Derived counters -------------------------------------------------------------------------
+    @property
+    def output(self) -> np.ndarray | None:
+        """The output array when the kernel stored to exactly one tensor."""
+        return next(iter(self.outputs.values())) if len(self.outputs) == 1 else None
+
+    @property
+    def achieved_flops(self) -> float:
+        """Tensor Engine FLOP/s over the whole run."""
+        return self.flops / self.latency if self.latency > 0 else 0.0
+
+    @property
+    def utilisation(self) -> float:
+        """Hardware FLOPs utilisation of the Tensor Engine: time the FLOPs need at peak / latency."""
+        return self.compute_bound_s / self.latency if self.latency > 0 else 0.0
+
+    @property
+    def arithmetic_intensity(self) -> float:
+        """FLOPs per byte of HBM traffic."""
+        return self.flops / self.hbm_bytes if self.hbm_bytes else float("inf")
+
+    @property
+    def roofline_bound(self) -> float:
+        """The roofline's lower bound on latency: max(FLOPs / peak, bytes / bandwidth)."""
+        return max(self.compute_bound_s, self.memory_bound_s)
+
+    @property
+    def bound(self) -> str:
+        """Which roof is closer: ``"compute"`` or ``"memory"``."""
+        return "compute" if self.compute_bound_s >= self.memory_bound_s else "memory"
+
+    @property
+    def peak_flops(self) -> float:
+        """Peak FLOP/s of the mix of data types the kernel multiplied."""
+        return self.flops / self.compute_bound_s if self.compute_bound_s else 0.0
+
+    def roofline(self) -> dict[str, float]:
+        """The roofline point: intensity, achieved and attainable FLOP/s, ridge point."""
+        bw = self.params.dma_bandwidth
+        peak = self.peak_flops
+        ai = self.arithmetic_intensity
+        return {
+            "intensity": ai,
+            "achieved_flops": self.achieved_flops,
+            "attainable_flops": min(peak, ai * bw) if peak else 0.0,
+            "peak_flops": peak,
+            "bandwidth": bw,
+            "ridge_intensity": peak / bw if bw else 0.0,
+        }
+
+    def timeline(self) -> np.ndarray:
+        """One row per instruction: index, engine id, op id, start, end (program order)."""
+        t = self.program.table
+        out = np.zeros(
+            len(t),
+            [("index", "i8"), ("engine", "i2"), ("op", "u1"), ("start", "f8"), ("end", "f8")],
+        )
+        out["index"] = np.arange(len(t))
+        out["engine"] = t["engine"]
+        out["op"] = t["op"]
+        out["start"] = self.start
+        out["end"] = self.end
+        return out
+
+    def occupancy(self, space: str = "sbuf") -> tuple[np.ndarray, np.ndarray]:
+        """Bytes per partition in use over time (a step function): ``(times, bytes)``.
+
+        A tile counts from the start of the first instruction touching it to the end of the last.
+        """
+        t = self.program.table
+        recs = [r for r in self.program.tiles if r.space == space]
+        if not recs or not len(t):
+            return np.zeros(1), np.zeros(1)
+        n = len(self.program.tiles)
+        first = np.full(n, np.inf)
+        last = np.full(n, -np.inf)
+        for col in ("out", "in0", "in1"):
+            ids = t[col]
+            ok = ids >= 0
+            np.minimum.at(first, ids[ok], self.start[ok])
+            np.maximum.at(last, ids[ok], self.end[ok])
+        ids = np.array([r.id for r in recs])
+        size = np.array([r.bytes_per_partition for r in recs], np.float64)
+        used = np.isfinite(first[ids])
+        times = np.concatenate([first[ids][used], last[ids][used]])
+        delta = np.concatenate([size[used], -size[used]])
+        order = np.lexsort((delta, times))
+        return np.concatenate([[0.0], times[order]]), np.concatenate(
+            [[0.0], np.cumsum(delta[order])]
+        )
+
+    def counters(self) -> dict[str, Any]:
+        """Every headline number as a plain dict (for tables, tests and JSON)."""
+        return {
+            "chip": self.params.chip,
+            "core": self.params.name,
+            "instructions": len(self.program),
+            "latency_s": self.latency,
+            "flops": self.flops,
+            "achieved_flops": self.achieved_flops,
+            "utilisation": self.utilisation,
+            "hbm_bytes": self.hbm_bytes,
+            "arithmetic_intensity": self.arithmetic_intensity,
+            "roofline_bound_s": self.roofline_bound,
+            "bound": self.bound,
+            "busy": dict(self.busy),
+            "peak_sbuf_bytes_per_partition": float(self.occupancy("sbuf")[1].max()),
+            "peak_psum_bytes_per_partition": float(self.occupancy("psum")[1].max()),
+        }
+
+    def __repr__(self) -> str:
+        busy = ", ".join(f"{k} {v:.0%}" for k, v in self.busy.items())
+        return (
+            f"Run({self.params.chip} {self.params.name}: {len(self.program)} instructions, "
+            f"{self.latency * 1e6:,.1f} us, {self.utilisation:.1%} of Tensor Engine peak, "
+            f"{self.bound}-bound; busy: {busy})"
+        )
+
+
+def record(
+    kernel: Callable, *, chip: str | CoreParams = "trn1", numerics: bool = True, **args: Any
+) -> tuple[KernelContext, dict]:
+    """Run ``kernel(ctx, **args)`` under a new context; HBM arguments become HBM tensors."""
+    params = core_params(chip)
+    ctx = KernelContext(params, numerics=numerics)
+    call = {}
+    for name, v in args.items():
+        if isinstance(v, np.ndarray):
+            v = hbm(v)
+        call[name] = (
+            ctx.hbm(name, v.shape, v.fmt, v.data, written=v.is_input) if isinstance(v, HBM) else v
+        )
+    kernel(ctx, **call)
+    return ctx, call
+
+
+def simulate(program: P.Program, params: CoreParams, outputs=None, numerics=False) -> Run:
+    """Schedule a recorded program and measure it."""
+    start, end = schedule(program, params)
+    t = program.table
+    latency = float(end.max() - start.min()) if len(t) else 0.0
+    dur, _, pipe = costs(t, params)
+    busy = {}
+    for e, name in enumerate(P.ENGINES):
+        sel = t["engine"] == e
+        busy[name] = float(dur[sel].sum() / latency) if latency else 0.0
+    busy["DMA"] = float(pipe.sum() / latency) if latency else 0.0
+    flops = float(t["flops"].sum())
+    from trnlab.catalog import DTYPES
+
+    compute = 0.0
+    for d in np.unique(t["dtype"][t["flops"] > 0]):
+        sel = (t["dtype"] == d) & (t["flops"] > 0)
+        compute += float(t["flops"][sel].sum()) / params.peak_flops(DTYPES[int(d)])
+    nbytes = float(t["bytes"].sum())
+    return Run(
+        program=program,
+        params=params,
+        start=start,
+        end=end,
+        outputs=outputs or {},
+        latency=latency,
+        busy=busy,
+        flops=flops,
+        hbm_bytes=nbytes,
+        compute_bound_s=compute,
+        memory_bound_s=nbytes / params.dma_bandwidth,
+        numerics=numerics,
+    )
+
+
+def run(
+    kernel: Callable, *, chip: str | CoreParams = "trn1", numerics: bool = True, **args: Any
+) -> Run:
+    """Record ``kernel``, schedule it on one NeuronCore of ``chip`` and return the :class:`Run`.
+
+    Parameters
+    ----------
+    kernel : callable
+        ``kernel(ctx, **args)``: issues instructions through the :class:`KernelContext`.
+    chip : str or CoreParams
+        A Neuron chip of the catalogue (or parameters from :func:`core_params`).
+    numerics : bool
+        Execute the values; False is timing only (fast for large shapes).
+    **args
+        Kernel arguments: :func:`hbm` descriptions (or numpy arrays, fp32) become HBM tensors;
+        anything else is passed through.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from trnlab import core
+    >>> def double(ctx, x, y):
+    ...     t = ctx.sbuf(x.shape, "fp32")
+    ...     ctx.load(t, x)
+    ...     ctx.tensor_scalar(t, t, "multiply", 2.0)
+    ...     ctx.store(y, t)
+    >>> r = core.run(double, x=core.hbm(np.ones((4, 8))), y=core.hbm((4, 8)))
+    >>> float(r.outputs["y"].sum())
+    64.0
+    """
+    ctx, _ = record(kernel, chip=chip, numerics=numerics, **args)
+    program = ctx.program()
+    stored = set(program.table["hbm"][program.table["op"] == P.DMA_STORE].tolist())
+    outputs = {}
+    if numerics:
+        for t in ctx._tensors:
+            if t.id in stored:
+                outputs[t.name] = t.data
+    return simulate(program, ctx.params, outputs, numerics)

@@ -1,0 +1,134 @@
+"""Public entry points: run a reference kernel on numpy arrays (or shapes, timing only)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from trnlab import core
+
+from ._epilogue import matmul_bias_act_kernel
+from ._matmul import VARIANTS
+from ._transpose import transpose_kernel
+
+__all__ = ["matmul", "matmul_bias_act", "transpose"]
+
+
+def _operand(x, shape_of, fmt: str, numerics: bool, what: str):
+    if isinstance(x, tuple):
+        if numerics:
+            raise ValueError(
+                f"{what} is a shape {x}; numerics need values (or pass numerics=False)"
+            )
+        return core.hbm(shape_of(x), fmt, is_input=True)
+    a = np.asarray(x, np.float32)
+    if a.ndim != 2:
+        raise ValueError(f"{what} must be 2-D, got shape {a.shape}")
+    if not numerics:
+        return core.hbm(shape_of(a.shape), fmt, is_input=True)
+    return None if a is None else a
+
+
+def matmul(
+    a,
+    b,
+    variant: str = "pipelined",
+    chip="trn1",
+    dtype: str = "bf16",
+    numerics: bool = True,
+    out_dtype: str | None = None,
+    **options,
+) -> core.Run:
+    """C = A @ B with one of the reference kernels, on one NeuronCore of ``chip``.
+
+    Parameters
+    ----------
+    a, b : array_like or tuple
+        A[M, K] and B[K, N], or their shapes for a timing-only run (``numerics=False``).
+        A is laid out transposed in HBM (``a_t[K, M]``, K-major), as NKI's matmul tutorials do,
+        so its K rows land on SBUF partitions; the host does that transpose.
+    variant : str
+        ``"tiled"``, ``"hoisted"``, ``"blocked_mn"``, ``"blocked_mnk"`` or ``"pipelined"``.
+    chip : str or CoreParams
+        A Neuron chip of the catalogue (``"trn1"``, ``"trn2"``, ``"trn3"``).
+    dtype : str
+        Format of A and B in HBM and SBUF (a ``trnlab.formats`` name: ``"bf16"``,
+        ``"fp8_e4m3"``, ``"mxfp8_e4m3"``, ``"fp32"``...). PSUM accumulates in fp32.
+    numerics : bool
+        Compute the values (False: timing only, for large shapes).
+    out_dtype : str, optional
+        Format of C (default: ``"fp32"`` when numerics are on, else ``dtype``).
+    **options
+        Block sizes of the variant (``tiles_m``, ``tiles_n``, ``tiles_k``).
+
+    Returns
+    -------
+    trnlab.core.Run
+        ``run.output`` is C (numerics on); ``run.latency``, ``run.utilisation``,
+        ``run.timeline()``, ``run.counters()``.
+    """
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; the progression is {', '.join(VARIANTS)}")
+    shape_a = a if isinstance(a, tuple) else np.shape(a)
+    shape_b = b if isinstance(b, tuple) else np.shape(b)
+    if len(shape_a) != 2 or len(shape_b) != 2 or shape_a[1] != shape_b[0]:
+        raise ValueError(f"matmul needs A[M, K] and B[K, N]; got {shape_a} and {shape_b}")
+    M, K = shape_a
+    N = shape_b[1]
+    out_dtype = out_dtype or ("fp32" if numerics else dtype)
+    if numerics:
+        a_arg = core.hbm(np.ascontiguousarray(np.asarray(a, np.float32).T), dtype)
+        b_arg = core.hbm(np.asarray(b, np.float32), dtype)
+    else:
+        a_arg = core.hbm((K, M), dtype, is_input=True)
+        b_arg = core.hbm((K, N), dtype, is_input=True)
+    kernel = VARIANTS[variant]
+    return core.run(
+        lambda ctx, **kw: kernel(ctx, **kw, **options),
+        chip=chip,
+        numerics=numerics,
+        a_t=a_arg,
+        b=b_arg,
+        c=core.hbm((M, N), out_dtype),
+    )
+
+
+def matmul_bias_act(
+    a, b, bias, activation: str = "relu", chip="trn1", dtype: str = "bf16", numerics: bool = True
+) -> core.Run:
+    """``act(A @ B + bias)`` with the bias and activation fused on the Scalar engine.
+
+    The kernel computes C transposed (N on partitions) so the bias, one value per column of C,
+    is a per-partition operand of the Scalar engine's ``f(x * scale + bias)``; ``run.output``
+    is C[M, N] (the host transposes it back).
+    """
+    a = np.asarray(a, np.float32)
+    b = np.asarray(b, np.float32)
+    bias = np.asarray(bias, np.float32).reshape(-1, 1)
+    M, K = a.shape
+    N = b.shape[1]
+    if b.shape[0] != K or bias.shape[0] != N:
+        raise ValueError(f"need A[M, K], B[K, N], bias[N]; got {a.shape}, {b.shape}, {bias.shape}")
+    r = core.run(
+        lambda ctx, **kw: matmul_bias_act_kernel(ctx, **kw, activation=activation),
+        chip=chip,
+        numerics=numerics,
+        w=core.hbm(b, dtype),
+        x_t=core.hbm(np.ascontiguousarray(a.T), dtype),
+        bias=core.hbm(bias, "fp32"),
+        y_t=core.hbm((N, M), "fp32"),
+    )
+    if numerics:
+        r.outputs["y"] = r.outputs.pop("y_t").T
+    return r
+
+
+def transpose(x, chip="trn1", dtype: str = "fp32", numerics: bool = True) -> core.Run:
+    """Transpose X[R, C] through the Tensor Engine (a matmul against the identity)."""
+    x = np.asarray(x, np.float32)
+    return core.run(
+        transpose_kernel,
+        chip=chip,
+        numerics=numerics,
+        x=core.hbm(x, dtype),
+        y=core.hbm(x.shape[::-1], dtype),
+    )

@@ -1,0 +1,259 @@
+"""The matmul progression, written in the kernel API: each variant one small strategy.
+
+Layout (as in NKI's matmul tutorials): C[M, N] = A[M, K] @ B[K, N] with A stored transposed in
+HBM, ``a_t[K, M]``, so both operands bring their K rows onto SBUF partitions (the Tensor
+Engine contracts over partitions). Tiles are 128 (K) x 128 (M, stationary) x 512 (N, moving):
+128 partitions, 128 PE columns, 512 fp32 accumulators per PSUM bank.
+
+``tiled``        loads both operand tiles inside the innermost (K) loop: every tile is loaded
+                 M/128 or N/512 times, small transfers, one buffer each -> DMA-bound.
+``hoisted``      hoists the loads out of the reduction loop: a column strip of A (all of K) is
+                 loaded once per M tile and reused across N.
+``blocked_mn``   blocks over M and N: a block of A and one of B (all of K) stay in SBUF and
+                 every pair of their tiles is multiplied, so each load feeds many matmuls.
+                 Block sizes shrink as K grows: the strips must fit SBUF.
+``blocked_mnk``  also blocks K, so large blocks fit SBUF at any K; partial sums over K blocks
+                 accumulate in fp32 SBUF tiles on the Vector engine.
+``pipelined``    blocked_mnk with two sets of block buffers: the DMA loads block k+1 while the
+                 Tensor Engine multiplies block k.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+__all__ = ["VARIANTS", "blocked_mn", "blocked_mnk", "hoisted", "pipelined", "tiled"]
+
+TILE_K, TILE_M, TILE_N = 128, 128, 512
+
+
+def _spans(n: int, t: int) -> list[tuple[int, int]]:
+    """(start, size) of the tiles of a dimension of size n; the last may be partial."""
+    return [(i, min(t, n - i)) for i in range(0, n, t)]
+
+
+def _evacuate(ctx, c, ps, out, m0, ms, n0, ns, engine="vector"):
+    """PSUM -> SBUF with a cast to C's format, then DMA to HBM."""
+    ctx.copy(out[:ms, :ns], ps[:ms, :ns], engine=engine)
+    ctx.store(c[m0 : m0 + ms, n0 : n0 + ns], out[:ms, :ns])
+
+
+def tiled(ctx, a_t, b, c, fmt: str | None = None):
+    """The textbook tiling: load an A tile and a B tile for every matmul."""
+    fmt = fmt or a_t.fmt
+    (K, M), N = a_t.shape, b.shape[1]
+    st = ctx.sbuf((TILE_K, TILE_M), fmt, "a_t tile")
+    mv = ctx.sbuf((TILE_K, TILE_N), fmt, "b tile")
+    ps = ctx.psum((TILE_M, TILE_N), "acc")
+    out = ctx.sbuf((TILE_M, TILE_N), c.fmt, "c tile")
+    for m0, ms in _spans(M, TILE_M):
+        for n0, ns in _spans(N, TILE_N):
+            for i, (k0, ks) in enumerate(_spans(K, TILE_K)):
+                ctx.load(st[:ks, :ms], a_t[k0 : k0 + ks, m0 : m0 + ms])
+                ctx.load(mv[:ks, :ns], b[k0 : k0 + ks, n0 : n0 + ns])
+                ctx.matmul(ps[:ms, :ns], st[:ks, :ms], mv[:ks, :ns], accumulate=i > 0)
+            _evacuate(ctx, c, ps, out, m0, ms, n0, ns)
+
+
+def hoisted(ctx, a_t, b, c, fmt: str | None = None):
+    """Loads hoisted out of the K loop: A's strip once per M tile, B's strip once per (M, N)."""
+    fmt = fmt or a_t.fmt
+    (K, M), N = a_t.shape, b.shape[1]
+    ks_ = _spans(K, TILE_K)
+    a_tiles = [ctx.sbuf((TILE_K, TILE_M), fmt, f"a_t k{j}") for j in range(len(ks_))]
+    b_tiles = [ctx.sbuf((TILE_K, TILE_N), fmt, f"b k{j}") for j in range(len(ks_))]
+    psums = [ctx.psum((TILE_M, TILE_N), f"acc{j}") for j in range(2)]
+    outs = [ctx.sbuf((TILE_M, TILE_N), c.fmt, f"c tile{j}") for j in range(2)]
+    step = 0
+    for m0, ms in _spans(M, TILE_M):
+        for j, (k0, ks) in enumerate(ks_):
+            ctx.load(a_tiles[j][:ks, :ms], a_t[k0 : k0 + ks, m0 : m0 + ms])
+        for n0, ns in _spans(N, TILE_N):
+            for j, (k0, ks) in enumerate(ks_):
+                ctx.load(b_tiles[j][:ks, :ns], b[k0 : k0 + ks, n0 : n0 + ns])
+            ps, out = psums[step % 2], outs[step % 2]
+            for j, (_, ks) in enumerate(ks_):
+                ctx.matmul(
+                    ps[:ms, :ns], a_tiles[j][:ks, :ms], b_tiles[j][:ks, :ns], accumulate=j > 0
+                )
+            _evacuate(ctx, c, ps, out, m0, ms, n0, ns)
+            step += 1
+
+
+def _fit_mn_blocks(ctx, K: int, fmt_bits: float, out_bits: float) -> tuple[int, int]:
+    """Largest (tiles of M, tiles of N) whose full-K strips fit the usable SBUF."""
+    cap = ctx.params.sbuf_usable_partition_bytes
+    kt = -(-K // TILE_K)
+    for tm, tn in ((8, 4), (4, 4), (4, 2), (2, 2), (2, 1), (1, 1)):
+        need = kt * (tm * TILE_M + tn * TILE_N) * fmt_bits / 8 + 2 * TILE_N * out_bits / 8
+        if need <= 0.9 * cap:
+            return tm, tn
+    return 1, 1
+
+
+def blocked_mn(
+    ctx, a_t, b, c, fmt: str | None = None, tiles_m: int | None = None, tiles_n: int | None = None
+):
+    """Blocks of M and N resident in SBUF over all of K; each loaded tile feeds many matmuls."""
+    fmt = fmt or a_t.fmt
+    (K, M), N = a_t.shape, b.shape[1]
+    ks_ = _spans(K, TILE_K)
+    if tiles_m is None or tiles_n is None:
+        probe = ctx.sbuf((1, 1), fmt, "probe")
+        fm, fn = _fit_mn_blocks(ctx, K, probe.bits, ctx.sbuf((1, 1), c.fmt, "probe").bits)
+        ctx.free(probe)
+        tiles_m, tiles_n = tiles_m or fm, tiles_n or fn
+    bm, bn = tiles_m * TILE_M, tiles_n * TILE_N
+    a_blk = [ctx.sbuf((TILE_K, bm), fmt, f"A block k{j}") for j in range(len(ks_))]
+    b_blk = [ctx.sbuf((TILE_K, bn), fmt, f"B block k{j}") for j in range(len(ks_))]
+    psums = [ctx.psum((TILE_M, TILE_N), f"acc{j}") for j in range(2)]
+    outs = [ctx.sbuf((TILE_M, TILE_N), c.fmt, f"c tile{j}") for j in range(2)]
+    step = 0
+    for M0, MS in _spans(M, bm):
+        for N0, NS in _spans(N, bn):
+            for j, (k0, ks) in enumerate(ks_):
+                ctx.load(a_blk[j][:ks, :MS], a_t[k0 : k0 + ks, M0 : M0 + MS])
+                ctx.load(b_blk[j][:ks, :NS], b[k0 : k0 + ks, N0 : N0 + NS])
+            for m0, ms in _spans(MS, TILE_M):
+                for n0, ns in _spans(NS, TILE_N):
+                    ps, out = psums[step % 2], outs[step % 2]
+                    for j, (_, ks) in enumerate(ks_):
+                        ctx.matmul(
+                            ps[:ms, :ns],
+                            a_blk[j][:ks, m0 : m0 + ms],
+                            b_blk[j][:ks, n0 : n0 + ns],
+                            accumulate=j > 0,
+                        )
+                    _evacuate(
+                        ctx, c, ps, out, M0 + m0, ms, N0 + n0, ns, ("vector", "scalar")[step % 2]
+                    )
+                    step += 1
+
+
+def _blocked_mnk(ctx, a_t, b, c, fmt, tiles_m, tiles_n, tiles_k, buffers):
+    """Blocks over M, N and K, partial sums in fp32 SBUF accumulators.
+
+    One set of block buffers (``buffers=1``): each B tile holds one K tile x one N tile (and
+    each A tile one K tile x 4 M tiles), and the block is swept N tile by N tile, M tile by
+    M tile, so the tiles read first are free (and refilled for the next K block) while the
+    later ones are still being multiplied.
+    Two sets (``buffers=2``, pipelined): whole blocks alternate, the DMA fills one while the
+    Tensor Engine reads the other; the sweep keeps each stationary A tile for all the N tiles
+    of the block (fast weight load amortised, ``tiles_n`` PSUM groups in flight).
+    """
+    fmt = fmt or a_t.fmt
+    (K, M), N = a_t.shape, b.shape[1]
+    bm = min(tiles_m * TILE_M, -(-M // TILE_M) * TILE_M)
+    bn = min(tiles_n * TILE_N, -(-N // TILE_N) * TILE_N)
+    bk = min(tiles_k * TILE_K, -(-K // TILE_K) * TILE_K)
+    kt, nt = bk // TILE_K, -(-bn // TILE_N)
+    bw = TILE_N if buffers == 1 else bn  # width of a B tile
+    aw = min(bm, 4 * TILE_M) if buffers == 1 else bm  # width of an A tile
+    a_blk = [
+        [
+            [ctx.sbuf((TILE_K, aw), fmt, f"A{s} k{j} m{q}") for q in range(-(-bm // aw))]
+            for j in range(kt)
+        ]
+        for s in range(buffers)
+    ]
+    b_blk = [
+        [
+            [ctx.sbuf((TILE_K, bw), fmt, f"B{s} k{j} n{q}") for q in range(bn // bw)]
+            for j in range(kt)
+        ]
+        for s in range(buffers)
+    ]
+    acc = [ctx.sbuf((TILE_M, bn), "fp32", f"C acc m{i}") for i in range(bm // TILE_M)]
+    psums = [ctx.psum((TILE_M, TILE_N), f"psum{j}") for j in range(min(8, 2 * nt))]
+    out = ctx.sbuf((TILE_M, bn), c.fmt, "c tile")
+    groups = 0
+    blk = 0
+    half = max(1, (int(ctx.params.dma_engines) - 1) // 2)  # the last queue is for stores
+    a_queue = itertools.cycle(range(half))
+    b_queue = itertools.cycle(range(half, 2 * half))
+
+    def b_view(s, j, ks, n0, ns):
+        q, off = divmod(n0, bw)
+        return b_blk[s][j][q][:ks, off : off + ns]
+
+    def a_view(s, j, ks, m0, ms):
+        q, off = divmod(m0, aw)
+        return a_blk[s][j][q][:ks, off : off + ms]
+
+    for M0, MS in _spans(M, bm):
+        for N0, NS in _spans(N, bn):
+            for kb, (K0, KS) in enumerate(_spans(K, bk)):
+                s = blk % buffers
+                blk += 1
+                kspans = _spans(KS, TILE_K)
+                mspans, nspans = _spans(MS, TILE_M), _spans(NS, TILE_N)
+                # Issue loads in the order their buffers free up (queues run in order), A and
+                # B on separate halves of the DMA queues.
+                for q0, qs in _spans(MS, aw):
+                    for j, (k0, ks) in enumerate(kspans):
+                        rows = slice(K0 + k0, K0 + k0 + ks)
+                        dst = a_blk[s][j][q0 // aw][:ks, :qs]
+                        ctx.load(dst, a_t[rows, M0 + q0 : M0 + q0 + qs], queue=next(a_queue))
+                for q0, qs in _spans(NS, bw):
+                    for j, (k0, ks) in enumerate(kspans):
+                        rows = slice(K0 + k0, K0 + k0 + ks)
+                        dst = b_blk[s][j][q0 // bw][:ks, :qs]
+                        ctx.load(dst, b[rows, N0 + q0 : N0 + q0 + qs], queue=next(b_queue))
+
+                def accumulate(i, ms, n0, ns, ps, kb=kb):
+                    dst = acc[i][:ms, n0 : n0 + ns]
+                    if kb == 0:
+                        ctx.copy(dst, ps[:ms, :ns], engine="scalar")
+                    else:
+                        ctx.tensor_tensor(dst, dst, ps[:ms, :ns], "add")
+
+                if buffers == 1:  # sweep N tile by N tile: for n, for m, for k
+                    for n0, ns in nspans:
+                        for i, (m0, ms) in enumerate(mspans):
+                            ps = psums[groups % len(psums)]
+                            groups += 1
+                            for j, (_, ks) in enumerate(kspans):
+                                st = a_view(s, j, ks, m0, ms)
+                                ctx.matmul(
+                                    ps[:ms, :ns], st, b_view(s, j, ks, n0, ns), accumulate=j > 0
+                                )
+                            accumulate(i, ms, n0, ns, ps)
+                else:  # keep the stationary tile for every N tile: for m, for k, for n
+                    for i, (m0, ms) in enumerate(mspans):
+                        pss = [psums[(groups + q) % len(psums)] for q in range(len(nspans))]
+                        groups += len(nspans)
+                        for j, (_, ks) in enumerate(kspans):
+                            st = a_view(s, j, ks, m0, ms)
+                            for q, (n0, ns) in enumerate(nspans):
+                                ctx.matmul(
+                                    pss[q][:ms, :ns], st, b_view(s, j, ks, n0, ns), accumulate=j > 0
+                                )
+                        for q, (n0, ns) in enumerate(nspans):
+                            accumulate(i, ms, n0, ns, pss[q])
+            for i, (m0, ms) in enumerate(_spans(MS, TILE_M)):
+                ctx.copy(out[:ms, :NS], acc[i][:ms, :NS], engine="scalar")
+                ctx.store(c[M0 + m0 : M0 + m0 + ms, N0 : N0 + NS], out[:ms, :NS])
+
+
+def blocked_mnk(
+    ctx, a_t, b, c, fmt: str | None = None, tiles_m: int = 8, tiles_n: int = 4, tiles_k: int = 16
+):
+    """Blocks over M, N and K (one set of buffers): big blocks fit SBUF whatever K is."""
+    _blocked_mnk(ctx, a_t, b, c, fmt, tiles_m, tiles_n, tiles_k, buffers=1)
+
+
+def pipelined(
+    ctx, a_t, b, c, fmt: str | None = None, tiles_m: int = 8, tiles_n: int = 4, tiles_k: int = 8
+):
+    """blocked_mnk with double-buffered blocks: loads of the next block overlap the matmuls."""
+    _blocked_mnk(ctx, a_t, b, c, fmt, tiles_m, tiles_n, tiles_k, buffers=2)
+
+
+#: The progression, slowest first.
+VARIANTS = {
+    "tiled": tiled,
+    "hoisted": hoisted,
+    "blocked_mn": blocked_mn,
+    "blocked_mnk": blocked_mnk,
+    "pipelined": pipelined,
+}
