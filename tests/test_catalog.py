@@ -265,3 +265,19 @@ def test_topic_files_merge_but_never_repeat_a_figure():
     assert set(base["cores"]["v2"]) == {"pe_rows", "dma_queues"}
     with pytest.raises(CatalogError, match="defined twice"):
         _merge(base, {"cores": {"v2": {"pe_rows": {"value": 64, "sources": ["y"]}}}}, "b.toml")
+
+
+def test_each_sparsity_pattern_speeds_up_by_m_over_n_capped_at_the_best():
+    trn2 = catalog.chip("trn2")
+    dense = trn2.peak_flops("bf16")
+    # AWS: 4:16 gives up to 4x, 4:12 3x, 4:8 2x
+    assert trn2.peak_flops("bf16", pattern="4:16") == pytest.approx(4 * dense)
+    assert trn2.peak_flops("bf16", pattern="4:12") == pytest.approx(3 * dense)
+    assert trn2.peak_flops("bf16", pattern="4:8") == pytest.approx(2 * dense)
+    assert trn2.peak_flops("bf16", pattern="1:2") == pytest.approx(2 * dense)
+    assert set(trn2.sparsity_patterns) == {"4:16", "4:12", "4:8", "2:8", "2:4", "1:4", "1:2"}
+    with pytest.raises(CatalogError, match="does not accelerate '3:7'"):
+        trn2.peak_flops("bf16", pattern="3:7")
+    with pytest.raises(CatalogError, match="no structured sparsity"):
+        catalog.chip("trn1").peak_flops("bf16", pattern="2:4")
+    assert catalog.chip("h100").peak_flops("fp8", pattern="2:4") == pytest.approx(2 * 1978.9e12)

@@ -234,7 +234,7 @@ class Chip:
         return tuple(d for d in DTYPES if d in self.peaks)
 
     # Compute --------------------------------------------------------------------------------
-    def peak_flops(self, dtype: str, sparse: bool = False) -> float:
+    def peak_flops(self, dtype: str, sparse: bool = False, pattern: str | None = None) -> float:
         """Peak tensor throughput of the chip in FLOP/s (OP/s for int8).
 
         Parameters
@@ -243,6 +243,9 @@ class Chip:
             One of fp32, tf32, bf16, fp16, fp8, mxfp8, mxfp4, int8 (common spellings accepted).
         sparse : bool
             With N:M structured sparsity at its best pattern (4:16 on Trainium2/3, 2:4 on GPUs).
+        pattern : str, optional
+            A specific N:M pattern such as ``"4:8"``: the speed-up is M/N, capped at the best
+            pattern's (AWS: 4:16 up to 4x, 4:12 3x, 4:8 2x). Implies ``sparse=True``.
 
         Raises
         ------
@@ -250,7 +253,27 @@ class Chip:
             If the chip lacks the data type, has no published rate for it, or has no
             structured sparsity for it; the message names what it does have.
         """
-        return float(self.peak_figure(dtype, sparse=sparse).value)
+        if pattern is None:
+            return float(self.peak_figure(dtype, sparse=sparse).value)
+        self.peak_figure(dtype, sparse=True)  # raises if the chip or the type has no sparsity
+        return self.peak_flops(dtype) * self.sparse_speedup(pattern)
+
+    @property
+    def sparsity_patterns(self) -> tuple[str, ...]:
+        """N:M patterns the chip's tensor engine accelerates (empty if none)."""
+        owner = self.core.figures if self.core is not None else self.figures
+        fig = owner.get("sparsity_patterns")
+        return tuple(fig.value) if fig is not None else ()
+
+    def sparse_speedup(self, pattern: str) -> float:
+        """Speed-up of an N:M pattern over dense: M/N, capped at the chip's best (4x on v3/v4)."""
+        if pattern not in self.sparsity_patterns:
+            have = ", ".join(self.sparsity_patterns) or "none"
+            raise CatalogError(
+                f"{self} does not accelerate {pattern!r} sparsity; patterns: {have}."
+            )
+        n, m = (int(v) for v in pattern.split(":"))
+        return min(m / n, float(self._sparsity()[0].value))
 
     def peak_figure(self, dtype: str, sparse: bool = False) -> Figure:
         """The peak as a :class:`Figure`: value in use, sources, and every alternative on record."""

@@ -47,7 +47,9 @@ def catalog_dtype(fmt: str | Format) -> str:
     return _CATALOG_DTYPE[f.name]
 
 
-def throughput(fmt: str | Format, chip: str, sparse: bool = False) -> float:
+def throughput(
+    fmt: str | Format, chip: str, sparse: bool = False, pattern: str | None = None
+) -> float:
     """Peak Tensor Engine throughput of ``chip`` for inputs in ``fmt``, in FLOP/s (OP/s for int8).
 
     Reads ``trnlab.catalog.chip(chip).peak_flops(dtype, sparse=sparse)``, so the figure and its
@@ -68,4 +70,4 @@ def throughput(fmt: str | Format, chip: str, sparse: bool = False) -> float:
     dtype = catalog_dtype(fmt)
     from trnlab import catalog  # imported on use: the catalogue parses its data files
 
-    return catalog.chip(chip).peak_flops(dtype, sparse=sparse)
+    return catalog.chip(chip).peak_flops(dtype, sparse=sparse, pattern=pattern)
