@@ -36,7 +36,7 @@ from ._params import CoreParams, core_params
 from ._program import ENGINES, OPS, Program, engine_name
 from ._run import HBM, Run, hbm, record, run, simulate
 from ._schedule import costs, dma_efficiency, schedule
-from ._tiles import HBMTensor, HBMView, Tile, View
+from ._tiles import HBMTensor, HBMView, Tile, View, format_bits
 
 __all__ = [
     "ACTIVATIONS",
@@ -62,6 +62,7 @@ __all__ = [
     "costs",
     "dma_efficiency",
     "engine_name",
+    "format_bits",
     "hbm",
     "record",
     "run",

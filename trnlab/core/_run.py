@@ -57,8 +57,9 @@ class Run:
     latency : float
         Seconds from the first instruction to the last.
     busy : dict
-        Engine -> fraction of the latency it was busy ("DMA": fraction of the core's DMA
-        bandwidth in use).
+        Engine -> fraction of the latency it was busy ("DMA": fraction of the time at least
+        one transfer is in flight; ``extra["dma_bandwidth_fraction"]``: share of the core's
+        DMA bandwidth in use).
     flops, hbm_bytes : float
         Tensor Engine FLOPs and bytes moved between HBM and SBUF.
     compute_bound_s, memory_bound_s : float
@@ -225,7 +226,8 @@ def simulate(program: P.Program, params: CoreParams, outputs=None, numerics=Fals
     for e, name in enumerate(P.ENGINES):
         sel = t["engine"] == e
         busy[name] = float(dur[sel].sum() / latency) if latency else 0.0
-    busy["DMA"] = float(pipe.sum() / latency) if latency else 0.0
+    dma = t["engine"] >= P.FIRST_DMA
+    busy["DMA"] = _union(start[dma], end[dma]) / latency if latency else 0.0
     flops = float(t["flops"].sum())
     from trnlab.catalog import DTYPES
 
@@ -247,7 +249,18 @@ def simulate(program: P.Program, params: CoreParams, outputs=None, numerics=Fals
         compute_bound_s=compute,
         memory_bound_s=nbytes / params.dma_bandwidth,
         numerics=numerics,
+        extra={"dma_bandwidth_fraction": float(pipe.sum() / latency) if latency else 0.0},
     )
+
+
+def _union(start: np.ndarray, end: np.ndarray) -> float:
+    """Total length of the union of intervals [start, end)."""
+    if not len(start):
+        return 0.0
+    o = np.argsort(start)
+    s, e = start[o], np.maximum.accumulate(end[o])
+    gaps = np.maximum(s[1:] - e[:-1], 0.0)
+    return float(e[-1] - s[0] - gaps.sum())
 
 
 def run(

@@ -130,6 +130,29 @@ def blocked_mn(
                     step += 1
 
 
+def _fit_mnk_blocks(ctx, fmt, out_fmt, buffers, tiles_m, tiles_n, tiles_k):
+    """Shrink the block (K first, then N, then M) until its buffers fit the usable SBUF."""
+    from trnlab.core import format_bits
+
+    cap = 0.95 * ctx.params.sbuf_usable_partition_bytes
+    bits, out_bits = format_bits(fmt), format_bits(out_fmt)
+
+    def need(tm, tn, tk):
+        blocks = buffers * tk * (tm * TILE_M + tn * TILE_N) * bits / 8
+        return blocks + tm * tn * TILE_N * 4 + tn * TILE_N * out_bits / 8
+
+    while need(tiles_m, tiles_n, tiles_k) > cap:
+        if tiles_k > 2:
+            tiles_k //= 2
+        elif tiles_n > 1:
+            tiles_n //= 2
+        elif tiles_m > 1:
+            tiles_m //= 2
+        else:
+            break
+    return tiles_m, tiles_n, tiles_k
+
+
 def _blocked_mnk(ctx, a_t, b, c, fmt, tiles_m, tiles_n, tiles_k, buffers):
     """Blocks over M, N and K, partial sums in fp32 SBUF accumulators.
 
@@ -143,6 +166,7 @@ def _blocked_mnk(ctx, a_t, b, c, fmt, tiles_m, tiles_n, tiles_k, buffers):
     """
     fmt = fmt or a_t.fmt
     (K, M), N = a_t.shape, b.shape[1]
+    tiles_m, tiles_n, tiles_k = _fit_mnk_blocks(ctx, fmt, c.fmt, buffers, tiles_m, tiles_n, tiles_k)
     bm = min(tiles_m * TILE_M, -(-M // TILE_M) * TILE_M)
     bn = min(tiles_n * TILE_N, -(-N // TILE_N) * TILE_N)
     bk = min(tiles_k * TILE_K, -(-K // TILE_K) * TILE_K)
