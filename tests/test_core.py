@@ -437,3 +437,12 @@ def test_roofline_is_a_lower_bound_on_random_programs():
                 numerics=False,
             )
             assert r.latency >= r.roofline_bound * (1 - 1e-9)
+
+
+def test_import_core_and_kernels_compiles_nothing():
+    import subprocess
+    import sys
+
+    probe = "import sys, trnlab.core, trnlab.kernels; print(' '.join(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert not set(out.stdout.split()) & {"numba", "llvmlite", "plotly", "ipywidgets"}
