@@ -22,7 +22,8 @@ busy fractions, FLOPs utilisation, HBM traffic and the roofline point.
 Importing this package compiles nothing; the scheduler compiles on first use (cached on disk).
 """
 
-from ._context import ACTIVATIONS, KernelContext
+from ._context import KernelContext
+from ._engines import ACTIVATIONS
 from ._errors import (
     FormatNotSupportedError,
     HardwareRuleError,

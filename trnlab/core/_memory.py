@@ -1,0 +1,101 @@
+"""SBUF and PSUM allocation for one kernel: where tiles live, and the capacity rules.
+
+SBUF: a tile takes the same byte range in every partition (the free dimension is the address,
+NDOC NKI architecture guides), so capacity is counted in bytes per partition against the usable
+figure of the catalogue (``sbuf_usable_partition_bytes``: the runtime keeps the rest). Tiles are
+placed first-fit. PSUM: 8 banks of 2 KiB per partition; a PSUM tile is one bank.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ._errors import PsumBankOverflowError, SbufCapacityError, TileTooLargeError
+from ._params import CoreParams
+
+__all__ = ["Memory"]
+
+
+class Memory:
+    """Live SBUF byte ranges and PSUM banks of one kernel.
+
+    Parameters
+    ----------
+    params : CoreParams
+    name_of : callable
+        Tile id -> tile name (for the messages).
+    """
+
+    def __init__(self, params: CoreParams, name_of: Callable[[int], str]):
+        self.params = params
+        self.name_of = name_of
+        self.sbuf_live: dict[int, tuple[int, int]] = {}  # tile id -> (offset, bytes)
+        self.psum_banks: list[int] = [-1] * int(params.psum_banks)
+
+    def check_partitions(self, space: str, name: str, parts: int) -> None:
+        p = self.params
+        if parts > p.sbuf_partitions:
+            raise TileTooLargeError(
+                f"{space} tile {name!r} asks for {parts} partitions; {p.name} has "
+                f"{p.sbuf_partitions}. Put the dimension you reduce over or work in parallel on "
+                f"partitions in chunks of <= {p.sbuf_partitions}, and the rest on the free dimension."
+            )
+
+    def place_sbuf(self, tid: int, name: str, need: int) -> int:
+        """Byte offset for ``need`` bytes per partition (first fit), or a teaching error."""
+        cap = int(self.params.sbuf_usable_partition_bytes)
+        used = sorted(self.sbuf_live.values())
+        in_use = sum(b for _, b in used)
+        at = 0
+        for off, size in used:
+            if off - at >= need:
+                break
+            at = max(at, off + size)
+        else:
+            if cap - at < need:
+                self._sbuf_full(name, need, cap, in_use, len(used))
+        self.sbuf_live[tid] = (at, need)
+        return at
+
+    def _sbuf_full(self, name, need, cap, in_use, count):
+        biggest = sorted(self.sbuf_live.items(), key=lambda kv: -kv[1][1])[:3]
+        who = ", ".join(f"{self.name_of(t)} {b} B" for t, (_, b) in biggest)
+        frag = (
+            " (enough in total, but not in one piece: free tiles in a different order)"
+            if cap - in_use >= need
+            else ""
+        )
+        raise SbufCapacityError(
+            f"SBUF tile {name!r} needs {need} B per partition, but {self.params.name} has "
+            f"{cap} B usable per partition and {in_use} B are in use by {count} tiles "
+            f"(largest: {who}); {cap - in_use} B available{frag}. Use smaller blocks, fewer "
+            f"buffers, or free tiles you no longer need."
+        )
+
+    def take_bank(self, tid: int, name: str, free: int) -> int:
+        """A free PSUM bank for ``free`` fp32 accumulators per partition, or a teaching error."""
+        p = self.params
+        need, bank = free * 4, p.psum_bank_bytes
+        if need > bank:
+            raise PsumBankOverflowError(
+                f"PSUM tile {name!r} needs {need} B per partition ({free} fp32 accumulators) but a "
+                f"PSUM bank of {p.name} holds {bank} B ({bank // 4} fp32) per partition. Split the "
+                f"free dimension into tiles of <= {bank // 4} (one bank each)."
+            )
+        try:
+            b = self.psum_banks.index(-1)
+        except ValueError:
+            owners = ", ".join(self.name_of(t) for t in self.psum_banks)
+            raise PsumBankOverflowError(
+                f"PSUM tile {name!r}: all {p.psum_banks} PSUM banks of {p.name} are taken "
+                f"({owners}). Free a PSUM tile (ctx.free) once its result is copied to SBUF, or "
+                f"reuse one: at most {p.psum_banks} accumulation groups can be in flight."
+            ) from None
+        self.psum_banks[b] = tid
+        return b
+
+    def release(self, tid: int, space: str, offset: int) -> None:
+        if space == "sbuf":
+            self.sbuf_live.pop(tid, None)
+        else:
+            self.psum_banks[offset] = -1
