@@ -446,3 +446,45 @@ def test_import_core_and_kernels_compiles_nothing():
     probe = "import sys, trnlab.core, trnlab.kernels; print(' '.join(sorted(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert not set(out.stdout.split()) & {"numba", "llvmlite", "plotly", "ipywidgets"}
+
+
+def test_vector_scalar_gpsimd_cost_rules():
+    """Vector ~ fixed + max(min, inputs x F x 128/lanes); Scalar ~ access + max(64, F x 128/lanes);
+    GpSimd ~ start + 128 x F x bits / (8 cores x 512 bit)."""
+
+    def k(ctx, x):
+        a = ctx.sbuf((128, 1024), "fp32")
+        ctx.load(a, x)
+        o = ctx.sbuf((128, 1024), "fp32")
+        ctx.tensor_tensor(o, a, a, "add")
+        ctx.tensor_scalar(o, a, "add", 1.0)
+        ctx.activation(o, a, "relu")
+        ctx.gpsimd(o, a, op="relu")
+
+    for chip in ("trn1", "trn2"):
+        p = core.core_params(chip)
+        r = _run(k, chip=chip, numerics=False, x=core.hbm((128, 1024), "fp32", is_input=True))
+        d = (r.end - r.start)[1:]
+        lanes = p.vector_lanes_32bit
+        assert d[0] * p.vector_clock == pytest.approx(
+            p.vector_fixed_cycles + 2 * 1024 * 128 / lanes
+        )
+        assert d[1] * p.vector_clock == pytest.approx(p.vector_fixed_cycles + 1024 * 128 / lanes)
+        assert d[2] * p.scalar_clock == pytest.approx(
+            p.sbuf_access_cycles + 1024 * 128 / p.scalar_lanes
+        )
+        width = p.gpsimd_cores * p.gpsimd_core_bits
+        assert d[3] * p.gpsimd_clock == pytest.approx(
+            p.gpsimd_start_cycles + 128 * 1024 * 32 / width
+        )
+
+
+def test_summary_and_in_flight():
+    from trnlab import kernels
+
+    r = kernels.matmul((512, 512), (512, 1024), variant="tiled", numerics=False)
+    text = r.summary()
+    assert "memory-bound" in text and "Tensor" in text and "DMA" in text
+    mid = r.latency / 2
+    running = r.in_flight(mid)
+    assert len(running) >= 1 and all(r.start[i] <= mid < r.end[i] for i in running)

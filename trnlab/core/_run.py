@@ -171,6 +171,34 @@ class Run:
             [[0.0], np.cumsum(delta[order])]
         )
 
+    def in_flight(self, t: float) -> np.ndarray:
+        """Indices of the instructions running at time ``t`` (s), e.g. under a stepper's cursor."""
+        return np.flatnonzero((self.start <= t) & (t < self.end))
+
+    def summary(self) -> str:
+        """Where the time goes, in words and a small table (the text beside a timeline chart)."""
+        t = self.program.table
+        dur = self.end - self.start
+        lines = [
+            f"{self.params.name} ({self.params.chip}): {len(t)} instructions in "
+            f"{self.latency * 1e6:,.1f} us; Tensor Engine at {self.utilisation:.1%} of peak; "
+            f"{self.bound}-bound (roofline {self.roofline_bound * 1e6:,.1f} us, intensity "
+            f"{self.arithmetic_intensity:,.0f} FLOP/B).",
+            f"{'engine':<8} {'busy':>6} {'instr':>7} {'time us':>10}",
+        ]
+        for e, name in enumerate(P.ENGINES):
+            sel = t["engine"] == e
+            lines.append(
+                f"{name:<8} {self.busy[name]:>6.1%} {int(sel.sum()):>7} {dur[sel].sum() * 1e6:>10,.1f}"
+            )
+        sel = t["engine"] >= P.FIRST_DMA
+        lines.append(
+            f"{'DMA':<8} {self.busy['DMA']:>6.1%} {int(sel.sum()):>7} {dur[sel].sum() * 1e6:>10,.1f}"
+            f"  ({self.hbm_bytes / 1e6:,.2f} MB, "
+            f"{self.extra.get('dma_bandwidth_fraction', 0):.0%} of the DMA bandwidth)"
+        )
+        return "\n".join(lines)
+
     def counters(self) -> dict[str, Any]:
         """Every headline number as a plain dict (for tables, tests and JSON)."""
         return {

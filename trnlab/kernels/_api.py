@@ -41,7 +41,8 @@ def matmul(
     numerics : bool
         Compute the values (False: timing only, for large shapes).
     out_dtype : str, optional
-        Format of C (default: ``"fp32"`` when numerics are on, else ``dtype``).
+        Format of C in HBM (default: bf16, or fp32 for fp32/tf32 inputs); the PSUM result is
+        rounded to it on the way out.
     **options
         Block sizes of the variant (``tiles_m``, ``tiles_n``, ``tiles_k``).
 
@@ -59,7 +60,7 @@ def matmul(
         raise ValueError(f"matmul needs A[M, K] and B[K, N]; got {shape_a} and {shape_b}")
     M, K = shape_a
     N = shape_b[1]
-    out_dtype = out_dtype or ("fp32" if numerics else dtype)
+    out_dtype = out_dtype or ("fp32" if dtype in ("fp32", "tf32") else "bf16")
     if numerics and (isinstance(a, tuple) or isinstance(b, tuple)):
         raise ValueError(
             f"A or B is given as a shape ({shape_a}, {shape_b}); numerics need values. "
