@@ -98,6 +98,8 @@ def _shared_port(t: Topology) -> float:
         return t.part.axis_bandwidth[0]
     if t.kind == "cluster" and t.part.kind == "single":
         return t.efa_bandwidth
+    if t.kind == "torus" and t.chips == 2:  # a ring of two: both ways lead to one neighbour
+        return t.axis_bandwidth[0]
     return 0.0
 
 
@@ -137,6 +139,10 @@ class Algorithm:
         raise NotImplementedError
 
     def plan(self, op: str, S: float, t: Topology) -> P.Plan:
+        raise NotImplementedError
+
+    def messages(self, op: str, t: Topology) -> int:
+        """How many messages :meth:`plan` would make (an upper estimate, without making them)."""
         raise NotImplementedError
 
 
@@ -205,20 +211,26 @@ class Ring(Algorithm):
             m = np.asarray(m, float)
             return np.maximum(_chain(cls, m), port * m / port_bw) if port > 1 else _chain(cls, m)
 
+        def first(m):
+            # On a shared port the first step starts both directions together: alpha + 2m/B.
+            if port == 1:
+                return 0.0
+            return max(0.0, cls[:, 1].min() + port * m / port_bw - float(c(m)[0]))
+
         if op == "all_reduce":
             # Thakur et al. 2005: 2(n-1) steps of S/n: 2(n-1) alpha + 2 (n-1)/n S/B
-            return Estimate(
-                2 * (n - 1) * c(S / (d * n))[0], "2(n-1)·(alpha + S/(nB))", kind, caveat
-            )
+            m = S / (d * n)
+            t_ = 2 * (n - 1) * c(m)[0] + first(m)
+            return Estimate(t_, "2(n-1)·(alpha + S/(nB))", kind, caveat)
         if op in ("reduce_scatter", "all_gather"):
             # (n-1) alpha + (n-1)/n S/B
-            return Estimate((n - 1) * c(S / (d * n))[0], "(n-1)·(alpha + S/(nB))", kind, caveat)
+            m = S / (d * n)
+            return Estimate((n - 1) * c(m)[0] + first(m), "(n-1)·(alpha + S/(nB))", kind, caveat)
         if op == "all_to_all":
             # Relay: step k carries (n-1-k) S/n; sum = (n-1) alpha + (n-1) S/(2B)
             k = np.arange(1, n)
-            return Estimate(
-                float(c(k * S / (d * n)).sum()), "(n-1)·alpha + (n-1)·S/(2B)", kind, caveat
-            )
+            t_ = float(c(k * S / (d * n)).sum()) + first((n - 1) * S / (d * n))
+            return Estimate(t_, "(n-1)·alpha + (n-1)·S/(2B)", kind, caveat)
         # Broadcast, pipelined chain of P pieces of m = S/P: the last piece leaves the root
         # after P transmissions and crosses n-1 hops; the sends' overheads overlap the
         # transmissions of earlier pieces: (n-1)(alpha + m/B) + (P-1) m/B.
@@ -229,13 +241,19 @@ class Ring(Algorithm):
         per_hop = float((cls[:, 2] * (cls[:, 1] + m / cls[:, 0])).sum())
         if port > 1:
             per_hop = max(per_hop, port * m / port_bw)
-        t_ = (n - 1) * per_hop + (pieces - 1) * m / B
+        t_ = (n - 1) * per_hop + (pieces - 1) * m / B + first(m)
         return Estimate(t_, "(n-1)·(alpha + S/(PB)) + (P-1)·S/(PB)", kind, caveat)
 
     def plan(self, op, S, t):
         cls = _ring_classes(t)
         pieces = _pieces(S / self.directions, t.chips, cls) if op == "broadcast" else 1
         return _ring_plan(op, S, t.ring_order()[None, :], self.directions, pieces)
+
+    def messages(self, op, t):
+        n, d = t.chips, self.directions
+        if op == "broadcast":
+            return d * (n - 1) * 64
+        return d * n * (2 if op == "all_reduce" else 1) * (n - 1)
 
 
 class BidirectionalRing(Ring):
@@ -314,6 +332,11 @@ class Torus(Algorithm):
             seq = [_ring_plan(sub, data, _axis_rings(t.shape, a), 2) for a, sub, data in phases]
             plans.append(P.concat(*seq))
         return P.concat(*plans, sequential=False)
+
+    def messages(self, op, t):
+        per_axis = 2 * t.chips * sum(d - 1 for d in t.shape)
+        shards = 1 if op == "all_to_all" else len(t.shape)
+        return shards * per_axis * (2 if op == "all_reduce" else 1)
 
 
 # Recursive doubling / tree -----------------------------------------------------------------
@@ -417,6 +440,9 @@ class RecursiveDoubling(Algorithm):
             plans.append(P.make(extra - p, extra, S, 0))
         return P.concat(*plans)
 
+    def messages(self, op, t):
+        return t.chips * (math.ceil(math.log2(t.chips)) + 2)
+
 
 # Direct exchange ----------------------------------------------------------------------------
 
@@ -476,6 +502,10 @@ class Direct(Algorithm):
             return P.make(0, np.arange(1, n), S, 0)
         one = P.make(i, (i + j) % n, S / n, 0)
         return P.concat(one, one) if op == "all_reduce" else one
+
+    def messages(self, op, t):
+        n = t.chips
+        return n - 1 if op == "broadcast" else n * (n - 1) * (2 if op == "all_reduce" else 1)
 
 
 # Hierarchical -------------------------------------------------------------------------------
@@ -540,6 +570,11 @@ class Hierarchical(Algorithm):
             if loc:
                 seq.append(self._replicate(loc[0].plan("all_gather", S, t.part), t))
         return P.concat(*seq)
+
+    def messages(self, op, t):
+        loc = self._local("reduce_scatter", 1.0, t)
+        local = loc[0].messages("all_reduce", t.part) * t.parts if loc else 0
+        return local + 2 * t.chips * (t.parts - 1)
 
 
 ALGORITHMS: dict[str, Algorithm] = {

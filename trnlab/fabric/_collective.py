@@ -24,6 +24,8 @@ _OP_ALIASES = {
 }
 # Simulations above this many chunk-hop events are refused (they would take minutes).
 MAX_EVENTS = 60_000_000
+MAX_MESSAGES = 8_000_000
+MAX_GRAPH_CHIPS = 200_000
 
 
 def _op(op: str) -> str:
@@ -258,6 +260,7 @@ def collective(
         return CollectiveResult(
             op, alg.name, nbytes, n, est.time, est, False, algbw, algbw * bus_factor(op, n), topo
         )
+    _check_messages(alg, op, topo)
     plan = alg.plan(op, float(nbytes), topo)
     _check_size(plan, topo, params, alg.name, op)
     from ._sim import simulate as run  # numba is imported only when a simulation runs
@@ -280,6 +283,22 @@ def collective(
         schedule=Schedule(plan.src, plan.dst, plan.nbytes, plan.step, start, done),
         load_bound=float((lbytes / topo.link_bandwidth).max()) if lbytes.size else 0.0,
     )
+
+
+def _check_messages(alg, op: str, topo: Topology) -> None:
+    if topo.chips > MAX_GRAPH_CHIPS:
+        raise FabricError(
+            f"{topo.name} has {topo.chips:,} chips; the simulation builds the link graph only up "
+            f"to {MAX_GRAPH_CHIPS:,} chips. Use simulate=False: the closed form is hierarchical "
+            "and needs no graph."
+        )
+    count = alg.messages(op, topo)
+    if count > MAX_MESSAGES:
+        raise FabricError(
+            f"simulating {op} with {alg.name} on {topo.name} would make about {count:,} messages "
+            f"(limit {MAX_MESSAGES:,}); use simulate=False (closed form), fewer chips, or a "
+            "hierarchical algorithm (fewer, larger messages)"
+        )
 
 
 def _check_size(plan: Plan, topo: Topology, params: FabricParams, name: str, op: str) -> None:

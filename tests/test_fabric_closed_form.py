@@ -1,0 +1,213 @@
+"""Closed forms against values worked by hand (alpha-beta, Thakur et al. 2005; nccl-tests).
+
+Constants used below, all from the catalogue or FabricParams defaults:
+  message overhead 1.3 us (NKI DMA set-up), NeuronLink hop 0.5 us, EFA hop 5 us (assumptions);
+  trn2 link 128 GB/s per direction; Trn3 NeuronSwitch port 1.28 TB/s; trn2 EFA 25 GB/s per chip.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from trnlab import catalog, fabric
+from trnlab.fabric import FabricError
+
+GiB = 1 << 30
+A1 = 1.3e-6 + 0.5e-6  # one NeuronLink hop
+A2 = 1.3e-6 + 2 * 0.5e-6  # chip -> NeuronSwitch -> chip
+AE = 1.3e-6 + 2 * 5e-6  # chip -> EFA fabric -> chip
+B2 = 128e9
+B3 = 1.28e12
+BE = 25e9
+
+
+def cf(op, nbytes, system, alg, **kw):
+    return fabric.collective(op, nbytes, system, alg, **kw)
+
+
+def test_ring_all_reduce_on_trn2_by_hand():
+    # 2(n-1) steps of alpha + S/(nB): 30 x (1.8 us + 1 GiB / 16 / 128 GB/s) = 15.78264 ms
+    r = cf("all_reduce", GiB, "trn2.48xlarge", "ring")
+    assert r.time == pytest.approx(30 * (A1 + GiB / 16 / B2), rel=1e-12)
+    assert r.time == pytest.approx(15.78264e-3, rel=1e-6)
+    assert r.closed_form.exact
+    assert r.algbw == pytest.approx(GiB / r.time)
+    assert r.busbw == pytest.approx(r.algbw * 2 * 15 / 16)  # nccl-tests all-reduce factor
+
+
+def test_ring_reduce_scatter_all_gather_all_to_all_on_a_ring_by_hand():
+    ring = fabric.ring(8, 100e9, latency=1e-6, message_overhead=2e-6)
+    S = 8e6
+    a = 3e-6
+    assert cf("reduce_scatter", S, ring, "ring").time == pytest.approx(7 * (a + S / 8 / 100e9))
+    assert cf("all_gather", S, ring, "ring").time == pytest.approx(7 * (a + S / 8 / 100e9))
+    # Relay all-to-all: sum_k (alpha + k S/(nB)) = 7 alpha + 28/8 S/B = 7 alpha + 7 S/(2B)
+    assert cf("all_to_all", S, ring, "ring").time == pytest.approx(7 * a + 7 * S / 2 / 100e9)
+    # Bidirectional: half the data each way, same number of steps.
+    assert cf("all_reduce", S, ring, "bidirectional_ring").time == pytest.approx(
+        14 * (a + S / 16 / 100e9)
+    )
+
+
+def test_torus_all_reduce_on_trn2_by_hand():
+    # Two shards of S/2, one per axis. Per shard: reduce-scatter along its first axis (3 steps
+    # of S/2 / (2 x 4) = S/16 each way), then along the other (3 steps of S/64), then the
+    # all-gather back: 6 (alpha + S/(16B)) + 6 (alpha + S/(64B)) = 12 alpha + 0.46875 S/B,
+    # which is S (n-1)/n / (k B) with k = 2 axes.
+    S = GiB
+    r = cf("all_reduce", S, "trn2.48xlarge", "torus")
+    assert r.time == pytest.approx(12 * A1 + 0.46875 * S / B2, rel=1e-12)
+    rs = cf("reduce_scatter", S, "trn2.48xlarge", "torus")
+    assert rs.time == pytest.approx(6 * A1 + 0.234375 * S / B2, rel=1e-12)
+
+
+def test_direct_exchange_on_the_trn3_switch_by_hand():
+    S = 144 * 2**20
+    one = A2 + 143 / 144 * S / B3  # alpha + (n-1)/n S / B
+    assert cf("all_to_all", S, "trn3-ultraserver-gen2", "direct").time == pytest.approx(one)
+    assert cf("reduce_scatter", S, "trn3-ultraserver-gen2", "direct").time == pytest.approx(one)
+    assert cf("all_reduce", S, "trn3-ultraserver-gen2", "direct").time == pytest.approx(2 * one)
+    assert cf("broadcast", S, "trn3-ultraserver-gen2", "direct").time == pytest.approx(
+        A2 + 143 * S / B3  # the root's port sends 143 copies
+    )
+
+
+def test_recursive_doubling_and_tree_on_a_power_of_two_switch_by_hand():
+    S = 64e6
+    r = cf("all_reduce", S, "trn3-ultraserver-gen1", "recursive_doubling")
+    assert r.time == pytest.approx(6 * (A2 + S / B3)) and r.closed_form.exact
+    ag = cf("all_gather", S, "trn3-ultraserver-gen1", "tree")
+    assert ag.time == pytest.approx(6 * A2 + 63 / 64 * S / B3)
+    b = cf("broadcast", S, "trn3-ultraserver-gen2", "tree")  # ceil(log2 144) = 8 rounds
+    assert b.time == pytest.approx(8 * (A2 + S / B3))
+
+
+def test_non_power_of_two_recursive_doubling_folds_the_extra_chips():
+    # 144 = 128 + 16: fold, 7 rounds, unfold = 9 full-vector steps; flagged as an estimate.
+    S = 64e6
+    r = cf("all_reduce", S, "trn3-ultraserver-gen2", "recursive_doubling")
+    assert r.time == pytest.approx(9 * (A2 + S / B3))
+    assert r.closed_form.kind == "estimate" and "fold" in r.closed_form.caveat
+
+
+def test_hierarchical_all_reduce_on_four_trn2_instances_by_hand():
+    c = catalog.cluster("trn2.48xlarge", 4)
+    S = GiB
+    local_rs = 6 * A1 + (3 / 16 + 3 / 64) * S / B2  # torus reduce-scatter inside an instance
+    efa = 2 * 3 * (AE + S / 16 / 4 / BE)  # 16 rings of 4 instances over EFA, S/16 each
+    r = cf("all_reduce", S, c, "hierarchical")
+    assert r.time == pytest.approx(2 * local_rs + efa, rel=1e-12)
+
+
+def test_ring_broadcast_is_a_pipelined_chain():
+    # Between the one-piece chain and the ideal stream.
+    S, n = GiB, 16
+    r = cf("broadcast", S, "trn2.48xlarge", "ring")
+    assert S / B2 + (n - 1) * A1 < r.time < (n - 1) * (A1 + S / B2)
+
+
+def test_large_ring_all_reduce_bus_bandwidth_approaches_the_link():
+    r = cf("all_reduce", 8 * GiB, "trn2.48xlarge", "ring")
+    assert 0.99 * B2 < r.busbw < B2
+    small = cf("all_reduce", 1024, "trn2.48xlarge", "ring")
+    assert small.busbw < 0.01 * B2  # latency-bound: 30 alphas dominate 1 KiB
+
+
+def test_crossover_where_latency_stops_dominating_is_near_alpha_times_bandwidth():
+    # Ring all-reduce: latency term 2(n-1) alpha equals bandwidth term 2(n-1)/n S/B at
+    # S* = n alpha B (here 16 x 1.8 us x 128 GB/s = 3.69 MB).
+    s_star = 16 * A1 * B2
+    r = cf("all_reduce", round(s_star), "trn2.48xlarge", "ring")
+    assert r.time == pytest.approx(2 * 30 * A1, rel=1e-6)
+
+
+def test_auto_picks_the_fastest_fitting_algorithm():
+    big = cf("all_reduce", GiB, "trn2.48xlarge", "auto")
+    assert big.algorithm == "torus"
+    a2a = cf("all_to_all", GiB, "trn3-ultraserver-gen2", "auto")
+    assert a2a.algorithm == "direct"
+    assert cf("all_reduce", GiB, catalog.cluster("trn2-ultraserver", 4), "auto").algorithm == (
+        "hierarchical"
+    )
+    for alg in fabric.algorithms("all_reduce", "trn2.48xlarge"):
+        est = fabric.closed_form("all_reduce", GiB, "trn2.48xlarge", alg)
+        if est.kind != "bound":
+            assert big.time <= est.time
+
+
+def test_switch_beats_torus_for_all_to_all_per_chip_bandwidth():
+    # Torus all-to-all is bisection-bound; the switch's is injection-bound.
+    per_chip = 64 * 2**20
+    torus = cf("all_to_all", per_chip, "trn2-ultraserver", "auto")
+    switch = cf("all_to_all", per_chip, "trn3-ultraserver-gen1", "auto")
+    assert switch.time < torus.time / 10
+
+
+def test_zero_bytes_and_one_chip_move_nothing():
+    z = cf("all_reduce", 0, "trn2.48xlarge", "ring")
+    assert (z.time, z.algbw, z.busbw) == (0.0, 0.0, 0.0)
+    one = cf("all_reduce", GiB, "trn1.2xlarge", "auto")
+    assert one.time == 0.0 and one.chips == 1 and one.algorithm == "none"
+    assert fabric.bus_factor("all_reduce", 1) == 0.0
+
+
+def test_bus_factors_follow_nccl_tests():
+    assert fabric.bus_factor("all_reduce", 8) == pytest.approx(2 * 7 / 8)
+    for op in ("reduce_scatter", "all_gather", "all_to_all"):
+        assert fabric.bus_factor(op, 8) == pytest.approx(7 / 8)
+    assert fabric.bus_factor("broadcast", 8) == 1.0
+    assert fabric.bus_factor("allreduce", 2) == 1.0  # alias
+
+
+@pytest.mark.parametrize(
+    ("call", "words"),
+    [
+        (
+            lambda: cf("all_reduce", 1, "trn3-ultraserver-gen2", "torus"),
+            ["torus", "switch", "auto"],
+        ),
+        (
+            lambda: cf("reduce_scatter", 1, "trn3-ultraserver-gen2", "tree"),
+            ["power-of-two", "144", "ring"],
+        ),
+        (
+            lambda: cf("all_reduce", 1, "trn2.48xlarge", "hierarchical"),
+            ["cluster", "trn2.48xlarge"],
+        ),
+        (lambda: cf("broadcast", 1, "trn2.48xlarge", "torus"), ["no broadcast", "auto"]),
+        (lambda: cf("all_reduce", 1, "trn2.48xlarge", "fastest"), ["unknown algorithm", "ring"]),
+        (lambda: cf("allsum", 1, "trn2.48xlarge", "ring"), ["unknown collective", "all_reduce"]),
+        (lambda: cf("all_reduce", -1, "trn2.48xlarge", "ring"), ["whole number", ">= 0"]),
+        (lambda: cf("all_reduce", 1.5, "trn2.48xlarge", "ring"), ["whole number"]),
+        (lambda: cf("all_reduce", 0, "trn3-ultraserver-gen2", "torus"), ["torus"]),
+        (
+            lambda: cf(
+                "all_to_all",
+                1,
+                catalog.cluster("trn3-ultraserver-gen2", 100),
+                "direct",
+                simulate=True,
+            ),
+            ["messages", "simulate=False"],
+        ),
+    ],
+)
+def test_errors_teach(call, words):
+    with pytest.raises(FabricError) as err:
+        call()
+    for w in words:
+        assert w in str(err.value)
+
+
+def test_closed_form_for_a_million_chips_is_hierarchical_and_fast_enough_to_sweep():
+    c = catalog.cluster("trn3-ultraserver-gen2", 1_000_000 // 144)
+    r = cf("all_reduce", GiB, c, "hierarchical")
+    # Direct reduce-scatter and all-gather inside each UltraServer, then 144 rings of 6,944
+    # UltraServers over EFA (200 Gbit/s per chip = 25 GB/s) carrying S/144 each.
+    parts, m = 1_000_000 // 144, 144
+    local = 2 * (A2 + (m - 1) / m * (GiB / m) * m / B3)
+    efa = 2 * (parts - 1) * (AE + GiB / (m * parts) / BE)
+    assert r.time == pytest.approx(local + efa, rel=1e-9)
+    assert math.isfinite(r.busbw)
