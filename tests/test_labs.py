@@ -35,11 +35,36 @@ def check_lab01(values: dict) -> None:
     assert values["totals_compared"] - values["totals_agreeing"] == 1
 
 
+def check_lab05(values: dict) -> None:
+    assert values["e5m2_max"] == 57344.0  # 1.75 x 2^15
+    assert values["mx_scale_for_100"] == 0.25  # 2^(floor(log2 100) - 8)
+    # FP16 near 1024 has a step of 1: 1024.5 ties to even 1024, every time.
+    assert values["fp16_rne_final"] == 1024.0
+    assert values["fp16_sr_mean_final"] == pytest.approx(1024 + 0.5 * values["n_add"], rel=0.03)
+    # BF16 near 1.0 has a step of 2^-7: +0.001 is lost with round-to-nearest.
+    assert values["bf16_rne_weight"] == 1.0
+    assert values["bf16_sr_weight_mean"] == pytest.approx(1 + 1e-3 * values["steps"], rel=0.05)
+    assert values["snr_bf16_db"] > 45 and 10 < values["snr_mxfp4_db"] < 20
+
+
+def check_lab06(values: dict) -> None:
+    assert values["patterns"] == 7  # 4:16, 4:12, 4:8, 2:8, 2:4, 1:4, 1:2
+    assert values["error_4_16"] < values["error_1_4"]
+    assert values["trn2_fp8_sparse_pf"] == pytest.approx(4 * 1.299, rel=1e-3)
+    assert values["trn3_mxfp8_error"] < values["trn3_sparse_bf16_error"] / 5
+
+
 # Small, fast parameters for each lab (instructors use the defaults).
 SMALL: dict[str, dict] = {
     "01_trainium_family": {"CHIPS": ["trn1", "trn2", "trn3"], "COMPARE_WITH": ["h100"]},
+    "05_numeric_formats": {"SIZE": 64, "N_ADD": 512, "STEPS": 300},
+    "06_sparsity": {"SIZE": 64},
 }
-CHECKS = {"01_trainium_family": check_lab01}
+CHECKS = {
+    "01_trainium_family": check_lab01,
+    "05_numeric_formats": check_lab05,
+    "06_sparsity": check_lab06,
+}
 
 
 def _run(lab: Path, out: Path, solutions: bool) -> dict:
