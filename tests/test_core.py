@@ -488,3 +488,99 @@ def test_summary_and_in_flight():
     mid = r.latency / 2
     running = r.in_flight(mid)
     assert len(running) >= 1 and all(r.start[i] <= mid < r.end[i] for i in running)
+
+
+# --- scheduler properties (hypothesis) and closed forms --------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_OPS = ["load_a", "load_b", "matmul", "evacuate", "store", "act", "gpsimd"]
+
+
+def _random_kernel(steps):
+    def k(ctx, x, y):
+        a = [ctx.sbuf((128, 128), "bf16", f"a{i}") for i in range(2)]
+        b = [ctx.sbuf((128, 512), "bf16", f"b{i}") for i in range(2)]
+        ps = [ctx.psum((128, 512), f"p{i}") for i in range(2)]
+        o = [ctx.sbuf((128, 512), "bf16", f"o{i}") for i in range(2)]
+        for t in (*a, *b):
+            ctx.load(t, x[:, : t.shape[1]])
+        ctx.matmul(ps[0], a[0], b[0])
+        ctx.matmul(ps[1], a[1], b[1])
+        ctx.copy(o[0], ps[0])
+        ctx.copy(o[1], ps[1])
+        for op, i, q in steps:
+            if op == "load_a":
+                ctx.load(a[i], x[:, :128], queue=q)
+            elif op == "load_b":
+                ctx.load(b[i], x, queue=q)
+            elif op == "matmul":
+                ctx.matmul(ps[i], a[i], b[1 - i], accumulate=bool(q % 2))
+            elif op == "evacuate":
+                ctx.copy(o[i], ps[i], engine=("vector", "scalar")[q % 2])
+            elif op == "store":
+                ctx.store(y, o[i], queue=q)
+            elif op == "act":
+                ctx.activation(o[i], o[1 - i], "relu")
+            else:
+                ctx.gpsimd(o[i], o[1 - i], op="relu")
+
+    return k
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(st.sampled_from(_OPS), st.integers(0, 1), st.integers(0, 15)), max_size=40
+    ),
+    chip=st.sampled_from(["trn1", "trn2", "trn3"]),
+)
+def test_schedule_properties_on_random_programs(steps, chip):
+    r = _run(
+        _random_kernel(steps),
+        chip=chip,
+        numerics=False,
+        x=core.hbm((128, 512), "bf16", is_input=True),
+        y=core.hbm((128, 512), "bf16"),
+    )
+    prog, s, e = r.program, r.start, r.end
+    t = prog.table
+    dur, _, _ = core.costs(t, r.params)
+    assert np.all(e - s >= dur - 1e-15)  # every instruction gets at least its cost
+    for i in range(len(prog)):
+        d = prog.deps(i)
+        assert (d < i).all()  # dependencies point backwards
+        if len(d):
+            assert s[i] >= e[d].max() - 1e-15
+    for eng in np.unique(t["engine"]):
+        sel = np.flatnonzero(t["engine"] == eng)
+        assert (s[sel][1:] >= e[sel][:-1] - 1e-15).all()  # each engine in program order
+        assert dur[sel].sum() <= r.latency * (1 + 1e-9)
+    assert r.latency >= r.roofline_bound * (1 - 1e-9)
+
+
+def test_closed_forms_chain_and_parallel_engines():
+    def chain(ctx, x):
+        a = ctx.sbuf((128, 512), "fp32")
+        ctx.load(a, x)
+        for _ in range(5):
+            ctx.activation(a, a, "relu")  # each waits for the one before (RAW on a)
+
+    def spread(ctx, x):
+        a = ctx.sbuf((128, 512), "fp32")
+        ctx.load(a, x)
+        outs = [ctx.sbuf((128, 512), "fp32") for _ in range(3)]
+        ctx.activation(outs[0], a, "relu")  # Scalar
+        ctx.tensor_scalar(outs[1], a, "add", 1.0)  # Vector
+        ctx.gpsimd(outs[2], a, op="relu")  # GpSimd (shares SBUF with Vector on v2 only)
+
+    x = core.hbm((128, 512), "fp32", is_input=True)
+    r = _run(chain, numerics=False, x=x)
+    dur, setup, _ = core.costs(r.program.table, r.params)
+    assert r.latency == pytest.approx(setup[0] + dur.sum())  # DMA setup, then back to back
+    for chip, exclusive in (("trn1", True), ("trn2", False)):
+        r = _run(spread, chip=chip, numerics=False, x=x)
+        dur, setup, _ = core.costs(r.program.table, r.params)
+        vg = dur[2] + dur[3] if exclusive else max(dur[2], dur[3])
+        assert r.latency == pytest.approx(setup[0] + dur[0] + max(dur[1], vg))

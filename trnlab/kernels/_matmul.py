@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import itertools
 
+from trnlab.core import format_bits
+
 __all__ = ["VARIANTS", "blocked_mn", "blocked_mnk", "hoisted", "pipelined", "tiled"]
 
 TILE_K, TILE_M, TILE_N = 128, 128, 512
@@ -99,9 +101,7 @@ def blocked_mn(
     (K, M), N = a_t.shape, b.shape[1]
     ks_ = _spans(K, TILE_K)
     if tiles_m is None or tiles_n is None:
-        probe = ctx.sbuf((1, 1), fmt, "probe")
-        fm, fn = _fit_mn_blocks(ctx, K, probe.bits, ctx.sbuf((1, 1), c.fmt, "probe").bits)
-        ctx.free(probe)
+        fm, fn = _fit_mn_blocks(ctx, K, format_bits(fmt), format_bits(c.fmt))
         tiles_m, tiles_n = tiles_m or fm, tiles_n or fn
     bm, bn = tiles_m * TILE_M, tiles_n * TILE_N
     a_blk = [ctx.sbuf((TILE_K, bm), fmt, f"A block k{j}") for j in range(len(ks_))]
@@ -132,8 +132,6 @@ def blocked_mn(
 
 def _fit_mnk_blocks(ctx, fmt, out_fmt, buffers, tiles_m, tiles_n, tiles_k):
     """Shrink the block (K first, then N, then M) until its buffers fit the usable SBUF."""
-    from trnlab.core import format_bits
-
     cap = 0.95 * ctx.params.sbuf_usable_partition_bytes
     bits, out_bits = format_bits(fmt), format_bits(out_fmt)
 
