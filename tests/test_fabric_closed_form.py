@@ -96,9 +96,24 @@ def test_hierarchical_all_reduce_on_four_trn2_instances_by_hand():
     c = catalog.cluster("trn2.48xlarge", 4)
     S = GiB
     local_rs = 6 * A1 + (3 / 16 + 3 / 64) * S / B2  # torus reduce-scatter inside an instance
-    efa = 2 * 3 * (AE + S / 16 / 4 / BE)  # 16 rings of 4 instances over EFA, S/16 each
+    # Across EFA each chip holds S/16. Recursive halving (S/32, then S/64) and doubling back:
+    # 4 alpha + 2 (S/32 + S/64) / B, which beats 16 rings of 4 (6 alpha, same bytes).
+    efa = 2 * (2 * AE + (S / 32 + S / 64) / BE)
     r = cf("all_reduce", S, c, "hierarchical")
     assert r.time == pytest.approx(2 * local_rs + efa, rel=1e-12)
+    assert "halving_doubling" in r.closed_form.formula
+    ring = 2 * 3 * (AE + S / 16 / 4 / BE)
+    assert ring > efa
+
+
+def test_hierarchical_uses_rings_across_three_instances():
+    # Three parts: halving/doubling would need a fold (two more full steps); rings win.
+    c = catalog.cluster("trn2.48xlarge", 3)
+    S = GiB
+    local = 6 * A1 + (3 / 16 + 3 / 64) * S / B2
+    r = cf("reduce_scatter", S, c, "hierarchical")
+    assert r.time == pytest.approx(local + 2 * (AE + S / 16 / 3 / BE), rel=1e-12)
+    assert "ring" in r.closed_form.formula
 
 
 def test_ring_broadcast_is_a_pipelined_chain():
@@ -207,7 +222,13 @@ def test_closed_form_for_a_million_chips_is_hierarchical_and_fast_enough_to_swee
     # Direct reduce-scatter and all-gather inside each UltraServer, then 144 rings of 6,944
     # UltraServers over EFA (200 Gbit/s per chip = 25 GB/s) carrying S/144 each.
     parts, m = 1_000_000 // 144, 144
-    local = 2 * (A2 + (m - 1) / m * (GiB / m) * m / B3)
-    efa = 2 * (parts - 1) * (AE + GiB / (m * parts) / BE)
+    local = 2 * (A2 + (m - 1) / m * GiB / B3)  # direct reduce-scatter and all-gather
+    # Across EFA, S/144 per chip among 6,944 parts: fold 2,848 parts into 4,096, halve and
+    # double over 12 rounds, unfold. Rings would pay 2 x 6,943 EFA latencies instead.
+    Sm = GiB / m
+    halving = sum(AE + Sm / 2**k / BE for k in range(1, 13))
+    efa = 2 * halving + 2 * (AE + Sm / BE)
     assert r.time == pytest.approx(local + efa, rel=1e-9)
+    assert r.closed_form.kind == "estimate"  # the fold shares EFA ports
+    assert 2 * (parts - 1) * AE > 50 * efa
     assert math.isfinite(r.busbw)
