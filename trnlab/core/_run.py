@@ -117,7 +117,12 @@ class Run:
         return self.flops / self.compute_bound_s if self.compute_bound_s else 0.0
 
     def roofline(self) -> dict[str, float]:
-        """The roofline point: intensity, achieved and attainable FLOP/s, ridge point."""
+        """The roofline point: intensity, achieved and attainable FLOP/s, ridge point.
+
+        The memory roof is the core's DMA bandwidth (what one core can pull from HBM);
+        ``hbm_share_per_core`` is the chip's HBM bandwidth over its cores, the roof when every
+        core streams at once (lower than the DMA figure on trn2).
+        """
         bw = self.params.dma_bandwidth
         peak = self.peak_flops
         ai = self.arithmetic_intensity
@@ -128,6 +133,7 @@ class Run:
             "peak_flops": peak,
             "bandwidth": bw,
             "ridge_intensity": peak / bw if bw else 0.0,
+            "hbm_share_per_core": self.params.hbm_bandwidth / self.params.cores_per_chip,
         }
 
     def timeline(self) -> np.ndarray:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from trnlab import core
@@ -89,8 +91,8 @@ def matmul_bias_act(
     """``act(A @ B + bias)`` with the bias and activation fused on the Scalar engine.
 
     The kernel computes C transposed (N on partitions) so the bias, one value per column of C,
-    is a per-partition operand of the Scalar engine's ``f(x * scale + bias)``; ``run.output``
-    is C[M, N] (the host transposes it back).
+    is a per-partition operand of the Scalar engine's ``f(x * scale + bias)``;
+    ``run.output`` is C[M, N] (the host transposes it back).
     """
     a = np.asarray(a, np.float32)
     b = np.asarray(b, np.float32)
@@ -109,7 +111,7 @@ def matmul_bias_act(
         y_t=core.hbm((N, M), "fp32"),
     )
     if numerics:
-        r.outputs["y"] = r.outputs.pop("y_t").T
+        r = dataclasses.replace(r, outputs={"y": r.outputs["y_t"].T})
     return r
 
 

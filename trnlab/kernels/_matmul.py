@@ -13,7 +13,9 @@ Engine contracts over partitions). Tiles are 128 (K) x 128 (M, stationary) x 512
                  every pair of their tiles is multiplied, so each load feeds many matmuls.
                  Block sizes shrink as K grows: the strips must fit SBUF.
 ``blocked_mnk``  also blocks K, so large blocks fit SBUF at any K; partial sums over K blocks
-                 accumulate in fp32 SBUF tiles on the Vector engine.
+                 accumulate in fp32 SBUF tiles on the Vector engine. One set of buffers, in
+                 narrow tiles freed as the sweep moves on, so part of the next block's loads
+                 overlap the matmuls.
 ``pipelined``    blocked_mnk with two sets of block buffers: the DMA loads block k+1 while the
                  Tensor Engine multiplies block k.
 """
@@ -151,107 +153,118 @@ def _fit_mnk_blocks(ctx, fmt, out_fmt, buffers, tiles_m, tiles_n, tiles_k):
     return tiles_m, tiles_n, tiles_k
 
 
-def _blocked_mnk(ctx, a_t, b, c, fmt, tiles_m, tiles_n, tiles_k, buffers):
-    """Blocks over M, N and K, partial sums in fp32 SBUF accumulators.
+class _Blocks:
+    """``buffers`` sets of SBUF buffers for an A block [bk, bm] and a B block [bk, bn].
 
-    One set of block buffers (``buffers=1``): each B tile holds one K tile x one N tile (and
-    each A tile one K tile x 4 M tiles), and the block is swept N tile by N tile, M tile by
-    M tile, so the tiles read first are free (and refilled for the next K block) while the
-    later ones are still being multiplied.
-    Two sets (``buffers=2``, pipelined): whole blocks alternate, the DMA fills one while the
-    Tensor Engine reads the other; the sweep keeps each stationary A tile for all the N tiles
-    of the block (fast weight load amortised, ``tiles_n`` PSUM groups in flight).
+    A tile holds one K tile (128 rows) x ``aw`` columns of A (``bw`` of B), so a block is
+    ``kt`` x ``bm / aw`` A tiles; narrow tiles free up early, wide ones load efficiently.
     """
+
+    def __init__(self, ctx, fmt, bm, bn, kt, buffers, aw, bw):
+        self.aw, self.bw, self.buffers = aw, bw, buffers
+        self.a = [
+            [
+                [ctx.sbuf((TILE_K, aw), fmt, f"A{s} k{j} m{q}") for q in range(-(-bm // aw))]
+                for j in range(kt)
+            ]
+            for s in range(buffers)
+        ]
+        self.b = [
+            [
+                [ctx.sbuf((TILE_K, bw), fmt, f"B{s} k{j} n{q}") for q in range(-(-bn // bw))]
+                for j in range(kt)
+            ]
+            for s in range(buffers)
+        ]
+        half = max(1, (int(ctx.params.dma_engines) - 1) // 2)  # the last queue is for stores
+        self.a_queue = itertools.cycle(range(half))
+        self.b_queue = itertools.cycle(range(half, 2 * half))
+
+    def a_view(self, s, j, ks, m0, ms):
+        q, off = divmod(m0, self.aw)
+        return self.a[s][j][q][:ks, off : off + ms]
+
+    def b_view(self, s, j, ks, n0, ns):
+        q, off = divmod(n0, self.bw)
+        return self.b[s][j][q][:ks, off : off + ns]
+
+    def load(self, ctx, s, a_t, b, K0, kspans, M0, MS, N0, NS):
+        """Load one block into buffer set ``s``, in the order the buffers free up (queues run
+        in order), A and B on separate halves of the DMA queues."""
+        for tiles, src, c0, width, w, queues in (
+            (self.a[s], a_t, M0, MS, self.aw, self.a_queue),
+            (self.b[s], b, N0, NS, self.bw, self.b_queue),
+        ):
+            for q0, qs in _spans(width, w):
+                for j, (k0, ks) in enumerate(kspans):
+                    rows = slice(K0 + k0, K0 + k0 + ks)
+                    ctx.load(
+                        tiles[j][q0 // w][:ks, :qs],
+                        src[rows, c0 + q0 : c0 + q0 + qs],
+                        queue=next(queues),
+                    )
+
+
+def _sweep_n_outer(ctx, blocks, s, kspans, mspans, nspans, psums, start, accumulate):
+    """for n, for m, for k: B tiles of the first N tiles are free (and refilled for the next
+    block) while the later ones are still multiplied."""
+    for n0, ns in nspans:
+        for i, (m0, ms) in enumerate(mspans):
+            ps = psums[start % len(psums)]
+            start += 1
+            for j, (_, ks) in enumerate(kspans):
+                st = blocks.a_view(s, j, ks, m0, ms)
+                ctx.matmul(ps[:ms, :ns], st, blocks.b_view(s, j, ks, n0, ns), accumulate=j > 0)
+            accumulate(i, ms, n0, ns, ps)
+    return start
+
+
+def _sweep_keep_stationary(ctx, blocks, s, kspans, mspans, nspans, psums, start, accumulate):
+    """for m, for k, for n: each stationary A tile serves every N tile of the block (one fast
+    weight load per ``len(nspans)`` matmuls; that many PSUM groups in flight)."""
+    for i, (m0, ms) in enumerate(mspans):
+        pss = [psums[(start + q) % len(psums)] for q in range(len(nspans))]
+        start += len(nspans)
+        for j, (_, ks) in enumerate(kspans):
+            st = blocks.a_view(s, j, ks, m0, ms)
+            for q, (n0, ns) in enumerate(nspans):
+                ctx.matmul(pss[q][:ms, :ns], st, blocks.b_view(s, j, ks, n0, ns), accumulate=j > 0)
+        for q, (n0, ns) in enumerate(nspans):
+            accumulate(i, ms, n0, ns, pss[q])
+    return start
+
+
+def _blocked_mnk(ctx, a_t, b, c, fmt, tiles_m, tiles_n, tiles_k, buffers, sweep, aw, bw):
+    """Blocks over M, N and K; partial sums over K blocks in fp32 SBUF accumulators (the
+    Vector engine adds each PSUM group in); ``buffers`` block buffer sets used in turn."""
     fmt = fmt or a_t.fmt
     (K, M), N = a_t.shape, b.shape[1]
     tiles_m, tiles_n, tiles_k = _fit_mnk_blocks(ctx, fmt, c.fmt, buffers, tiles_m, tiles_n, tiles_k)
     bm = min(tiles_m * TILE_M, -(-M // TILE_M) * TILE_M)
     bn = min(tiles_n * TILE_N, -(-N // TILE_N) * TILE_N)
     bk = min(tiles_k * TILE_K, -(-K // TILE_K) * TILE_K)
-    kt, nt = bk // TILE_K, -(-bn // TILE_N)
-    bw = TILE_N if buffers == 1 else bn  # width of a B tile
-    aw = min(bm, 4 * TILE_M) if buffers == 1 else bm  # width of an A tile
-    a_blk = [
-        [
-            [ctx.sbuf((TILE_K, aw), fmt, f"A{s} k{j} m{q}") for q in range(-(-bm // aw))]
-            for j in range(kt)
-        ]
-        for s in range(buffers)
-    ]
-    b_blk = [
-        [
-            [ctx.sbuf((TILE_K, bw), fmt, f"B{s} k{j} n{q}") for q in range(bn // bw)]
-            for j in range(kt)
-        ]
-        for s in range(buffers)
-    ]
+    blocks = _Blocks(ctx, fmt, bm, bn, bk // TILE_K, buffers, min(aw or bm, bm), min(bw or bn, bn))
     acc = [ctx.sbuf((TILE_M, bn), "fp32", f"C acc m{i}") for i in range(bm // TILE_M)]
-    psums = [ctx.psum((TILE_M, TILE_N), f"psum{j}") for j in range(min(8, 2 * nt))]
+    psums = [ctx.psum((TILE_M, TILE_N), f"psum{j}") for j in range(min(8, 2 * (bn // TILE_N)))]
     out = ctx.sbuf((TILE_M, bn), c.fmt, "c tile")
-    groups = 0
-    blk = 0
-    half = max(1, (int(ctx.params.dma_engines) - 1) // 2)  # the last queue is for stores
-    a_queue = itertools.cycle(range(half))
-    b_queue = itertools.cycle(range(half, 2 * half))
-
-    def b_view(s, j, ks, n0, ns):
-        q, off = divmod(n0, bw)
-        return b_blk[s][j][q][:ks, off : off + ns]
-
-    def a_view(s, j, ks, m0, ms):
-        q, off = divmod(m0, aw)
-        return a_blk[s][j][q][:ks, off : off + ms]
-
+    groups = blk = 0
     for M0, MS in _spans(M, bm):
         for N0, NS in _spans(N, bn):
             for kb, (K0, KS) in enumerate(_spans(K, bk)):
                 s = blk % buffers
                 blk += 1
                 kspans = _spans(KS, TILE_K)
-                mspans, nspans = _spans(MS, TILE_M), _spans(NS, TILE_N)
-                # Issue loads in the order their buffers free up (queues run in order), A and
-                # B on separate halves of the DMA queues.
-                for q0, qs in _spans(MS, aw):
-                    for j, (k0, ks) in enumerate(kspans):
-                        rows = slice(K0 + k0, K0 + k0 + ks)
-                        dst = a_blk[s][j][q0 // aw][:ks, :qs]
-                        ctx.load(dst, a_t[rows, M0 + q0 : M0 + q0 + qs], queue=next(a_queue))
-                for q0, qs in _spans(NS, bw):
-                    for j, (k0, ks) in enumerate(kspans):
-                        rows = slice(K0 + k0, K0 + k0 + ks)
-                        dst = b_blk[s][j][q0 // bw][:ks, :qs]
-                        ctx.load(dst, b[rows, N0 + q0 : N0 + q0 + qs], queue=next(b_queue))
+                blocks.load(ctx, s, a_t, b, K0, kspans, M0, MS, N0, NS)
 
-                def accumulate(i, ms, n0, ns, ps, kb=kb):
+                def accumulate(i, ms, n0, ns, ps, first=kb == 0):
                     dst = acc[i][:ms, n0 : n0 + ns]
-                    if kb == 0:
+                    if first:
                         ctx.copy(dst, ps[:ms, :ns], engine="scalar")
                     else:
                         ctx.tensor_tensor(dst, dst, ps[:ms, :ns], "add")
 
-                if buffers == 1:  # sweep N tile by N tile: for n, for m, for k
-                    for n0, ns in nspans:
-                        for i, (m0, ms) in enumerate(mspans):
-                            ps = psums[groups % len(psums)]
-                            groups += 1
-                            for j, (_, ks) in enumerate(kspans):
-                                st = a_view(s, j, ks, m0, ms)
-                                ctx.matmul(
-                                    ps[:ms, :ns], st, b_view(s, j, ks, n0, ns), accumulate=j > 0
-                                )
-                            accumulate(i, ms, n0, ns, ps)
-                else:  # keep the stationary tile for every N tile: for m, for k, for n
-                    for i, (m0, ms) in enumerate(mspans):
-                        pss = [psums[(groups + q) % len(psums)] for q in range(len(nspans))]
-                        groups += len(nspans)
-                        for j, (_, ks) in enumerate(kspans):
-                            st = a_view(s, j, ks, m0, ms)
-                            for q, (n0, ns) in enumerate(nspans):
-                                ctx.matmul(
-                                    pss[q][:ms, :ns], st, b_view(s, j, ks, n0, ns), accumulate=j > 0
-                                )
-                        for q, (n0, ns) in enumerate(nspans):
-                            accumulate(i, ms, n0, ns, pss[q])
+                spans_m, spans_n = _spans(MS, TILE_M), _spans(NS, TILE_N)
+                groups = sweep(ctx, blocks, s, kspans, spans_m, spans_n, psums, groups, accumulate)
             for i, (m0, ms) in enumerate(_spans(MS, TILE_M)):
                 ctx.copy(out[:ms, :NS], acc[i][:ms, :NS], engine="scalar")
                 ctx.store(c[M0 + m0 : M0 + m0 + ms, N0 : N0 + NS], out[:ms, :NS])
@@ -260,15 +273,23 @@ def _blocked_mnk(ctx, a_t, b, c, fmt, tiles_m, tiles_n, tiles_k, buffers):
 def blocked_mnk(
     ctx, a_t, b, c, fmt: str | None = None, tiles_m: int = 8, tiles_n: int = 4, tiles_k: int = 16
 ):
-    """Blocks over M, N and K (one set of buffers): big blocks fit SBUF whatever K is."""
-    _blocked_mnk(ctx, a_t, b, c, fmt, tiles_m, tiles_n, tiles_k, buffers=1)
+    """Blocks over M, N and K (one set of buffers): big blocks fit SBUF whatever K is.
+    Narrow tiles (A: 4 M tiles, B: 1 N tile) swept N tile by N tile let the next block's
+    loads start while this block is still being multiplied."""
+    _blocked_mnk(
+        ctx, a_t, b, c, fmt, tiles_m, tiles_n, tiles_k, 1, _sweep_n_outer, 4 * TILE_M, TILE_N
+    )
 
 
 def pipelined(
     ctx, a_t, b, c, fmt: str | None = None, tiles_m: int = 8, tiles_n: int = 4, tiles_k: int = 8
 ):
-    """blocked_mnk with double-buffered blocks: loads of the next block overlap the matmuls."""
-    _blocked_mnk(ctx, a_t, b, c, fmt, tiles_m, tiles_n, tiles_k, buffers=2)
+    """blocked_mnk with double-buffered blocks: the DMA loads block k+1 (whole-block-wide
+    tiles, efficient transfers) while the Tensor Engine multiplies block k, keeping each
+    stationary tile for all the N tiles of the block."""
+    _blocked_mnk(
+        ctx, a_t, b, c, fmt, tiles_m, tiles_n, tiles_k, 2, _sweep_keep_stationary, None, None
+    )
 
 
 #: The progression, slowest first.
