@@ -122,3 +122,12 @@ def test_custom_torus_and_ring_builders_validate():
     with pytest.raises(FabricError, match="at least 2 chips"):
         fabric.torus((1, 4), 1e9)
     assert fabric.ring(7, 1e9).shape == (7,)
+
+
+def test_the_package_docstring_example_runs():
+    import doctest
+
+    import trnlab.fabric as pkg
+
+    result = doctest.testmod(pkg, verbose=False)
+    assert result.attempted >= 3 and result.failed == 0

@@ -2,8 +2,8 @@
 
 >>> from trnlab import fabric
 >>> r = fabric.collective("all_reduce", 1 << 30, system="trn2.48xlarge", algorithm="ring")
->>> round(r.busbw / 1e9)  # approaches the 128 GB/s per direction of one NeuronLink-v3 link
-125
+>>> round(r.busbw / 1e9, 1)  # approaches the 128 GB/s per direction of a NeuronLink-v3 link
+127.6
 
 Fabrics come from the catalogue (``fabric.topology("trn3-ultraserver-gen2")``, or an
 UltraCluster ``catalog.cluster("trn2-ultraserver", 16)``); bandwidths are sourced figures,

@@ -37,6 +37,9 @@ class Estimate:
     kind: str = "exact"  # "exact", "estimate" (hops differ, ports shared) or "bound" (lower)
     caveat: str = ""  # why it is not exact
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "time", float(self.time))  # plain float, not numpy
+
     @property
     def exact(self) -> bool:
         """True when a contention-free simulation reproduces it (within 2%)."""

@@ -256,7 +256,7 @@ def collective(
         return CollectiveResult(op, name, nbytes, n, 0.0, est, simulate, 0.0, 0.0, topo)
     alg, est = _choose(op, nbytes, topo, algorithm)
     if not simulate:
-        algbw = nbytes / est.time
+        algbw = float(nbytes / est.time)
         return CollectiveResult(
             op, alg.name, nbytes, n, est.time, est, False, algbw, algbw * bus_factor(op, n), topo
         )
@@ -266,7 +266,7 @@ def collective(
     from ._sim import simulate as run  # numba is imported only when a simulation runs
 
     t, start, done, busy, lbytes = run(topo, plan, params.chunk_bytes, params.max_chunks)
-    algbw = nbytes / t
+    algbw = float(nbytes / t)
     return CollectiveResult(
         op,
         alg.name,
