@@ -488,6 +488,10 @@ def test_summary_and_in_flight():
     mid = r.latency / 2
     running = r.in_flight(mid)
     assert len(running) >= 1 and all(r.start[i] <= mid < r.end[i] for i in running)
+    half, full = r.counters_at(mid), r.counters_at(r.latency)
+    assert 0 < half["flops"] < full["flops"] == r.flops
+    assert full["hbm_bytes"] == r.hbm_bytes
+    assert full["utilisation"] == pytest.approx(r.utilisation)
 
 
 # --- scheduler properties (hypothesis) and closed forms --------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -181,6 +182,21 @@ class Run:
         """Indices of the instructions running at time ``t`` (s), e.g. under a stepper's cursor."""
         return np.flatnonzero((self.start <= t) & (t < self.end))
 
+    def counters_at(self, t: float) -> dict[str, float]:
+        """Running counters at time ``t`` (s): work of the instructions finished by then."""
+        done = self.end <= t
+        tab = self.program.table
+        flops = float(tab["flops"][done].sum())
+        return {
+            "time_s": t,
+            "instructions_done": int(done.sum()),
+            "flops": flops,
+            "hbm_bytes": float(tab["bytes"][done].sum()),
+            "utilisation": (flops / self.flops) * self.compute_bound_s / t
+            if t > 0 and self.flops
+            else 0.0,
+        }
+
     def summary(self) -> str:
         """Where the time goes, in words and a small table (the text beside a timeline chart)."""
         t = self.program.table
@@ -246,8 +262,19 @@ def record(
         call[name] = (
             ctx.hbm(name, v.shape, v.fmt, v.data, written=v.is_input) if isinstance(v, HBM) else v
         )
-    kernel(ctx, **call)
+    with _small_blas() if numerics else contextlib.nullcontext():
+        kernel(ctx, **call)
     return ctx, call
+
+
+def _small_blas():
+    """One BLAS thread while tiles are multiplied: a tile matmul is at most 128 x 128 x 512,
+    too small for threads to pay, and on a busy machine their spin-waits cost 10-100x."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # optional: without it numpy keeps its own threads
+        return contextlib.nullcontext()
+    return threadpool_limits(1, user_api="blas")
 
 
 def simulate(program: P.Program, params: CoreParams, outputs=None, numerics=False) -> Run:
