@@ -131,3 +131,25 @@ def test_the_package_docstring_example_runs():
 
     result = doctest.testmod(pkg, verbose=False)
     assert result.attempted >= 3 and result.failed == 0
+
+
+@pytest.mark.parametrize(
+    "system",
+    ["trn1.2xlarge", "trn2.48xlarge", "trn2-ultraserver", "trn3-ultraserver-gen2",
+     catalog.cluster("trn2.48xlarge", 5), catalog.cluster("trn3-ultraserver-gen1", 2)],
+)  # fmt: skip
+def test_layout_places_every_node_once(system):
+    t = fabric.topology(system)
+    pos = t.layout()
+    kinds = t.node_kinds()
+    assert pos.shape == (t.nodes, 2) and kinds.shape == (t.nodes,)
+    assert np.isfinite(pos).all()
+    assert len({tuple(p) for p in np.round(pos, 9)}) == t.nodes  # no two nodes on one spot
+    assert (kinds[t.chip_nodes()] == 0).all() and (kinds == 0).sum() == t.chips
+    if t.kind == "switch":
+        assert fabric.NODE_KINDS[kinds[-1]] == "NeuronSwitch"
+        assert np.allclose(pos[-1], 0)
+    if t.kind == "cluster":
+        assert fabric.NODE_KINDS[kinds[-1]] == "EFA fabric"
+    if t.links:  # every link joins two placed nodes
+        assert t.link_src.max() < t.nodes and t.link_dst.max() < t.nodes

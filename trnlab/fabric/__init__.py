@@ -23,10 +23,11 @@ from ._collective import (
     collective,
 )
 from ._params import FabricError, FabricParams
-from ._topology import TIER_NAMES, Topology, ring, topology, torus
+from ._topology import NODE_KINDS, TIER_NAMES, Topology, ring, topology, torus
 
 __all__ = [
     "ALGORITHMS",
+    "NODE_KINDS",
     "OPS",
     "TIER_NAMES",
     "CollectiveResult",

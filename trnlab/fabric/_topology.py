@@ -32,9 +32,10 @@ from trnlab import catalog
 
 from ._params import FabricError, FabricParams
 
-__all__ = ["TIER_NAMES", "Topology", "ring", "topology", "torus"]
+__all__ = ["NODE_KINDS", "TIER_NAMES", "Topology", "ring", "topology", "torus"]
 
 TIER_NAMES = ("NeuronLink", "PCIe", "EFA")
+NODE_KINDS = ("chip", "sled PCIe switch", "NeuronSwitch", "EFA fabric")
 NEURONLINK, PCIE, EFA = 0, 1, 2
 
 
@@ -142,6 +143,60 @@ class Topology:
     def domain(self) -> int:
         """Chips in one NeuronLink domain (the whole system unless a cluster)."""
         return self.part.chips if self.kind == "cluster" else self.chips
+
+    # Drawing --------------------------------------------------------------------------------
+    def chip_nodes(self) -> np.ndarray:
+        """Node index of each chip (they differ in a cluster of switched parts)."""
+        c = np.arange(self.chips)
+        if self.kind == "cluster":
+            m = self.part.chips
+            return (c // m) * self.part.nodes + c % m
+        return c
+
+    def node_kinds(self) -> np.ndarray:
+        """Kind of each node, as indices into ``NODE_KINDS``."""
+        if self.kind == "switch":
+            sleds = self.chips // self.sled
+            return np.concatenate([np.zeros(self.chips, np.int64), np.ones(sleds, np.int64), [2]])
+        if self.kind == "cluster":
+            return np.concatenate([np.tile(self.part.node_kinds(), self.parts), [3]])
+        return np.zeros(self.chips, np.int64)
+
+    def layout(self) -> np.ndarray:
+        """Positions (nodes, 2) for drawing the graph.
+
+        Tori: a grid per 4x4 instance, instances side by side along the UltraServer axis; a
+        ring: a circle. Switch: chips on a circle (sleds contiguous), sled PCIe switches inside
+        it, the NeuronSwitch in the middle. Cluster: the parts on a grid, the EFA fabric above.
+        """
+        if self.kind == "single":
+            return np.zeros((1, 2))
+        if self.kind == "torus":
+            if len(self.shape) == 1:
+                a = 2 * np.pi * np.arange(self.chips) / self.chips
+                return np.column_stack([np.cos(a), np.sin(a)])
+            c = np.array(np.unravel_index(np.arange(self.chips), self.shape), float).T
+            x = c[:, 1].copy()
+            if len(self.shape) > 2:  # the remaining axes lay whole planes side by side
+                rest = np.ravel_multi_index(c[:, 2:].T.astype(np.int64), self.shape[2:])
+                x += rest * (self.shape[1] + 1)
+            return np.column_stack([x, -c[:, 0]])
+        if self.kind == "switch":
+            n, sleds = self.chips, self.chips // self.sled
+            a = 2 * np.pi * (np.arange(n) + 0.5) / n
+            chips = np.column_stack([np.cos(a), np.sin(a)])
+            sa = 2 * np.pi * (np.arange(sleds) + 0.5) / sleds
+            sled = 0.7 * np.column_stack([np.cos(sa), np.sin(sa)])
+            return np.vstack([chips, sled, [[0.0, 0.0]]])
+        part = self.part.layout()
+        lo, hi = part.min(axis=0), part.max(axis=0)
+        size = np.maximum(hi - lo, 1.0)
+        cols = int(np.ceil(np.sqrt(self.parts)))
+        q = np.arange(self.parts)
+        origin = np.column_stack([q % cols, -(q // cols)]) * (size * 1.3)
+        pos = ((part - lo)[None, :, :] + origin[:, None, :]).reshape(-1, 2)
+        top = [pos[:, 0].mean(), pos[:, 1].max() + size[1]]
+        return np.vstack([pos, [top]])
 
     # Routing --------------------------------------------------------------------------------
     def route(self, a: int, b: int) -> list[int]:
