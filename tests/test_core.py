@@ -93,8 +93,25 @@ def test_psum_bank_overflow_tile_and_all_banks():
         for _ in range(9):
             ctx.psum((128, 512))
 
-    with pytest.raises(core.PsumBankOverflowError, match="all 8 PSUM banks"):
+    with pytest.raises(core.PsumBankOverflowError, match="its 8 banks are taken"):
         _run(nine)
+
+
+def test_neuroncore_v4_spans_psum_banks():
+    def k(ctx, x, n):
+        a = ctx.sbuf((128, 128), "bf16")
+        b = ctx.sbuf((128, n), "bf16")
+        ctx.load(a, x[:, :128])
+        ctx.load(b, x[:, :n])
+        ps = ctx.psum((128, n))
+        ctx.matmul(ps, a, b)
+        ctx.psum((128, 4096 - n))  # the banks left
+
+    x = core.hbm(np.ones((128, 2048)))
+    r = _run(k, chip="trn3", x=x, n=2048)
+    np.testing.assert_array_equal(r.program.table["free"][2], 2048)
+    with pytest.raises(core.PsumBankOverflowError, match="span several banks"):
+        _run(k, chip="trn2", x=x, n=2048)
 
 
 def test_psum_bank_is_reusable_after_free():

@@ -353,10 +353,13 @@ class KernelContext(EngineOps):
                 f"stationary tile free size {m} exceeds {p.stationary_free_max} on {p.name} "
                 f"(one column of PEs per output row); split M into tiles of <= {p.stationary_free_max}."
             )
-        if n > p.moving_free_max:
+        if n > p.psum_free_max:
+            one_bank = p.psum_free_max == p.psum_bank_bytes // 4
             raise TileTooLargeError(
-                f"moving tile free size {n} exceeds {p.moving_free_max} fp32 per PSUM bank on "
-                f"{p.name}; split N into tiles of <= {p.moving_free_max}."
+                f"moving tile free size {n} exceeds {p.psum_free_max} fp32 per PSUM "
+                f"{'bank' if one_bank else 'tile'} on {p.name}; split N into tiles of "
+                f"<= {p.psum_free_max}."
+                + (" (NeuronCore-v4 lets one matmul span several banks.)" if one_bank else "")
             )
         if k != k2:
             raise HardwareRuleError(

@@ -73,29 +73,37 @@ class Memory:
         )
 
     def take_bank(self, tid: int, name: str, free: int) -> int:
-        """A free PSUM bank for ``free`` fp32 accumulators per partition, or a teaching error."""
+        """First of the consecutive free PSUM banks for ``free`` fp32 accumulators per
+        partition (one bank, or several where the generation allows), or a teaching error."""
         p = self.params
         need, bank = free * 4, p.psum_bank_bytes
-        if need > bank:
+        if free > p.psum_free_max:
+            more = (
+                " (NeuronCore-v4 lets one tile span several banks.)"
+                if p.psum_free_max == bank // 4
+                else ""
+            )
             raise PsumBankOverflowError(
                 f"PSUM tile {name!r} needs {need} B per partition ({free} fp32 accumulators) but a "
-                f"PSUM bank of {p.name} holds {bank} B ({bank // 4} fp32) per partition. Split the "
-                f"free dimension into tiles of <= {bank // 4} (one bank each)."
+                f"PSUM bank of {p.name} holds {bank} B ({bank // 4} fp32) per partition and a tile "
+                f"may take at most {p.psum_free_max} fp32. Split the free dimension into tiles of "
+                f"<= {p.psum_free_max}.{more}"
             )
-        try:
-            b = self.psum_banks.index(-1)
-        except ValueError:
-            owners = ", ".join(self.name_of(t) for t in self.psum_banks)
-            raise PsumBankOverflowError(
-                f"PSUM tile {name!r}: all {p.psum_banks} PSUM banks of {p.name} are taken "
-                f"({owners}). Free a PSUM tile (ctx.free) once its result is copied to SBUF, or "
-                f"reuse one: at most {p.psum_banks} accumulation groups can be in flight."
-            ) from None
-        self.psum_banks[b] = tid
-        return b
+        n = -(-need // bank)
+        banks = self.psum_banks
+        for b in range(len(banks) - n + 1):
+            if all(x == -1 for x in banks[b : b + n]):
+                banks[b : b + n] = [tid] * n
+                return b
+        owners = ", ".join(sorted({self.name_of(t) for t in banks if t >= 0}))
+        raise PsumBankOverflowError(
+            f"PSUM tile {name!r} needs {n} free bank(s) of {p.name}, but its {p.psum_banks} banks "
+            f"are taken ({owners}). Free a PSUM tile (ctx.free) once its result is copied to "
+            f"SBUF, or reuse one: at most {p.psum_banks} accumulation groups can be in flight."
+        )
 
     def release(self, tid: int, space: str, offset: int) -> None:
         if space == "sbuf":
             self.sbuf_live.pop(tid, None)
         else:
-            self.psum_banks[offset] = -1
+            self.psum_banks[:] = [-1 if t == tid else t for t in self.psum_banks]

@@ -169,6 +169,12 @@ def core_params(chip: str | CoreParams = "trn1", **overrides: Any) -> CoreParams
         values[name] = fig.value
         if fig.extra.get("assumption"):
             assumed.append(name)
+    # Free size of one PSUM tile / one matmul output: a bank, or more where the generation
+    # lets a matmul span banks (NeuronCore-v4).
+    if "psum_free_max" in core.figures:
+        values["psum_free_max"] = int(core.figures["psum_free_max"].value)
+    else:
+        values["psum_free_max"] = int(values["psum_partition_bytes"] // values["psum_banks"] // 4)
     params = CoreParams(
         chip=c.key,
         core=core.key,
