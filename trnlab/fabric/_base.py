@@ -78,6 +78,12 @@ def _step(classes: np.ndarray, m) -> np.ndarray:
 
 def _ring_classes(t: Topology) -> np.ndarray:
     """Hop classes of the ring order (both directions; the fabrics here are symmetric)."""
+    if "ring" not in t.memo:
+        t.memo["ring"] = _ring_hops(t)
+    return t.memo["ring"]
+
+
+def _ring_hops(t: Topology) -> np.ndarray:
     if t.kind == "cluster":
         o = t.part.ring_order()
         local = [t.part.hop(int(a), int(b)) for a, b in itertools.pairwise(o)]

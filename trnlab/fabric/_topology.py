@@ -87,6 +87,7 @@ class Topology:
     pcie_bandwidth: float = 0.0
     pcie_latency: float = 0.0
     notes: tuple[str, ...] = field(default_factory=tuple)
+    memo: dict = field(default_factory=dict, repr=False, compare=False)  # derived hop costs
 
     def __repr__(self) -> str:
         return f"Topology({self.name!r}, chips={self.chips:,}, kind={self.kind!r})"
@@ -321,7 +322,15 @@ def topology(system, params: FabricParams | None = None) -> Topology:
         return system
     params = params or FabricParams()
     sysobj = catalog.system(system) if isinstance(system, str) else system
-    return _from_system(sysobj, params)
+    key = (sysobj.key, sysobj.chips, params)
+    if key not in _BUILT:
+        if len(_BUILT) > 64:
+            _BUILT.clear()
+        _BUILT[key] = _from_system(sysobj, params)
+    return _BUILT[key]
+
+
+_BUILT: dict = {}  # topologies already built, so repeated calls reuse their memoised hop costs
 
 
 def _overhead(sysobj, params: FabricParams) -> float:

@@ -50,23 +50,33 @@ class RecursiveDoubling(Algorithm):
         return [(1 << (L - 1 - k), S / (2 << k)) for k in range(L)]  # recursive halving
 
     def _hop_class(self, t: Topology, dist: int, folding: bool = False, tree: bool = False):
+        """Hop classes of one round: pairs (i, i xor dist), or (i, i + dist) for the fold and
+        the tree (only i < dist send). Memoised per topology."""
+        key = ("rd", dist, folding, tree)
+        if key not in t.memo:
+            t.memo[key] = self._pairs_class(t, dist, folding, tree)
+        return t.memo[key]
+
+    def _pairs_class(self, t: Topology, dist: int, folding: bool, tree: bool) -> np.ndarray:
         n = t.chips
         # Tree (broadcast) round: only chips i < dist send, to i + dist.
         i = np.arange(min(dist, n - dist)) if tree else np.arange(n)
-        j = (i + dist) if (folding or tree) else (i ^ dist)
         if t.kind == "cluster":
             m = t.part.chips
-            ok = j < n
-            cross = np.any((i[ok] // m) != (j[ok] // m))
+            # A crossing pair, if any, is among the first 2m + 2 dist senders (the first part
+            # boundary), so a million chips need not be scanned.
+            i = i[: 2 * m + 2 * dist]
+        j = (i + dist) if (folding or tree) else (i ^ dist)
+        ok = (j < n) & (i != j)
+        i, j = i[ok], j[ok]
+        if t.kind == "cluster":
             pairs = []
-            if cross:
+            if np.any(i // m != j // m):
                 pairs.append((t.efa_bandwidth, t.message_overhead + 2 * t.efa_latency))
-            loc = [(a % m, b % m) for a, b in zip(i[ok][:m], j[ok][:m], strict=True)
-                   if a // m == b // m and a != b]  # fmt: skip
-            pairs += [t.part.hop(a, b) for a, b in loc]
+            same = (i // m == j // m) & (i < m)
+            pairs += [t.part.hop(int(a), int(b)) for a, b in zip(i[same], j[same], strict=True)]
             return _classes(pairs)
-        pairs = [t.hop(int(a), int(b)) for a, b in zip(i, j, strict=True) if b < n and a != b]
-        return _classes(pairs)
+        return _classes([t.hop(int(a), int(b)) for a, b in zip(i, j, strict=True)])
 
     def closed_form(self, op, S, t):
         n = t.chips
