@@ -41,7 +41,7 @@ def hbm(x, fmt: str = "fp32", *, is_input: bool | None = None) -> HBM:
     return HBM(a, a.shape, fmt, True if is_input is None else is_input)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Run:
     """A kernel run on one NeuronCore: outputs, timeline and counters.
 
