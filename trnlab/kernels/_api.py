@@ -62,6 +62,9 @@ def matmul(
         raise ValueError(f"matmul needs A[M, K] and B[K, N]; got {shape_a} and {shape_b}")
     M, K = shape_a
     N = shape_b[1]
+    from trnlab import formats
+
+    dtype = formats.spec(dtype).name  # "float32" -> "fp32"; unknown names raise, with hints
     out_dtype = out_dtype or ("fp32" if dtype in ("fp32", "tf32") else "bf16")
     if numerics and (isinstance(a, tuple) or isinstance(b, tuple)):
         raise ValueError(
