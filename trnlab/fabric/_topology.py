@@ -228,9 +228,15 @@ class Topology:
         if self.kind == "cluster":
             m = self.part.chips
             return self.part.hop(a % m, b % m)
-        r = self.route(a, b)
-        bw = self._arrays["bw"][r]
-        return float(bw.min()), self.message_overhead + float(self._arrays["lat"][r].sum())
+        if self.kind == "switch":  # up to the NeuronSwitch and down: the same for every pair
+            return self.axis_bandwidth[0], self.message_overhead + 2 * self.axis_latency[0]
+        key = ("hop", a, b)
+        if key not in self.memo:
+            r = self.route(a, b)
+            bw = self._arrays["bw"][r]
+            lat = float(self._arrays["lat"][r].sum())
+            self.memo[key] = (float(bw.min()), self.message_overhead + lat)
+        return self.memo[key]
 
     def ring_order(self) -> np.ndarray:
         """A Hamiltonian ring of chips using neighbour links where the topology allows.

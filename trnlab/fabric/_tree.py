@@ -60,19 +60,23 @@ class RecursiveDoubling(Algorithm):
     def _pairs_class(self, t: Topology, dist: int, folding: bool, tree: bool) -> np.ndarray:
         n = t.chips
         # Tree (broadcast) round: only chips i < dist send, to i + dist.
-        i = np.arange(min(dist, n - dist)) if tree else np.arange(n)
+        senders = min(dist, n - dist) if tree else n
         if t.kind == "cluster":
             m = t.part.chips
+            efa = (t.efa_bandwidth, t.message_overhead + 2 * t.efa_latency)
+            if dist >= m:  # every pair lies in two different parts: all over EFA
+                return _classes([efa])
             # A crossing pair, if any, is among the first 2m + 2 dist senders (the first part
             # boundary), so a million chips need not be scanned.
-            i = i[: 2 * m + 2 * dist]
+            senders = min(senders, 2 * m + 2 * dist)
+        i = np.arange(senders)
         j = (i + dist) if (folding or tree) else (i ^ dist)
         ok = (j < n) & (i != j)
         i, j = i[ok], j[ok]
         if t.kind == "cluster":
             pairs = []
             if np.any(i // m != j // m):
-                pairs.append((t.efa_bandwidth, t.message_overhead + 2 * t.efa_latency))
+                pairs.append(efa)
             same = (i // m == j // m) & (i < m)
             pairs += [t.part.hop(int(a), int(b)) for a, b in zip(i[same], j[same], strict=True)]
             return _classes(pairs)
