@@ -170,3 +170,12 @@ def test_transpose(r, c):
     run = kernels.transpose(x)
     np.testing.assert_array_equal(run.outputs["y"], x.T)
     assert run.busy["Tensor"] > 0
+
+
+def test_progression_holds_on_trainium2_too():
+    m, k, n = LARGE
+    lat = [
+        kernels.matmul((m, k), (k, n), variant=v, chip="trn2", numerics=False).latency
+        for v in VARIANTS
+    ]
+    assert all(later < earlier for earlier, later in itertools.pairwise(lat)), lat
