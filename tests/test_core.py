@@ -122,6 +122,27 @@ def test_psum_bank_is_reusable_after_free():
     _run(k)
 
 
+def test_freed_memory_is_reused_only_after_its_last_reader():
+    def k(ctx, x, y):
+        a = ctx.sbuf((128, 4096), "bf16", "first")
+        ctx.load(a, x)
+        ctx.store(y, a)  # last reader of 'first'
+        ctx.free(a)
+        b = ctx.sbuf((128, 4096), "bf16", "second")  # same bytes
+        ctx.load(b, x)
+
+    r = _run(
+        k,
+        numerics=False,
+        x=core.hbm((128, 4096), "bf16", is_input=True),
+        y=core.hbm((128, 4096), "bf16"),
+    )
+    tiles = {t.name: t for t in r.program.tiles}
+    assert tiles["first"].offset == tiles["second"].offset
+    assert 1 in r.program.deps(2).tolist()
+    assert r.start[2] >= r.end[1]
+
+
 def test_sbuf_capacity_exceeded_says_requested_and_available():
     def k(ctx):
         ctx.sbuf((128, 60000), "bf16", "big")  # 120,000 B per partition

@@ -72,6 +72,7 @@ class KernelContext(EngineOps):
         self._tracker = Tracker()
         self._dma_next = 0
         self._last_stationary: tuple | None = None
+        self._freed: list[Tile] = []
 
     # ------------------------------------------------------------------------------------------
     # Memory
@@ -112,7 +113,7 @@ class KernelContext(EngineOps):
         need = math.ceil(free * format_bits(fmt) / 8)
         offset = self._memory.place_sbuf(tid, name, need)
         tile = Tile(tid, name, "sbuf", (parts, free), fmt, offset, need, self.numerics)
-        return self._register(tile)
+        return self._register(tile, offset, offset + need)
 
     def psum(self, shape, name: str | None = None) -> Tile:
         """Allocate a PSUM tile ``[partitions, free]`` of fp32 accumulators in one bank.
@@ -128,7 +129,8 @@ class KernelContext(EngineOps):
         self._memory.check_partitions("PSUM", name, parts)
         bank = self._memory.take_bank(tid, name, free)
         tile = Tile(tid, name, "psum", (parts, free), "fp32", bank, free * 4, self.numerics)
-        return self._register(tile)
+        banks = -(-free * 4 // self.params.psum_bank_bytes)
+        return self._register(tile, bank, bank + banks)
 
     def free(self, *tiles: Tile) -> None:
         """Release tiles; their SBUF bytes or PSUM bank can be allocated again."""
@@ -138,8 +140,22 @@ class KernelContext(EngineOps):
             t.freed = True
             self._tile_free[t.id] = len(self._rows)
             self._memory.release(t.id, t.space, t.offset)
+            self._freed.append(t)
 
-    def _register(self, tile: Tile) -> Tile:
+    def _register(self, tile: Tile, lo: int, hi: int) -> Tile:
+        # Memory reuse: the first access to the new tile waits for the last accesses of freed
+        # tiles whose bytes (or banks) it takes over.
+        tile.span = (lo, hi)
+        keep = []
+        for old in self._freed:
+            o_lo, o_hi = old.span
+            if old.space != tile.space or o_hi <= lo or hi <= o_lo:
+                keep.append(old)
+                continue
+            tile.inherited.extend(a[4] for a in (*old.writes, *old.reads))
+            if not (lo <= o_lo and o_hi <= hi):
+                keep.append(old)  # partly covered: a later tile may take the rest
+        self._freed = keep
         self._tiles.append(tile)
         self._tile_alloc[tile.id] = len(self._rows)
         self._tracker.add_tile(tile.id)

@@ -51,6 +51,10 @@ class Tracker:
             A read of a tile region (or an output tensor region) nothing has written.
         """
         deps: set[int] = set()
+        for v in (*reads, *writes):
+            if v.tile.inherited:  # memory of freed tiles: wait until they are done with it
+                deps.update(v.tile.inherited)
+                v.tile.inherited = []
         for v in reads:
             t, reg = v.tile, v.region
             if not t.fully_written and not t.written_mask[reg[0] : reg[1], reg[2] : reg[3]].all():

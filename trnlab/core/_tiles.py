@@ -130,6 +130,9 @@ class Tile:
         # Dependency bookkeeping: (p0, p1, f0, f1, instruction, engine) of recent accesses.
         self.writes: list[tuple[int, int, int, int, int, int]] = []
         self.reads: list[tuple[int, int, int, int, int, int]] = []
+        # Last accesses of freed tiles whose memory this one reuses (waited for on first use).
+        self.inherited: list[int] = []
+        self.span = (0, 0)
 
     def __getitem__(self, key) -> View:
         return View(self, *_norm(key, self.shape, f"tile {self.name!r}"))
