@@ -626,3 +626,15 @@ def test_closed_forms_chain_and_parallel_engines():
         dur, setup, _ = core.costs(r.program.table, r.params)
         vg = dur[2] + dur[3] if exclusive else max(dur[2], dur[3])
         assert r.latency == pytest.approx(setup[0] + dur[0] + max(dur[1], vg))
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    import trnlab.core
+    import trnlab.core._run
+    import trnlab.kernels
+
+    for mod in (trnlab.core, trnlab.core._run, trnlab.kernels):
+        result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
+        assert result.failed == 0 and result.attempted > 0, mod.__name__
