@@ -153,3 +153,12 @@ def test_layout_places_every_node_once(system):
         assert fabric.NODE_KINDS[kinds[-1]] == "EFA fabric"
     if t.links:  # every link joins two placed nodes
         assert t.link_src.max() < t.nodes and t.link_dst.max() < t.nodes
+
+
+def test_assumptions_are_stated_with_the_topology_and_in_summaries():
+    t = fabric.topology("trn3-ultraserver-gen2")
+    assert any("assumed" in n and "1280 GB/s" in n for n in t.notes)
+    c = fabric.topology(catalog.cluster("trn2.48xlarge", 2))
+    assert any("EFA: 25 GB/s" in n for n in c.notes)
+    text = fabric.collective("all_reduce", 1 << 20, "trn2.48xlarge", "ring").summary()
+    assert "Model:" in text and "128 GB/s per link" in text and "assumed" in text

@@ -156,6 +156,8 @@ class CollectiveResult:
                 u = self.link_utilisation[tiers == t]
                 if u.size and u.max() > 0:
                     text += f"; {name} links busiest {u.max():.0%}, mean {u.mean():.0%}"
+        if self.topology.notes:
+            text += ". Model: " + "; ".join(self.topology.notes)
         return text + "."
 
 

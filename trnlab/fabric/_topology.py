@@ -11,7 +11,11 @@ node, bandwidth per direction in B/s, latency in s, tier) plus the routing rule 
 ``switch``
     Trn3 UltraServers: every chip has an up and a down link to a non-blocking NeuronSwitch-v1
     node (route: up, down), and links to its sled's PCIe switch (in the graph, not routed over,
-    being ten times slower than the NeuronSwitch path in the model).
+    being ten times slower than the NeuronSwitch path in the model). One non-blocking switch
+    level is an assumption: the Neuron docs' Trn3 page describes Gen2 as a first-level switch
+    per 4-chip server and two second-level NeuronSwitch-v1 across servers (and Gen1 as 4
+    servers of 16 chips, where the catalogue follows seed-001's 16 sleds of 4); no public
+    figure says whether the second level is oversubscribed.
 ``cluster``
     N copies of a building block (instance or UltraServer) plus one non-blocking EFA fabric
     node: each chip has an EFA up and down link carrying its share of the system's EFA
@@ -23,6 +27,7 @@ node, bandwidth per direction in B/s, latency in s, tier) plus the routing rule 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -86,7 +91,7 @@ class Topology:
     sled: int = 0
     pcie_bandwidth: float = 0.0
     pcie_latency: float = 0.0
-    notes: tuple[str, ...] = field(default_factory=tuple)
+    notes: tuple[str, ...] = field(default_factory=tuple)  # the model's assumptions, in words
     memo: dict = field(default_factory=dict, repr=False, compare=False)  # derived hop costs
 
     def __repr__(self) -> str:
@@ -364,6 +369,12 @@ def _from_system(sysobj, params: FabricParams) -> Topology:
         part = _from_system(sysobj.part, params)
         efa = _efa(sysobj.part, params)
         return Topology(
+            notes=(
+                *part.notes,
+                f"EFA: {efa / 1e9:g} GB/s per chip each way (system Gbit/s / chips / 8), "
+                f"{params.efa_latency * 1e6:g} us per hop (assumed); one non-blocking fabric "
+                "(full bisection assumed)",
+            ),
             name=f"{sysobj.parts:,} x {part.name} over EFA",
             kind="cluster",
             chips=sysobj.chips,
@@ -389,13 +400,19 @@ def _from_system(sysobj, params: FabricParams) -> Topology:
         bw = [inst / links / div] * 2  # 4 neighbours of the instance's 4x4 torus
         if len(shape) == 3:
             bw.append(ultra / 2 / div)  # ring of 4 across instances: 2 neighbours
-        return torus(
+        t = torus(
             shape,
             tuple(bw),
             lat_nl,
             over,
             name=f"{sysobj.key} ({'x'.join(map(str, shape))} torus)",
         )
+        note = (
+            f"NeuronLink: {', '.join(f'{b / 1e9:g}' for b in bw)} GB/s per link each way "
+            f"(chip figure / links / {div:g}, direction convention assumed), "
+            f"{lat_nl * 1e6:g} us per hop (assumed), {over * 1e6:g} us per message (DMA set-up)"
+        )
+        return dataclasses.replace(t, notes=(note,))
     if topo == "switch":
         nl = float(chip.figures["neuronlink_bandwidth"].value) / div
         pcie = float(sysobj.figures["sled_pcie_bandwidth"].value) / 2.0  # stated bidirectional
@@ -410,6 +427,11 @@ def _from_system(sysobj, params: FabricParams) -> Topology:
             sled=int(sysobj.figures["chips_per_sled"].value),
             pcie_bandwidth=pcie,
             pcie_latency=params.pcie_latency,
+            notes=(
+                f"NeuronSwitch-v1: {nl / 1e9:g} GB/s per chip each way (2.56 TB/s / {div:g}, "
+                f"direction convention assumed), {lat_nl * 1e6:g} us per hop (assumed); one "
+                "non-blocking switch level (assumed)",
+            ),
         )
     raise FabricError(f"no fabric model for {sysobj} (topology {topo!r})")
 
