@@ -167,3 +167,15 @@ def test_any_plan_delivers_and_never_beats_its_link_load(n, nbytes, op):
         assert np.all(sim.schedule.finish >= sim.schedule.start)
         assert sim.time == pytest.approx(sim.schedule.finish.max())
         assert sim.time >= sim.load_bound * (1 - 1e-9)
+
+
+def test_step_link_bytes_add_up_to_the_link_loads():
+    sim, _ = both("all_reduce", 16 * 2**20, "trn2.48xlarge", "torus")
+    per_step = sim.step_link_bytes()
+    assert per_step.shape == (sim.schedule.steps, sim.topology.links)
+    assert per_step.sum(axis=0) == pytest.approx(sim.link_bytes)
+    # Step 0 of the torus all-reduce: each of the 2 shards sends S/2/(2 x 4) both ways on its
+    # axis, so every one of the 64 directed links carries S/16 in step 0.
+    assert per_step[0] == pytest.approx(np.full(64, 16 * 2**20 / 16))
+    with pytest.raises(fabric.FabricError, match="simulate=True"):
+        fabric.collective("all_reduce", 1, "trn2.48xlarge", "ring").step_link_bytes()

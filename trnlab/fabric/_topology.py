@@ -303,8 +303,24 @@ def torus(
     )
 
 
-def ring(n: int, bandwidth: float, latency: float = 0.5e-6, message_overhead: float = 1.3e-6):
-    """A ring of ``n`` chips (a 1-D torus): two directed links between neighbours."""
+def ring(
+    n: int, bandwidth: float, latency: float = 0.5e-6, message_overhead: float = 1.3e-6
+) -> Topology:
+    """A ring of ``n`` chips (a 1-D torus): two directed links between neighbours.
+
+    Parameters
+    ----------
+    n : int
+        Chips, at least 2.
+    bandwidth : float
+        B/s per link and direction.
+    latency, message_overhead : float
+        Seconds per hop and per message (the two parts of alpha).
+
+    Returns
+    -------
+    Topology
+    """
     return torus((n,), bandwidth, latency, message_overhead)
 
 
