@@ -1,7 +1,8 @@
 """trnlab: a Jupyter-first lab and visual explorer for AWS Trainium.
 
 Importing ``trnlab`` is light: subpackages load on first use (``trnlab.catalog``,
-``trnlab.formats``, ``trnlab.exercises``), numba kernels compile on first call and are cached
+``trnlab.formats``, ``trnlab.core``, ``trnlab.kernels``, ``trnlab.fabric``, ``trnlab.scale``,
+``trnlab.exercises``), numba kernels compile on first call and are cached
 on disk, and the dashboards (``trnlab.widgets``) are imported only when asked for.
 """
 
@@ -11,9 +12,30 @@ import importlib
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["__version__", "catalog", "exercises", "formats", "units", "widgets"]
+__all__ = [
+    "__version__",
+    "catalog",
+    "core",
+    "exercises",
+    "fabric",
+    "formats",
+    "kernels",
+    "scale",
+    "units",
+    "widgets",
+]
 
-_LAZY = {"catalog", "exercises", "formats", "units", "widgets"}
+_LAZY = {
+    "catalog",
+    "core",
+    "exercises",
+    "fabric",
+    "formats",
+    "kernels",
+    "scale",
+    "units",
+    "widgets",
+}
 
 
 def __getattr__(name: str) -> Any:

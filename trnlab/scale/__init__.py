@@ -4,6 +4,7 @@ This first part holds the workloads (:class:`ModelSpec` and presets, FLOPs per t
 memory by kind; plans and step time build on :mod:`trnlab.fabric`.
 """
 
+from ._inference import InferenceResult, inference
 from ._memory import (
     MemoryBreakdown,
     bytes_per_value,
@@ -11,17 +12,29 @@ from ._memory import (
     params_per_chip,
     training_memory,
 )
+from ._plan import Parallelism, PlanResult, Tiers, achieved_flops_per_chip, plan, tiers
+from ._search import SearchResult, search
 from ._workloads import PRESETS, ModelSpec, WorkloadError, model, models
 
 __all__ = [
     "PRESETS",
+    "InferenceResult",
     "MemoryBreakdown",
     "ModelSpec",
+    "Parallelism",
+    "PlanResult",
+    "SearchResult",
+    "Tiers",
     "WorkloadError",
+    "achieved_flops_per_chip",
     "bytes_per_value",
+    "inference",
     "inference_memory",
     "model",
     "models",
     "params_per_chip",
+    "plan",
+    "search",
+    "tiers",
     "training_memory",
 ]

@@ -113,12 +113,14 @@ def training_memory(
     gradients = 2 * n / (dp if zero >= 2 else 1)
     optimizer = ADAM_STATE_BYTES * n / (dp if zero >= 1 else 1)
     h, a = model.hidden, model.heads
-    if recompute:
-        per_layer = 2 * s * micro_batch * h / tp
-    else:
-        per_layer = s * micro_batch * h * (34 + 5 * a * s / h) / tp
+    full_layer = s * micro_batch * h * (34 + 5 * a * s / h) / tp
     # 1F1B pipelining: the first stage holds pp micro-batches of L/pp layers, i.e. L layers.
-    activations = per_layer * model.layers
+    if recompute:
+        # Each layer keeps only its input (2sbh/t); the layer being recomputed needs its full
+        # activations while its backward pass runs (Korthikanti et al. 2022, section 4).
+        activations = 2 * s * micro_batch * h / tp * model.layers + full_layer
+    else:
+        activations = full_layer * model.layers
     return MemoryBreakdown(weights, gradients, optimizer, activations)
 
 

@@ -1,0 +1,170 @@
+"""Search the plans of a model on a system: enumerate valid splits, rank them, explain the rest.
+
+The search tries every tensor-parallel degree that fits the NeuronLink domain, every pipeline
+depth that divides the layers, expert parallelism for mixture-of-experts models, ZeRO stages,
+recomputation and micro-batch sizes; each is evaluated by :func:`trnlab.scale.plan`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from trnlab import catalog
+from trnlab.catalog import System
+
+from ._plan import Parallelism, PlanResult, plan, tiers
+from ._workloads import ModelSpec, WorkloadError, model
+
+__all__ = ["SearchResult", "search"]
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _reason_kind(problem: str) -> str:
+    if "GiB per chip" in problem:
+        return "out of memory"
+    if "does not fit the" in problem:
+        return "group does not fit the NeuronLink domain"
+    return "indivisible dimensions"
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Every plan tried: the feasible ones ranked, the others with their reasons."""
+
+    model: ModelSpec
+    system: System
+    ranked: tuple[PlanResult, ...]
+    rejected: tuple[PlanResult, ...]
+    rank_by: str
+
+    @property
+    def best(self) -> PlanResult | None:
+        return self.ranked[0] if self.ranked else None
+
+    def rejection_counts(self) -> dict[str, int]:
+        """How many plans failed for each kind of reason (a plan may fail for several)."""
+        counts: Counter[str] = Counter()
+        for r in self.rejected:
+            for kind in {_reason_kind(p) for p in r.problems}:
+                counts[kind] += 1
+        return dict(counts)
+
+    def summary(self) -> str:
+        """What was found, and why the rest failed, in sentences of numbers."""
+        n = len(self.ranked) + len(self.rejected)
+        head = f"{self.model.name} on {self.system.name} ({self.system.chips:,} chips): {n} plans tried, {len(self.ranked)} possible."
+        why = "; ".join(
+            f"{v} {k}" for k, v in sorted(self.rejection_counts().items(), key=lambda kv: -kv[1])
+        )
+        lines = [head]
+        if self.best is not None:
+            lines.append(f"Best by {self.rank_by}: {self.best.explain()}")
+        else:
+            lines.append(self.why_nothing_fits())
+        if why:
+            lines.append(f"Rejected: {why}.")
+        return " ".join(lines)
+
+    def why_nothing_fits(self) -> str:
+        """The memory arithmetic of the leanest plan, when no plan fits."""
+        sized = [r for r in self.rejected if r.memory.total > 0]
+        if not sized:
+            return (
+                "No plan is possible: every split hits an indivisible dimension or the domain size."
+            )
+        lean = min(sized, key=lambda r: r.memory.total)
+        m, gib = self.model, 2**30
+        state = 16 * m.params
+        total_hbm = self.system.hbm_bytes
+        return (
+            f"No plan fits. Mixed-precision Adam keeps 16 bytes per parameter: 16 x "
+            f"{m.params / 1e9:,.1f}B = {state / 1e12:,.2f} TB of weights, gradients and optimizer "
+            f"state, against {total_hbm / 1e12:,.2f} TB of HBM on all {self.system.chips} chips "
+            f"together. The leanest split ({lean.parallel}) still needs "
+            f"{lean.memory.total / gib:,.1f} GiB per chip (state {(lean.memory.total - lean.memory.activations) / gib:,.1f} "
+            f"+ activations {lean.memory.activations / gib:,.1f}) of {lean.capacity / gib:,.1f} GiB usable. "
+            f"Use more chips, or a system with more HBM per chip."
+        )
+
+
+def search(
+    model_spec: str | ModelSpec,
+    system: str | System,
+    *,
+    global_batch: int = 1024,
+    seq_len: int | None = None,
+    dtype: str = "bf16",
+    tokens: float = 1e12,
+    rank_by: str = "time",
+    zero_stages: tuple[int, ...] = (1, 3),
+    recompute: tuple[bool, ...] = (False, True),
+    micro_batches: tuple[int, ...] = (1, 2, 4),
+    **plan_options,
+) -> SearchResult:
+    """Enumerate and evaluate the plans of ``model_spec`` on ``system``.
+
+    Parameters
+    ----------
+    rank_by : {"time", "cost", "energy"}
+        What "best" means (cost and energy need a price or power figure).
+    zero_stages, recompute, micro_batches : tuples
+        The choices tried for each of these settings.
+    global_batch, seq_len, dtype, tokens, **plan_options
+        As in :func:`trnlab.scale.plan`.
+
+    Raises
+    ------
+    WorkloadError
+        For an unknown ranking or impossible sizes.
+    """
+    if rank_by not in ("time", "cost", "energy"):
+        raise WorkloadError(f"rank_by must be 'time', 'cost' or 'energy', not {rank_by!r}")
+    m = model(model_spec)
+    sysobj = catalog.system(system) if isinstance(system, str) else system
+    chips, domain = sysobj.chips, tiers(sysobj).domain
+    ranked, rejected = [], []
+    for tp in _divisors(chips):
+        if tp > domain or m.heads % tp:
+            continue  # not a candidate at all: cannot split the heads or leave the domain
+        for pp in _divisors(chips // tp):
+            dp = chips // (tp * pp)
+            eps = (
+                [e for e in _divisors(dp) if m.experts % e == 0 and tp * e <= domain]
+                if m.is_moe
+                else [1]
+            )
+            for ep in eps:
+                for zero in zero_stages:
+                    for rc in recompute:
+                        for mb in micro_batches:
+                            p = Parallelism(
+                                tp=tp, pp=pp, dp=dp, ep=ep, zero=zero, recompute=rc, micro_batch=mb
+                            )
+                            r = plan(
+                                m,
+                                sysobj,
+                                p,
+                                global_batch=global_batch,
+                                seq_len=seq_len,
+                                dtype=dtype,
+                                tokens=tokens,
+                                **plan_options,
+                            )
+                            (ranked if r.feasible else rejected).append(r)
+
+    def key(r: PlanResult) -> float:
+        value = {"time": r.step_time, "cost": r.cost, "energy": r.energy}[rank_by]
+        if value is None:
+            raise WorkloadError(
+                f"cannot rank by {rank_by}: {sysobj.chip.name} has no "
+                f"{'price' if rank_by == 'cost' else 'power'} figure; pass "
+                f"{'price_per_chip_hour' if rank_by == 'cost' else 'watts_per_chip'}=..."
+            )
+        return value
+
+    ranked.sort(key=lambda r: (key(r), r.memory.total))  # ties: the plan with headroom first
+    return SearchResult(m, sysobj, tuple(ranked), tuple(rejected), rank_by)
