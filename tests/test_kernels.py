@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trnlab import formats, kernels
+from trnlab import core, formats, kernels
 
 VARIANTS = list(kernels.VARIANTS)
 # (format, chip) pairs: each generation with a format its Tensor Engine has.
@@ -179,3 +179,20 @@ def test_progression_holds_on_trainium2_too():
         for v in VARIANTS
     ]
     assert all(later < earlier for earlier, later in itertools.pairwise(lat)), lat
+
+
+@pytest.mark.parametrize("variant", ["tiled", "hoisted", "blocked_mn"])
+def test_tile_sizes_are_a_choice_and_the_core_enforces_their_limits(variant):
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((200, 300)).astype(np.float32)
+    b = rng.standard_normal((300, 700)).astype(np.float32)
+    small = kernels.matmul(a, b, variant=variant, tile_k=64, tile_m=32, tile_n=256)
+    _check(small.output, a, b, "bf16")
+    default = kernels.matmul(a, b, variant=variant)
+    # smaller tiles, more matmuls: ceil(300/64) x ceil(200/32) x ceil(700/256) against 3 x 2 x 2
+    assert small.program.counts()["matmul"] == 5 * 7 * 3
+    assert default.program.counts()["matmul"] == 3 * 2 * 2
+    with pytest.raises(core.PsumBankOverflowError, match="512"):
+        kernels.matmul((256, 256), (256, 2048), variant=variant, numerics=False, tile_n=1024)
+    with pytest.raises(core.TileTooLargeError, match="128"):
+        kernels.matmul((256, 256), (256, 256), variant=variant, numerics=False, tile_k=256)

@@ -18,6 +18,10 @@ Engine contracts over partitions). Tiles are 128 (K) x 128 (M, stationary) x 512
                  overlap the matmuls.
 ``pipelined``    blocked_mnk with two sets of block buffers: the DMA loads block k+1 while the
                  Tensor Engine multiplies block k.
+
+``tiled``, ``hoisted`` and ``blocked_mn`` take other tile sizes (``tile_k``, ``tile_m``,
+``tile_n``) to show why 128 x 128 x 512 is the right one; the core refuses sizes beyond its
+limits with a message naming the limit.
 """
 
 from __future__ import annotations
@@ -42,37 +46,58 @@ def _evacuate(ctx, c, ps, out, m0, ms, n0, ns, engine="vector"):
     ctx.store(c[m0 : m0 + ms, n0 : n0 + ns], out[:ms, :ns])
 
 
-def tiled(ctx, a_t, b, c, fmt: str | None = None):
-    """The textbook tiling: load an A tile and a B tile for every matmul."""
+def tiled(
+    ctx,
+    a_t,
+    b,
+    c,
+    fmt: str | None = None,
+    tile_k: int = TILE_K,
+    tile_m: int = TILE_M,
+    tile_n: int = TILE_N,
+):
+    """The textbook tiling: load an A tile and a B tile for every matmul.
+
+    ``tile_k x tile_m x tile_n`` (default 128 x 128 x 512) is the tile of one matmul; the
+    core refuses sizes beyond its limits, with the limit in the message."""
     fmt = fmt or a_t.fmt
     (K, M), N = a_t.shape, b.shape[1]
-    st = ctx.sbuf((TILE_K, TILE_M), fmt, "a_t tile")
-    mv = ctx.sbuf((TILE_K, TILE_N), fmt, "b tile")
-    ps = ctx.psum((TILE_M, TILE_N), "acc")
-    out = ctx.sbuf((TILE_M, TILE_N), c.fmt, "c tile")
-    for m0, ms in _spans(M, TILE_M):
-        for n0, ns in _spans(N, TILE_N):
-            for i, (k0, ks) in enumerate(_spans(K, TILE_K)):
+    st = ctx.sbuf((tile_k, tile_m), fmt, "a_t tile")
+    mv = ctx.sbuf((tile_k, tile_n), fmt, "b tile")
+    ps = ctx.psum((tile_m, tile_n), "acc")
+    out = ctx.sbuf((tile_m, tile_n), c.fmt, "c tile")
+    for m0, ms in _spans(M, tile_m):
+        for n0, ns in _spans(N, tile_n):
+            for i, (k0, ks) in enumerate(_spans(K, tile_k)):
                 ctx.load(st[:ks, :ms], a_t[k0 : k0 + ks, m0 : m0 + ms])
                 ctx.load(mv[:ks, :ns], b[k0 : k0 + ks, n0 : n0 + ns])
                 ctx.matmul(ps[:ms, :ns], st[:ks, :ms], mv[:ks, :ns], accumulate=i > 0)
             _evacuate(ctx, c, ps, out, m0, ms, n0, ns)
 
 
-def hoisted(ctx, a_t, b, c, fmt: str | None = None):
+def hoisted(
+    ctx,
+    a_t,
+    b,
+    c,
+    fmt: str | None = None,
+    tile_k: int = TILE_K,
+    tile_m: int = TILE_M,
+    tile_n: int = TILE_N,
+):
     """Loads hoisted out of the K loop: A's strip once per M tile, B's strip once per (M, N)."""
     fmt = fmt or a_t.fmt
     (K, M), N = a_t.shape, b.shape[1]
-    ks_ = _spans(K, TILE_K)
-    a_tiles = [ctx.sbuf((TILE_K, TILE_M), fmt, f"a_t k{j}") for j in range(len(ks_))]
-    b_tiles = [ctx.sbuf((TILE_K, TILE_N), fmt, f"b k{j}") for j in range(len(ks_))]
-    psums = [ctx.psum((TILE_M, TILE_N), f"acc{j}") for j in range(2)]
-    outs = [ctx.sbuf((TILE_M, TILE_N), c.fmt, f"c tile{j}") for j in range(2)]
+    ks_ = _spans(K, tile_k)
+    a_tiles = [ctx.sbuf((tile_k, tile_m), fmt, f"a_t k{j}") for j in range(len(ks_))]
+    b_tiles = [ctx.sbuf((tile_k, tile_n), fmt, f"b k{j}") for j in range(len(ks_))]
+    psums = [ctx.psum((tile_m, tile_n), f"acc{j}") for j in range(2)]
+    outs = [ctx.sbuf((tile_m, tile_n), c.fmt, f"c tile{j}") for j in range(2)]
     step = 0
-    for m0, ms in _spans(M, TILE_M):
+    for m0, ms in _spans(M, tile_m):
         for j, (k0, ks) in enumerate(ks_):
             ctx.load(a_tiles[j][:ks, :ms], a_t[k0 : k0 + ks, m0 : m0 + ms])
-        for n0, ns in _spans(N, TILE_N):
+        for n0, ns in _spans(N, tile_n):
             for j, (k0, ks) in enumerate(ks_):
                 ctx.load(b_tiles[j][:ks, :ns], b[k0 : k0 + ks, n0 : n0 + ns])
             ps, out = psums[step % 2], outs[step % 2]
@@ -84,40 +109,53 @@ def hoisted(ctx, a_t, b, c, fmt: str | None = None):
             step += 1
 
 
-def _fit_mn_blocks(ctx, K: int, fmt_bits: float, out_bits: float) -> tuple[int, int]:
+def _fit_mn_blocks(
+    ctx, K: int, fmt_bits: float, out_bits: float, tile=(TILE_K, TILE_M, TILE_N)
+) -> tuple[int, int]:
     """Largest (tiles of M, tiles of N) whose full-K strips fit the usable SBUF."""
+    tile_k, tile_m, tile_n = tile
     cap = ctx.params.sbuf_usable_partition_bytes
-    kt = -(-K // TILE_K)
+    kt = -(-K // tile_k)
     for tm, tn in ((8, 4), (4, 4), (4, 2), (2, 2), (2, 1), (1, 1)):
-        need = kt * (tm * TILE_M + tn * TILE_N) * fmt_bits / 8 + 2 * TILE_N * out_bits / 8
+        need = kt * (tm * tile_m + tn * tile_n) * fmt_bits / 8 + 2 * tile_n * out_bits / 8
         if need <= 0.9 * cap:
             return tm, tn
     return 1, 1
 
 
 def blocked_mn(
-    ctx, a_t, b, c, fmt: str | None = None, tiles_m: int | None = None, tiles_n: int | None = None
+    ctx,
+    a_t,
+    b,
+    c,
+    fmt: str | None = None,
+    tiles_m: int | None = None,
+    tiles_n: int | None = None,
+    tile_k: int = TILE_K,
+    tile_m: int = TILE_M,
+    tile_n: int = TILE_N,
 ):
     """Blocks of M and N resident in SBUF over all of K; each loaded tile feeds many matmuls."""
     fmt = fmt or a_t.fmt
     (K, M), N = a_t.shape, b.shape[1]
-    ks_ = _spans(K, TILE_K)
+    ks_ = _spans(K, tile_k)
     if tiles_m is None or tiles_n is None:
-        fm, fn = _fit_mn_blocks(ctx, K, format_bits(fmt), format_bits(c.fmt))
+        tile = (tile_k, tile_m, tile_n)
+        fm, fn = _fit_mn_blocks(ctx, K, format_bits(fmt), format_bits(c.fmt), tile)
         tiles_m, tiles_n = tiles_m or fm, tiles_n or fn
-    bm, bn = tiles_m * TILE_M, tiles_n * TILE_N
-    a_blk = [ctx.sbuf((TILE_K, bm), fmt, f"A block k{j}") for j in range(len(ks_))]
-    b_blk = [ctx.sbuf((TILE_K, bn), fmt, f"B block k{j}") for j in range(len(ks_))]
-    psums = [ctx.psum((TILE_M, TILE_N), f"acc{j}") for j in range(2)]
-    outs = [ctx.sbuf((TILE_M, TILE_N), c.fmt, f"c tile{j}") for j in range(2)]
+    bm, bn = tiles_m * tile_m, tiles_n * tile_n
+    a_blk = [ctx.sbuf((tile_k, bm), fmt, f"A block k{j}") for j in range(len(ks_))]
+    b_blk = [ctx.sbuf((tile_k, bn), fmt, f"B block k{j}") for j in range(len(ks_))]
+    psums = [ctx.psum((tile_m, tile_n), f"acc{j}") for j in range(2)]
+    outs = [ctx.sbuf((tile_m, tile_n), c.fmt, f"c tile{j}") for j in range(2)]
     step = 0
     for M0, MS in _spans(M, bm):
         for N0, NS in _spans(N, bn):
             for j, (k0, ks) in enumerate(ks_):
                 ctx.load(a_blk[j][:ks, :MS], a_t[k0 : k0 + ks, M0 : M0 + MS])
                 ctx.load(b_blk[j][:ks, :NS], b[k0 : k0 + ks, N0 : N0 + NS])
-            for m0, ms in _spans(MS, TILE_M):
-                for n0, ns in _spans(NS, TILE_N):
+            for m0, ms in _spans(MS, tile_m):
+                for n0, ns in _spans(NS, tile_n):
                     ps, out = psums[step % 2], outs[step % 2]
                     for j, (_, ks) in enumerate(ks_):
                         ctx.matmul(
