@@ -186,3 +186,13 @@ def test_tokens_per_megawatt_needs_power_and_uses_it():
         "llama3-8b", "trn2.48xlarge", tp=1, batch=8, prompt=512, output=64, watts_per_chip=500
     )
     assert r.tokens_per_megawatt == pytest.approx(r.tokens_per_second_per_chip / 500e-6)
+
+
+def test_when_batch_divisibility_blocks_every_split_the_search_says_so_not_memory():
+    # 144 chips = 16 x 9: every dp has a factor the 512-sequence batch lacks
+    res = search("llama3-70b", "trn3-ultraserver-gen2", global_batch=512, seq_len=4096)
+    assert res.best is None
+    why = res.why_nothing_fits()
+    assert "memory is not what stops them" in why and "global batch 512 is not a multiple" in why
+    ok = search("llama3-70b", "trn3-ultraserver-gen2", global_batch=576, seq_len=4096)
+    assert ok.best is not None

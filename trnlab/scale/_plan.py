@@ -131,15 +131,23 @@ def tiers(system: str | System) -> Tiers:
     return _TIERS[key]
 
 
+#: Largest group for which every algorithm is tried; larger groups use the bidirectional ring
+#: (the fabric's recursive-doubling closed form walks every route and grows as n^2 log n).
+AUTO_ALGORITHM_MAX_CHIPS = 64
+
+
 @lru_cache(maxsize=4096)
 def _ring_time(
     op: str, nbytes: int, chips: int, bandwidth: float, latency: float, overhead: float
 ) -> float:
-    """Seconds for a collective on a ring of ``chips`` (fabric closed form, best algorithm)."""
+    """Seconds for a collective on a ring of ``chips`` (the fabric's closed form)."""
     if chips <= 1 or nbytes <= 0:
         return 0.0
     ring = fabric.ring(chips, bandwidth, latency, overhead)
-    return float(fabric.collective(op, int(nbytes), system=ring, algorithm="auto").time)
+    algorithm = "auto" if chips <= AUTO_ALGORITHM_MAX_CHIPS else "bidirectional_ring"
+    if op == "broadcast" and algorithm != "auto":
+        algorithm = "ring"
+    return float(fabric.collective(op, int(nbytes), system=ring, algorithm=algorithm).time)
 
 
 def _group_time(op: str, nbytes: float, group: int, inside_domain: bool, t: Tiers) -> float:

@@ -7,6 +7,7 @@ recomputation and micro-batch sizes; each is evaluated by :func:`trnlab.scale.pl
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 
@@ -21,6 +22,11 @@ __all__ = ["SearchResult", "search"]
 
 def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _family(problem: str) -> str:
+    """A problem with its numbers stripped, so the same kind of failure counts once."""
+    return re.sub(r"[0-9][0-9,.]*", "#", problem)
 
 
 def _reason_kind(problem: str) -> str:
@@ -70,11 +76,26 @@ class SearchResult:
         return " ".join(lines)
 
     def why_nothing_fits(self) -> str:
-        """The memory arithmetic of the leanest plan, when no plan fits."""
+        """Why no plan is possible: the memory arithmetic when memory is what stops every
+        split, otherwise the commonest other reason with an example."""
         sized = [r for r in self.rejected if r.memory.total > 0]
-        if not sized:
+        fitting = [r for r in sized if r.memory.total <= r.capacity]
+        if fitting or not sized:
+            # Count problem families (numbers stripped) among the splits memory allows: the
+            # family they all share is what blocks every one of them.
+            pool = fitting or list(self.rejected)
+            shared: Counter[str] = Counter()
+            for r in pool:
+                shared.update({_family(p) for p in r.problems})
+            if not shared:
+                return "No plan is possible."
+            family, count = shared.most_common(1)[0]
+            plan_, problem = next((r, p) for r in pool for p in r.problems if _family(p) == family)
             return (
-                "No plan is possible: every split hits an indivisible dimension or the domain size."
+                f"No plan is possible, and memory is not what stops them: {count} of the "
+                f"{len(pool)} splits that fit in memory fail because {problem} (e.g. "
+                f"{plan_.parallel}). On {self.system.chips:,} chips the data-parallel degree is "
+                f"chips / (tp x pp), and it must divide the global batch."
             )
         lean = min(sized, key=lambda r: r.memory.total)
         m, gib = self.model, 2**30
