@@ -7,5 +7,15 @@ from .chip_explorer import ChipExplorer
 from .chip_model import METRICS, ChipComparison
 from .format_explorer import FormatExplorer
 from .format_model import FormatComparison
+from .scale_explorer import ScaleExplorer
+from .scale_model import ScaleModel
 
-__all__ = ["METRICS", "ChipComparison", "ChipExplorer", "FormatComparison", "FormatExplorer"]
+__all__ = [
+    "METRICS",
+    "ChipComparison",
+    "ChipExplorer",
+    "FormatComparison",
+    "FormatExplorer",
+    "ScaleExplorer",
+    "ScaleModel",
+]

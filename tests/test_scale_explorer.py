@@ -1,0 +1,90 @@
+"""ScaleModel (model) and ScaleExplorer (view), without a browser."""
+
+from __future__ import annotations
+
+import pytest
+
+from trnlab import catalog, scale
+from trnlab.widgets import ScaleExplorer, ScaleModel
+
+
+@pytest.fixture
+def model():
+    return ScaleModel(
+        model="llama3-8b", system="trn2.48xlarge", tp=4, pp=1, global_batch=64, seq_len=2048
+    )
+
+
+def test_the_model_plans_the_job_it_describes(model):
+    r = model.result
+    assert r.feasible and r.system.chips == 16 and r.parallel.dp == 4
+    direct = scale.plan("llama3-8b", "trn2.48xlarge", r.parallel, global_batch=64, seq_len=2048)
+    assert r.step_time == pytest.approx(direct.step_time)
+    stack = model.memory_stack()
+    assert sum(
+        stack[k] for k in ("weights", "gradients", "optimizer", "activations")
+    ) == pytest.approx(r.memory.total)
+    assert "MFU" in model.summary() and "days" in model.summary()
+
+
+def test_clusters_multiply_the_system(model):
+    model.set(system="trn2-ultraserver", count=4, tp=8, pp=1, global_batch=1024)
+    assert model.result.system.chips == 4 * 64
+    assert model.result.parallel.dp == 32
+
+
+def test_auto_uses_the_search_best(model):
+    model.set(auto=True)
+    best = scale.search("llama3-8b", "trn2.48xlarge", global_batch=64, seq_len=2048).best
+    assert model.result.step_time == pytest.approx(best.step_time)
+
+
+def test_other_chips_at_the_same_count_scale_with_their_matmul_rate(model):
+    rows = {r.chip: r for r in model.compare_chips()}
+    # same FLOPs, same chip count: days are inversely proportional to achieved FLOP/s
+    f2, _ = scale.achieved_flops_per_chip("trn2", "bf16")
+    f3, _ = scale.achieved_flops_per_chip("trn3", "bf16")
+    assert rows["trn2"].days / rows["trn3"].days == pytest.approx(f3 / f2)
+    assert (
+        rows["h100"].energy_mwh is not None and rows["trn2"].energy_mwh is None
+    )  # no Trn2 power on record
+    assert rows["trn1"].cost is not None
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"model": "gpt9"},
+        {"system": "trn9.mega"},
+        {"dtype": "fp4"},
+        {"dtype": "mxfp8"},  # Trainium2 has no MX path
+        {"tp": 3},  # does not divide 16 chips
+        {"global_batch": 0},
+        {"tokens": -1.0},
+        {"colour": "red"},
+    ],
+)
+def test_bad_settings_raise_and_keep_the_last_plan(model, bad):
+    before = model.result
+    with pytest.raises(ValueError):
+        model.set(**bad)
+    assert model.result is before
+
+
+def test_view_draws_memory_step_and_chips_and_explains_infeasible_plans():
+    e = ScaleExplorer(
+        model="llama3-8b", system="trn2.48xlarge", tp=4, pp=1, global_batch=64, seq_len=2048
+    )
+    gib = 2**30
+    assert e.memory.data[0].y[0] == pytest.approx(e.model.result.memory.weights / gib)
+    assert e.memory.data[4].y[0] == pytest.approx(catalog.chip("trn2").hbm_bytes * 0.95 / gib)
+    assert "compute" in list(e.step.data[0].y)
+    before = list(e.step.data[0].x)
+    e.tp.value = 8
+    assert list(e.step.data[0].x) != before
+    e.dtype.value = "mxfp8"  # refused: no MX path on Trainium2
+    assert "NeuronCore-v4" in e.message.value and e.dtype.value == "bf16"
+    e.recompute.value = False
+    e.seq_len.value = 16384  # a valid question whose answer is "does not fit"
+    assert "cannot run" in e.message.value and "GiB per chip" in e.message.value
+    assert len(e.chips.data[0].x) == 0

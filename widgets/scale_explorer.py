@@ -1,0 +1,285 @@
+"""ScaleExplorer: a training job on a system, where the memory and the time go, and other chips.
+
+Left: memory per chip stacked by kind against the usable HBM. Middle: the step time broken
+into compute, pipeline bubble and exposed communication. Right: the same job on other chips
+at the same chip count (compute and memory only). The model is
+:class:`~trnlab.widgets.scale_model.ScaleModel`.
+"""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as W
+import plotly.graph_objects as go
+
+from ._style import DASHES, base_layout, colour
+from ._view import Dashboard
+from .scale_model import DTYPES, ScaleModel
+
+__all__ = ["ScaleExplorer"]
+
+_MEMORY_KINDS = ("weights", "gradients", "optimizer", "activations")
+_PATTERNS = ("", "/", "x", ".")  # told apart by pattern as well as colour
+
+
+class ScaleExplorer(Dashboard):
+    """Plan a training job: memory stack, step-time breakdown, MFU, cost, energy, other chips.
+
+    Parameters are those of :class:`~trnlab.widgets.scale_model.ScaleModel`.
+    """
+
+    def __init__(self, **settings) -> None:
+        super().__init__()
+        self.model = ScaleModel(**settings)
+        m = self.model
+        self.memory = go.FigureWidget(layout=base_layout("Memory per chip", 380))
+        for i, kind in enumerate(_MEMORY_KINDS):
+            self.memory.add_bar(
+                name=kind,
+                marker={"color": colour(i), "pattern": {"shape": _PATTERNS[i]}},
+                hoverinfo="name+y",
+            )
+        self.memory.add_scatter(
+            name="usable HBM", mode="lines", line={"color": "#000000", "dash": DASHES[1]}
+        )
+        self.memory.update_layout(barmode="stack", yaxis_title="GiB per chip")
+        self.step = go.FigureWidget(layout=base_layout("Where a training step goes", 380))
+        self.step.add_bar(orientation="h", marker={"color": colour(0)}, hoverinfo="x+y")
+        self.step.update_layout(xaxis_title="seconds per step")
+        self.chips = go.FigureWidget(
+            layout=base_layout("Same job, same chip count, other chips", 380)
+        )
+        self.chips.add_bar(marker={"color": colour(2)}, hoverinfo="text")
+        self.chips.update_layout(yaxis_title="days to train (compute only)")
+        style = {"description_width": "initial"}
+        self.model_choice = W.Dropdown(
+            options=m.models(),
+            value=m.model,
+            description="Model",
+            tooltip="a preset transformer",
+            style=style,
+        )
+        self.system = W.Dropdown(
+            options=m.systems(),
+            value=m.system,
+            description="System",
+            tooltip="an instance or UltraServer",
+            style=style,
+        )
+        self.count = W.BoundedIntText(
+            value=m.count,
+            min=1,
+            max=100_000,
+            description="x count",
+            tooltip="UltraCluster: how many of the system, joined by EFA",
+            style=style,
+            layout={"width": "170px"},
+        )
+        self.dtype = W.ToggleButtons(
+            options=DTYPES,
+            value=m.dtype,
+            description="Format",
+            tooltips=["BF16 matmuls", "FP8 matmuls", "MXFP8 matmuls (Trainium3)"],
+            style=style,
+        )
+        self.auto = W.Checkbox(
+            value=m.auto,
+            description="best split (search)",
+            indent=False,
+            tooltip="ignore the split below and use the search's best plan",
+        )
+        powers = [1, 2, 4, 8, 16, 32, 64]
+        self.tp = W.Dropdown(
+            options=powers,
+            value=m.tp,
+            description="tp",
+            tooltip="tensor parallel degree",
+            style=style,
+            layout={"width": "120px"},
+        )
+        self.pp = W.Dropdown(
+            options=[1, 2, 4, 5, 8, 10, 16],
+            value=m.pp,
+            description="pp",
+            tooltip="pipeline stages",
+            style=style,
+            layout={"width": "120px"},
+        )
+        self.ep = W.Dropdown(
+            options=[1, 2, 4, 8],
+            value=m.ep,
+            description="ep",
+            tooltip="expert parallel degree (MoE)",
+            style=style,
+            layout={"width": "120px"},
+        )
+        self.zero = W.Dropdown(
+            options=[0, 1, 2, 3],
+            value=m.zero,
+            description="ZeRO",
+            tooltip="optimizer-state sharding stage",
+            style=style,
+            layout={"width": "130px"},
+        )
+        self.micro_batch = W.Dropdown(
+            options=[1, 2, 4, 8],
+            value=m.micro_batch,
+            description="micro-batch",
+            tooltip="sequences per micro-batch",
+            style=style,
+            layout={"width": "170px"},
+        )
+        self.recompute = W.Checkbox(
+            value=m.recompute,
+            description="recompute activations",
+            indent=False,
+            tooltip="full activation recomputation",
+        )
+        self.global_batch = W.BoundedIntText(
+            value=m.global_batch,
+            min=1,
+            max=10_000_000,
+            description="global batch",
+            tooltip="sequences per optimizer step",
+            style=style,
+            layout={"width": "210px"},
+        )
+        self.seq_len = W.Dropdown(
+            options=[1024, 2048, 4096, 8192, 16384],
+            value=m.seq_len,
+            description="sequence",
+            tooltip="tokens per sequence",
+            style=style,
+            layout={"width": "190px"},
+        )
+        self.summary = W.HTML()
+        self.table = W.HTML()
+        self._bind(
+            self.model_choice,
+            self.system,
+            self.count,
+            self.dtype,
+            self.auto,
+            self.tp,
+            self.pp,
+            self.ep,
+            self.zero,
+            self.micro_batch,
+            self.recompute,
+            self.global_batch,
+            self.seq_len,
+        )
+        self.widget = W.VBox(
+            [
+                W.HBox([self.model_choice, self.system, self.count]),
+                W.HBox([self.dtype, self.auto]),
+                W.HBox([self.tp, self.pp, self.ep, self.zero, self.micro_batch, self.recompute]),
+                W.HBox([self.global_batch, self.seq_len]),
+                self.message,
+                W.HBox([self.memory, self.step, self.chips]),
+                self.summary,
+                self.table,
+            ]
+        )
+        self.redraw()
+
+    # Controls -> model ----------------------------------------------------------------------
+    def _apply(self, change) -> None:
+        self.model.set(
+            model=self.model_choice.value,
+            system=self.system.value,
+            count=self.count.value,
+            dtype=self.dtype.value,
+            auto=self.auto.value,
+            tp=self.tp.value,
+            pp=self.pp.value,
+            ep=self.ep.value,
+            zero=self.zero.value,
+            micro_batch=self.micro_batch.value,
+            recompute=self.recompute.value,
+            global_batch=self.global_batch.value,
+            seq_len=self.seq_len.value,
+        )
+
+    def _sync_controls(self) -> None:
+        m = self.model
+        self.model_choice.value, self.system.value, self.count.value = m.model, m.system, m.count
+        self.dtype.value, self.auto.value = m.dtype, m.auto
+        self.tp.value, self.pp.value, self.ep.value, self.zero.value = m.tp, m.pp, m.ep, m.zero
+        self.micro_batch.value, self.recompute.value = m.micro_batch, m.recompute
+        self.global_batch.value, self.seq_len.value = m.global_batch, m.seq_len
+        for control in (self.tp, self.pp, self.ep, self.zero, self.micro_batch, self.recompute):
+            control.disabled = m.auto
+
+    # Model -> picture -----------------------------------------------------------------------
+    def redraw(self) -> None:
+        m = self.model
+        r = m.result
+        gib = 2**30
+        stack = m.memory_stack()
+        label = [str(r.parallel)]
+        with self.memory.batch_update():
+            for trace, kind in zip(self.memory.data[:4], _MEMORY_KINDS, strict=True):
+                trace.x, trace.y = label, [stack[kind] / gib]
+            cap = self.memory.data[4]
+            cap.x, cap.y = label, [stack["capacity"] / gib]
+            cap.mode = "markers"
+            cap.marker = {
+                "symbol": "line-ew-open",
+                "size": 60,
+                "color": "#000000",
+                "line": {"width": 3},
+            }
+        steps = {k: v for k, v in m.step_breakdown().items() if v > 0}
+        with self.step.batch_update():
+            bar = self.step.data[0]
+            bar.y, bar.x = list(steps), list(steps.values())
+            bar.marker = {"color": [colour(i) for i in range(len(steps))]}
+        rows = m.compare_chips() if r.feasible else []
+        with self.chips.batch_update():
+            bar = self.chips.data[0]
+            bar.x = [c.name for c in rows]
+            bar.y = [c.days or 0 for c in rows]
+            bar.text = [f"{c.days:,.1f} d" if c.days else "n/a" for c in rows]
+            bar.hovertext = [
+                f"{c.name}: {c.days:,.1f} days; memory {'fits' if c.fits else 'does not fit'}"
+                + (f"; ${c.cost:,.0f}" if c.cost else "")
+                + (f"; {c.energy_mwh:,.0f} MWh" if c.energy_mwh else "")
+                if c.days
+                else f"{c.name}: {c.note}"
+                for c in rows
+            ]
+        if not r.feasible:  # a valid question with a "no" for an answer: say why, plainly
+            self.show_error("This split cannot run: " + "; ".join(r.problems))
+        self.summary.value = f"<p>{html.escape(m.summary())}</p>"
+        self.table.value = _table(rows)
+
+
+def _table(rows) -> str:
+    if not rows:
+        return ""
+    head = "".join(
+        f"<th>{h}</th>" for h in ("chip", "days", "memory fits", "cost", "energy", "note")
+    )
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f"<td>{html.escape(v)}</td>"
+            for v in (
+                c.name,
+                f"{c.days:,.1f}" if c.days else "n/a",
+                {True: "yes", False: "no", None: "n/a"}[c.fits],
+                f"${c.cost:,.0f}" if c.cost else "n/a",
+                f"{c.energy_mwh:,.0f} MWh" if c.energy_mwh else "n/a",
+                c.note,
+            )
+        )
+        + "</tr>"
+        for c in rows
+    )
+    return (
+        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        "<p><i>Compute and memory only, at the same chip count: no fabric is modelled for this "
+        "comparison (the catalogue has no GPU systems).</i></p>"
+    )

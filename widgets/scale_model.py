@@ -1,0 +1,272 @@
+"""The model behind ScaleExplorer: one training job, its plan on a system, and other chips.
+
+Plain Python over :mod:`trnlab.scale` and :mod:`trnlab.catalog` (no ipywidgets, no plotly).
+The job (model, batch, tokens, format) is placed on a system (an instance, an UltraServer, or
+an UltraCluster of them) with a chosen split, or the best split the search finds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trnlab import catalog, scale
+from trnlab.catalog import CatalogError, System
+from trnlab.scale import Parallelism, PlanResult, WorkloadError
+from trnlab.units import si
+
+__all__ = ["ChipComparisonRow", "ScaleModel"]
+
+DTYPES = ("bf16", "fp8", "mxfp8")
+
+
+@dataclass(frozen=True)
+class ChipComparisonRow:
+    """The same job on another chip at the same chip count: compute and memory only."""
+
+    chip: str
+    name: str
+    days: float | None
+    fits: bool | None
+    cost: float | None
+    energy_mwh: float | None
+    note: str
+
+
+class ScaleModel:
+    """A training job and its plan.
+
+    Parameters
+    ----------
+    model : str
+        A preset of :data:`trnlab.scale.PRESETS`.
+    system : str
+        A catalogue system key; with ``count > 1``, an UltraCluster of that many.
+    count : int
+    dtype : {"bf16", "fp8", "mxfp8"}
+    tp, pp, ep, zero, recompute, micro_batch
+        The split; ``dp`` is what is left (chips / (tp x pp)).
+    auto : bool
+        Ignore the split and use the search's best plan.
+    global_batch, seq_len : int
+    tokens : float
+        Training budget in tokens.
+    """
+
+    SETTINGS = (
+        "model",
+        "system",
+        "count",
+        "dtype",
+        "tp",
+        "pp",
+        "ep",
+        "zero",
+        "recompute",
+        "micro_batch",
+        "auto",
+        "global_batch",
+        "seq_len",
+        "tokens",
+    )
+
+    def __init__(
+        self,
+        model: str = "llama3-70b",
+        system: str = "trn2-ultraserver",
+        count: int = 1,
+        dtype: str = "bf16",
+        tp: int = 8,
+        pp: int = 4,
+        ep: int = 1,
+        zero: int = 1,
+        recompute: bool = True,
+        micro_batch: int = 1,
+        auto: bool = False,
+        global_batch: int = 512,
+        seq_len: int = 4096,
+        tokens: float = 1e12,
+    ) -> None:
+        self._state: dict = {}
+        self._result: PlanResult | None = None
+        self.set(
+            model=model,
+            system=system,
+            count=count,
+            dtype=dtype,
+            tp=tp,
+            pp=pp,
+            ep=ep,
+            zero=zero,
+            recompute=recompute,
+            micro_batch=micro_batch,
+            auto=auto,
+            global_batch=global_batch,
+            seq_len=seq_len,
+            tokens=tokens,
+        )
+
+    def __getattr__(self, name: str):
+        state = self.__dict__.get("_state", {})
+        if name in state:
+            return state[name]
+        raise AttributeError(name)
+
+    # State ------------------------------------------------------------------------------------
+    @staticmethod
+    def models() -> list[str]:
+        return scale.models()
+
+    @staticmethod
+    def systems() -> list[tuple[str, str]]:
+        return [(s.name, s.key) for s in catalog.systems()]
+
+    def system_obj(self, state: dict | None = None) -> System:
+        st = state or self._state
+        base = catalog.system(st["system"])
+        return base if st["count"] == 1 else catalog.cluster(base, st["count"])
+
+    def set(self, **changes) -> ScaleModel:
+        """Change settings and re-plan; all-or-nothing.
+
+        Raises
+        ------
+        ValueError
+            For an unknown model, system, format or setting, a split that does not divide the
+            chips, or sizes out of range; the state and the last plan are kept.
+        """
+        unknown = set(changes) - set(self.SETTINGS)
+        if unknown:
+            raise ValueError(
+                f"ScaleModel has no setting {sorted(unknown)}; use {list(self.SETTINGS)}"
+            )
+        st = {**self._state, **changes}
+        try:
+            scale.model(st["model"])
+            sysobj = self.system_obj(st)
+        except (WorkloadError, CatalogError) as err:
+            raise ValueError(str(err)) from None
+        if st["dtype"] not in DTYPES:
+            raise ValueError(f"format must be one of {DTYPES}, not {st['dtype']!r}")
+        try:
+            sysobj.chip.peak_flops(st["dtype"])
+        except CatalogError as err:
+            raise ValueError(str(err)) from None
+        for name in ("tp", "pp", "ep", "micro_batch", "global_batch", "seq_len", "count"):
+            v = st[name]
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a whole number >= 1, not {v!r}")
+        if st["tokens"] <= 0:
+            raise ValueError(f"the token budget must be positive, not {st['tokens']!r}")
+        if not st["auto"] and sysobj.chips % (st["tp"] * st["pp"]):
+            raise ValueError(
+                f"tp x pp = {st['tp'] * st['pp']} does not divide the {sysobj.chips:,} chips of "
+                f"{sysobj.name}; data parallelism takes the rest, so pick divisors"
+            )
+        result = self._plan(st, sysobj)
+        self._state, self._result = st, result
+        return self
+
+    def _plan(self, st: dict, sysobj: System) -> PlanResult:
+        common = dict(
+            global_batch=st["global_batch"],
+            seq_len=st["seq_len"],
+            dtype=st["dtype"],
+            tokens=st["tokens"],
+        )
+        try:
+            if st["auto"]:
+                found = scale.search(st["model"], sysobj, **common)
+                if found.best is not None:
+                    return found.best
+                raise ValueError(found.why_nothing_fits())
+            p = Parallelism(
+                tp=st["tp"],
+                pp=st["pp"],
+                dp=sysobj.chips // (st["tp"] * st["pp"]),
+                ep=st["ep"],
+                zero=st["zero"],
+                recompute=st["recompute"],
+                micro_batch=st["micro_batch"],
+            )
+            return scale.plan(st["model"], sysobj, p, **common)
+        except WorkloadError as err:
+            raise ValueError(str(err)) from None
+
+    # Results ----------------------------------------------------------------------------------
+    @property
+    def result(self) -> PlanResult:
+        return self._result
+
+    def memory_stack(self) -> dict[str, float]:
+        """Bytes per chip by kind, and the usable capacity."""
+        m = self._result.memory
+        return {
+            "weights": m.weights,
+            "gradients": m.gradients,
+            "optimizer": m.optimizer,
+            "activations": m.activations,
+            "capacity": self._result.capacity,
+        }
+
+    def step_breakdown(self) -> dict[str, float]:
+        return dict(self._result.step)
+
+    def compare_chips(
+        self, chips: tuple[str, ...] = ("trn1", "trn2", "trn3", "h100", "b200")
+    ) -> list[ChipComparisonRow]:
+        """The same job at the same chip count on other chips: compute time at each chip's
+        achieved matmul rate, whether this split's memory fits its HBM, cost and energy.
+
+        No fabric is modelled here (the catalogue has no GPU systems), so communication and
+        the pipeline bubble are left out for every chip alike.
+        """
+        r = self._result
+        n = r.system.chips
+        job_flops = r.tokens * r.model.training_flops_per_token(
+            recompute=r.parallel.recompute, seq_len=r.seq_len
+        )
+        rows = []
+        for key in chips:
+            chip = catalog.chip(key)
+            try:
+                flops, _ = scale.achieved_flops_per_chip(key, catalog.dtype_name(r.dtype))
+            except CatalogError as err:
+                rows.append(ChipComparisonRow(key, chip.name, None, None, None, None, str(err)))
+                continue
+            seconds = job_flops / (n * flops)
+            fits = r.memory.total <= chip.hbm_bytes * scale._plan.USABLE_HBM
+            price = chip.price_per_chip_hour
+            cost = seconds / 3600 * n * price if price is not None else None
+            energy = seconds * n * chip.power / 3.6e9 if chip.power is not None else None
+            notes = []
+            if price is None:
+                notes.append("no price on record")
+            if chip.power is None:
+                notes.append("no power figure on record")
+            rows.append(
+                ChipComparisonRow(
+                    key, chip.name, seconds / 86400, fits, cost, energy, "; ".join(notes)
+                )
+            )
+        return rows
+
+    def summary(self) -> str:
+        r = self._result
+        gib = 2**30
+        head = (
+            f"{r.model.name} ({r.model.params / 1e9:,.0f}B parameters) on {r.system.name} "
+            f"({r.system.chips:,} x {r.system.chip.name}), {r.dtype}, {r.global_batch} x "
+            f"{r.seq_len} tokens per step, split {r.parallel}."
+        )
+        if not r.feasible:
+            return head + " Not possible: " + "; ".join(r.problems) + "."
+        parts = sorted(r.step.items(), key=lambda kv: -kv[1])
+        biggest = ", ".join(f"{k} {v / r.step_time:.0%}" for k, v in parts if v > 0)
+        money = f", about ${r.cost:,.0f}" if r.cost is not None else " (no price on record)"
+        energy = f" and {r.energy / 3.6e9:,.0f} MWh" if r.energy is not None else ""
+        return (
+            f"{head} Memory {r.memory.total / gib:,.1f} of {r.capacity / gib:,.1f} GiB per chip. "
+            f"Step {r.step_time:,.2f} s ({biggest}); MFU {r.mfu:.1%}; "
+            f"{si(r.tokens_per_second, 'tokens/s')}; {r.tokens / 1e9:,.0f}B tokens take "
+            f"{r.time_to_train / 86400:,.1f} days{money}{energy}."
+        )
