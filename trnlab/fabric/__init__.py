@@ -14,6 +14,7 @@ numba is imported only when a simulation runs.
 from __future__ import annotations
 
 from ._algorithms import ALGORITHMS, OPS, Estimate
+from ._bisection import all_to_all_bound, bisection_bandwidth
 from ._collective import (
     CollectiveResult,
     Schedule,
@@ -37,6 +38,8 @@ __all__ = [
     "Schedule",
     "Topology",
     "algorithms",
+    "all_to_all_bound",
+    "bisection_bandwidth",
     "bus_factor",
     "closed_form",
     "collective",
