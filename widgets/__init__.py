@@ -5,6 +5,8 @@ without a browser.
 
 from .chip_explorer import ChipExplorer
 from .chip_model import METRICS, ChipComparison
+from .collective_explorer import CollectiveExplorer
+from .collective_model import CollectiveModel
 from .format_explorer import FormatExplorer
 from .format_model import FormatComparison
 from .scale_explorer import ScaleExplorer
@@ -14,6 +16,8 @@ __all__ = [
     "METRICS",
     "ChipComparison",
     "ChipExplorer",
+    "CollectiveExplorer",
+    "CollectiveModel",
     "FormatComparison",
     "FormatExplorer",
     "ScaleExplorer",
