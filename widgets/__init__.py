@@ -9,6 +9,8 @@ from .collective_explorer import CollectiveExplorer
 from .collective_model import CollectiveModel
 from .format_explorer import FormatExplorer
 from .format_model import FormatComparison
+from .kernel_profile import KernelProfile
+from .matmul_stepper import MatmulStepper
 from .scale_explorer import ScaleExplorer
 from .scale_model import ScaleModel
 
@@ -20,6 +22,8 @@ __all__ = [
     "CollectiveModel",
     "FormatComparison",
     "FormatExplorer",
+    "KernelProfile",
+    "MatmulStepper",
     "ScaleExplorer",
     "ScaleModel",
 ]

@@ -1,0 +1,62 @@
+"""KernelProfile without a browser: the timeline, memories and counters of any kernel run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from trnlab import core, kernels
+from trnlab.widgets import KernelProfile
+from trnlab.widgets.stepper_charts import OP_GROUPS
+
+
+def _kernel(ctx, x, y):
+    t = ctx.sbuf(x.shape, "bf16", "x tile")
+    o = ctx.sbuf(x.shape, "bf16", "y tile")
+    ctx.load(t, x)
+    ctx.activation(o, t, "gelu")
+    ctx.tensor_scalar(o, o, "multiply", 2.0)
+    ctx.store(y, o)
+
+
+@pytest.fixture(scope="module")
+def run():
+    return core.run(_kernel, x=core.hbm(np.ones((128, 1024))), y=core.hbm((128, 1024)))
+
+
+def test_profile_of_a_learners_kernel_shows_every_instruction(run):
+    p = KernelProfile(run)
+    drawn = {
+        label: len(t.x if t.x is not None else ())
+        for (label, *_), t in zip(OP_GROUPS, p.gantt.fig.data, strict=False)
+    }
+    assert drawn["DMA load"] == 1 and drawn["activation"] == 1 and drawn["vector op"] == 1
+    assert drawn["DMA store"] == 1 and drawn["matmul / transpose"] == 0
+    assert not p.gantt.fig.data[2].visible, "no matmul bars"
+    assert p.model.at_end, "starts at the end: the counters are the run's totals"
+    assert "4 of 4 instructions done" in p.counters.value
+    assert "Scalar" in p.summary.value and run.params.name in p.summary.value
+
+
+def test_stepping_a_profile(run):
+    p = KernelProfile(run, position=0)
+    assert p.position.value == 0
+    p.buttons["step"].click()
+    assert p.model.current == 1 and "activation" in p.step_text.value
+    boxes = {t.name: list(t.marker.line.width) for t in p.memory.fig.data if t.visible}
+    assert boxes["x"] == [3], "the activation in flight reads the x tile"
+    p.position.value = 3
+    assert p.model.position == 3 and "dma_store" in p.step_text.value
+    p.position.max = 99
+    p.position.value = 99  # beyond the run: refused, shown, and the slider put back
+    assert "outside the run" in p.message.value and p.position.value == 3
+
+
+def test_profile_of_a_reference_kernel_has_a_roofline(run):
+    r = kernels.matmul((512, 512), (512, 512), variant="pipelined", numerics=False)
+    p = KernelProfile(r)
+    run_pt = p.roofline.fig.data[2]
+    assert run_pt.x[0] == pytest.approx(r.arithmetic_intensity)
+    assert run_pt.y[0] == pytest.approx(r.achieved_flops)
+    with pytest.raises(TypeError, match=r"core\.Run"):
+        KernelProfile(r.program)
