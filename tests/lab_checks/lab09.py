@@ -1,0 +1,23 @@
+"""Lab 09 (cost, energy and claims): small parameters and checks on its published values."""
+
+from __future__ import annotations
+
+import pytest
+
+#: Papermill parameters that make the lab small and fast in tests.
+PARAMS = {"TOKENS": 1e11, "SERVE_BATCH": 8}
+
+
+def check(values: dict) -> None:
+    # 144 x 2.517 PF MXFP8 over 64 x 1.299 PF FP8
+    assert values["compute_ratio"] == pytest.approx(144 * 2.517 / (64 * 1.299), abs=1e-3)
+    # 144 x 4.9 TB/s over 64 x 2.9 TB/s; 96 GiB over 32 GiB
+    assert values["bandwidth_ratio"] == pytest.approx(144 * 4.9 / (64 * 2.9), abs=1e-3)
+    assert values["capacity_ratio"] == 3.0
+    # 4x peak FLOPs per watt with Trainium3 at 1,000 W: P = 4 x 1000 x 1.299 / 2.517
+    assert values["implied_trn2_watts"] == pytest.approx(4 * 1000 * 1.299 / 2.517, abs=0.5)
+    assert values["price_perf_at_estimates"] > 1
+    assert values["tokens_per_mw_ratio"] > 0
+    # cost = days x 24 h x chips x (trn1.32xlarge $21.50/h / 16 chips)
+    hours = values["trn1_days"] * 24
+    assert values["trn1_cost"] == pytest.approx(hours * values["trn1_chips"] * 21.50 / 16, rel=1e-3)
