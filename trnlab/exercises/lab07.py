@@ -1,0 +1,140 @@
+"""Exercises of lab 07 (NeuronLink and collectives). Expected answers come from trnlab.fabric."""
+
+from __future__ import annotations
+
+from trnlab import fabric
+
+from ._checks import choice, close_to
+from ._exercise import Exercise
+
+__all__ = ["a2a_limit", "crossover", "ring_time", "torus_bisection"]
+
+MiB, GiB = 1 << 20, 1 << 30
+RING_BYTES = 64 * MiB
+SYSTEM = "trn2.48xlarge"
+
+
+def _ring_time_us() -> float:
+    return fabric.closed_form("all_reduce", RING_BYTES, SYSTEM, "ring").time * 1e6
+
+
+ring_time = Exercise(
+    "lab07.ring_time",
+    "A ring all-reduce of 64 MiB on trn2.48xlarge: n = 16 chips, B = 128 GB/s per link each "
+    "way, alpha = 1.8 us per step (1.3 us DMA set-up + 0.5 us per hop). Predict its time in "
+    "microseconds with t = 2(n-1) (alpha + S/(nB)).",
+    close_to(
+        _ring_time_us(),
+        rtol=0.01,
+        what="the time",
+        unit="us",
+        slips={
+            2.0: "a factor of 2 - an all-reduce is a reduce-scatter then an all-gather: "
+            "2(n-1) steps, not n-1",
+            16.0: "a factor of 16 - each step moves one chunk of S/n, not the whole buffer",
+        },
+    ),
+    hints=(
+        "S/(nB) = 67,108,864 B / (16 x 128e9 B/s) = 32.8 us per step.",
+        "2(n-1) = 30 steps of (1.8 + 32.8) us.",
+    ),
+    solution=_ring_time_us,
+    solution_text="t_us = 2 * 15 * (1.8 + 2**26 / (16 * 128e9) * 1e6)   # 1,037 us",
+)
+
+
+def _crossover() -> float:
+    # The size where the bandwidth term equals the latency term: t(S) = 2 t(1 byte). The
+    # ring's closed form is a straight line in S, so S* = latency / per-byte cost.
+    lat = fabric.closed_form("all_reduce", 1, SYSTEM, "ring").time
+    big = 8 * GiB
+    per_byte = (fabric.closed_form("all_reduce", big, SYSTEM, "ring").time - lat) / big
+    return lat / per_byte
+
+
+crossover = Exercise(
+    "lab07.crossover",
+    "For the same ring all-reduce on trn2.48xlarge, at what message size S (in bytes) does "
+    "the bandwidth term 2(n-1) S/(nB) equal the latency term 2(n-1) alpha? Below it the "
+    "collective is latency-bound.",
+    close_to(
+        _crossover(),
+        rtol=0.02,
+        what="the size",
+        unit="bytes",
+        slips={
+            2.0: "a factor of 2 - 2(n-1) is in both terms and cancels",
+            16.0: "a factor of 16 - the bandwidth term has S/(nB): multiply by n",
+        },
+    ),
+    hints=(
+        "2(n-1) cancels: alpha = S/(nB).",
+        "S* = n alpha B = 16 x 1.8e-6 s x 128e9 B/s.",
+    ),
+    solution=_crossover,
+    solution_text="S_star = 16 * 1.8e-6 * 128e9   # 3.69e6 bytes, about 3.5 MiB",
+)
+
+
+def _bisection_ms() -> float:
+    return fabric.all_to_all_bound(GiB, "trn2-ultraserver") * 1e3
+
+
+torus_bisection = Exercise(
+    "lab07.torus_bisection",
+    "The Trn2 UltraServer is a 4x4x4 torus of 64 chips: 128 GB/s links (each way) inside an "
+    "instance, 64 GB/s links on the rings of 4 across instances. In an all-to-all every chip "
+    "sends S/n to every other chip, with S = 1 GiB per chip. Cut the torus in half across the "
+    "slowest axis: what is the lower bound on the time, in milliseconds, for the bytes that "
+    "must cross the cut?",
+    close_to(
+        _bisection_ms(),
+        rtol=0.01,
+        what="the bound",
+        unit="ms",
+        slips={
+            2.0: "a factor of 2 - cutting a ring of 4 in half crosses it twice (in the middle "
+            "and at the wrap-around), and the slowest axis has 64 GB/s links",
+            4.0: "a factor of 4 - n/2 chips each send half their buffer across: nS/4 bytes",
+        },
+    ),
+    hints=(
+        "Bytes crossing each way: (n/2 chips) x (n/2 peers) x S/n = nS/4 = 16 GiB.",
+        "The cut crosses 16 rings of 4, each twice: 32 links of 64 GB/s = 2.048 TB/s each way.",
+    ),
+    solution=_bisection_ms,
+    solution_text="t_ms = 64 * 2**30 / 4 / (2 * 16 * 64e9) * 1e3   # 8.39 ms = S / 128 GB/s",
+)
+
+
+def _switch_limit() -> str:
+    # Trn3 Gen1: which bound is larger for a big all-to-all, each chip's port or the cut?
+    t = fabric.topology("trn3-ultraserver-gen1")
+    S, n = float(GiB), t.chips
+    port = (n - 1) / n * S / t.axis_bandwidth[0]
+    cut = fabric.all_to_all_bound(S, t)
+    return "port" if port > cut else "bisection"
+
+
+a2a_limit = Exercise(
+    "lab07.a2a_limit",
+    "On the Trn3 Gen1 UltraServer (64 chips, each with 1.28 TB/s each way into a NeuronSwitch "
+    "assumed non-blocking), what limits a 1 GiB all-to-all: 'latency', 'port' (each chip's "
+    "own link to the switch) or 'bisection'?",
+    choice(
+        _switch_limit(),
+        ["latency", "port", "bisection"],
+        explain={
+            "latency": "at 1 GiB the fixed cost (a few microseconds) is tiny next to the bytes",
+            "bisection": "a non-blocking switch's cut is half the chips' ports, n/2 x 1.28 TB/s: "
+            "compare nS/4 over it with (n-1)/n x S over one port",
+            "port": "",
+        },
+    ),
+    hints=(
+        "Port: each chip sends (n-1)/n x S through 1.28 TB/s.",
+        "Cut: nS/4 bytes through n/2 x 1.28 TB/s = S/(2 x 1.28 TB/s): half the port time.",
+    ),
+    solution=_switch_limit,
+    solution_text="'port': (63/64) S / 1.28 TB/s = 0.82 ms beats the cut's S / 2.56 TB/s = 0.42 ms",
+)
