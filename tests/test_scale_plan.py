@@ -196,3 +196,30 @@ def test_when_batch_divisibility_blocks_every_split_the_search_says_so_not_memor
     assert "memory is not what stops them" in why and "global batch 512 is not a multiple" in why
     ok = search("llama3-70b", "trn3-ultraserver-gen2", global_batch=576, seq_len=4096)
     assert ok.best is not None
+
+
+def test_context_parallelism_splits_activations_and_adds_kv_gathers():
+    base = dict(tp=8, pp=1, zero=3, recompute=True)
+    one = plan(
+        "llama3-70b",
+        "trn2-ultraserver",
+        Parallelism(dp=8, cp=1, **base),
+        global_batch=64,
+        seq_len=16384,
+    )
+    two = plan(
+        "llama3-70b",
+        "trn2-ultraserver",
+        Parallelism(dp=4, cp=2, **base),
+        global_batch=64,
+        seq_len=16384,
+    )
+    assert two.parallel.chips == 64
+    # the sequence is split in two: each layer's stored input halves
+    m = scale.model("llama3-70b")
+    assert one.memory.activations - two.memory.activations == pytest.approx(
+        2 * 8192 * 8192 / 8 * m.layers + 8192 * 8192 * (34 + 5 * 64 * 16384 / 8192) / 8, rel=1e-9
+    )
+    assert one.step["context parallel"] == 0 and two.step["context parallel"] > 0
+    with pytest.raises(WorkloadError, match="does not divide the sequence"):
+        scale.training_memory(m, cp=3, seq_len=4096)

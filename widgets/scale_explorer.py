@@ -98,6 +98,14 @@ class ScaleExplorer(Dashboard):
             style=style,
             layout={"width": "120px"},
         )
+        self.cp = W.Dropdown(
+            options=[1, 2, 4, 8],
+            value=m.cp,
+            description="cp",
+            tooltip="context (sequence) parallel degree",
+            style=style,
+            layout={"width": "120px"},
+        )
         self.pp = W.Dropdown(
             options=[1, 2, 4, 5, 8, 10, 16],
             value=m.pp,
@@ -162,6 +170,7 @@ class ScaleExplorer(Dashboard):
             self.dtype,
             self.auto,
             self.tp,
+            self.cp,
             self.pp,
             self.ep,
             self.zero,
@@ -174,7 +183,17 @@ class ScaleExplorer(Dashboard):
             [
                 W.HBox([self.model_choice, self.system, self.count]),
                 W.HBox([self.dtype, self.auto]),
-                W.HBox([self.tp, self.pp, self.ep, self.zero, self.micro_batch, self.recompute]),
+                W.HBox(
+                    [
+                        self.tp,
+                        self.cp,
+                        self.pp,
+                        self.ep,
+                        self.zero,
+                        self.micro_batch,
+                        self.recompute,
+                    ]
+                ),
                 W.HBox([self.global_batch, self.seq_len]),
                 self.message,
                 W.HBox([self.memory, self.step, self.chips]),
@@ -193,6 +212,7 @@ class ScaleExplorer(Dashboard):
             dtype=self.dtype.value,
             auto=self.auto.value,
             tp=self.tp.value,
+            cp=self.cp.value,
             pp=self.pp.value,
             ep=self.ep.value,
             zero=self.zero.value,
@@ -207,9 +227,18 @@ class ScaleExplorer(Dashboard):
         self.model_choice.value, self.system.value, self.count.value = m.model, m.system, m.count
         self.dtype.value, self.auto.value = m.dtype, m.auto
         self.tp.value, self.pp.value, self.ep.value, self.zero.value = m.tp, m.pp, m.ep, m.zero
+        self.cp.value = m.cp
         self.micro_batch.value, self.recompute.value = m.micro_batch, m.recompute
         self.global_batch.value, self.seq_len.value = m.global_batch, m.seq_len
-        for control in (self.tp, self.pp, self.ep, self.zero, self.micro_batch, self.recompute):
+        for control in (
+            self.tp,
+            self.cp,
+            self.pp,
+            self.ep,
+            self.zero,
+            self.micro_batch,
+            self.recompute,
+        ):
             control.disabled = m.auto
 
     # Model -> picture -----------------------------------------------------------------------

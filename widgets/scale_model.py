@@ -43,8 +43,8 @@ class ScaleModel:
         A catalogue system key; with ``count > 1``, an UltraCluster of that many.
     count : int
     dtype : {"bf16", "fp8", "mxfp8"}
-    tp, pp, ep, zero, recompute, micro_batch
-        The split; ``dp`` is what is left (chips / (tp x pp)).
+    tp, cp, pp, ep, zero, recompute, micro_batch
+        The split; ``dp`` is what is left (chips / (tp x cp x pp)).
     auto : bool
         Ignore the split and use the search's best plan.
     global_batch, seq_len : int
@@ -58,6 +58,7 @@ class ScaleModel:
         "count",
         "dtype",
         "tp",
+        "cp",
         "pp",
         "ep",
         "zero",
@@ -76,6 +77,7 @@ class ScaleModel:
         count: int = 1,
         dtype: str = "bf16",
         tp: int = 8,
+        cp: int = 1,
         pp: int = 4,
         ep: int = 1,
         zero: int = 1,
@@ -94,6 +96,7 @@ class ScaleModel:
             count=count,
             dtype=dtype,
             tp=tp,
+            cp=cp,
             pp=pp,
             ep=ep,
             zero=zero,
@@ -151,15 +154,15 @@ class ScaleModel:
             sysobj.chip.peak_flops(st["dtype"])
         except CatalogError as err:
             raise ValueError(str(err)) from None
-        for name in ("tp", "pp", "ep", "micro_batch", "global_batch", "seq_len", "count"):
+        for name in ("tp", "cp", "pp", "ep", "micro_batch", "global_batch", "seq_len", "count"):
             v = st[name]
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be a whole number >= 1, not {v!r}")
         if st["tokens"] <= 0:
             raise ValueError(f"the token budget must be positive, not {st['tokens']!r}")
-        if not st["auto"] and sysobj.chips % (st["tp"] * st["pp"]):
+        if not st["auto"] and sysobj.chips % (st["tp"] * st["cp"] * st["pp"]):
             raise ValueError(
-                f"tp x pp = {st['tp'] * st['pp']} does not divide the {sysobj.chips:,} chips of "
+                f"tp x cp x pp = {st['tp'] * st['cp'] * st['pp']} does not divide the {sysobj.chips:,} chips of "
                 f"{sysobj.name}; data parallelism takes the rest, so pick divisors"
             )
         result = self._plan(st, sysobj)
@@ -182,7 +185,8 @@ class ScaleModel:
             p = Parallelism(
                 tp=st["tp"],
                 pp=st["pp"],
-                dp=sysobj.chips // (st["tp"] * st["pp"]),
+                dp=sysobj.chips // (st["tp"] * st["cp"] * st["pp"]),
+                cp=st["cp"],
                 ep=st["ep"],
                 zero=st["zero"],
                 recompute=st["recompute"],

@@ -84,6 +84,7 @@ def training_memory(
     pp: int = 1,
     dp: int = 1,
     ep: int = 1,
+    cp: int = 1,
     zero: int = 0,
     micro_batch: int = 1,
     seq_len: int | None = None,
@@ -93,8 +94,10 @@ def training_memory(
 
     Parameters
     ----------
-    tp, pp, dp, ep : int
-        Tensor, pipeline, data and expert parallel degrees.
+    tp, pp, dp, ep, cp : int
+        Tensor, pipeline, data, expert and context (sequence) parallel degrees. Context
+        parallelism splits each sequence over ``cp`` chips: activations shrink by ``cp``, the
+        model state is replicated across them and sharded by ZeRO over ``dp x cp``.
     zero : {0, 1, 2, 3}
         ZeRO stage over the data-parallel group.
     micro_batch : int
@@ -104,21 +107,26 @@ def training_memory(
     recompute : bool
         Full activation recomputation.
     """
-    _check_degrees(model, tp=tp, pp=pp, dp=dp, ep=ep, micro_batch=micro_batch)
+    _check_degrees(model, tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, micro_batch=micro_batch)
     if zero not in (0, 1, 2, 3):
         raise WorkloadError(f"ZeRO stage must be 0, 1, 2 or 3, not {zero!r}")
     s = seq_len or model.seq_len
+    if s % cp:
+        raise WorkloadError(f"context parallelism {cp} does not divide the sequence of {s} tokens")
     n = params_per_chip(model, tp, pp, ep)
-    weights = 2 * n / (dp if zero >= 3 else 1)
-    gradients = 2 * n / (dp if zero >= 2 else 1)
-    optimizer = ADAM_STATE_BYTES * n / (dp if zero >= 1 else 1)
+    shard = dp * cp  # ZeRO shards over every replica of the weights (Megatron: dp x cp)
+    weights = 2 * n / (shard if zero >= 3 else 1)
+    gradients = 2 * n / (shard if zero >= 2 else 1)
+    optimizer = ADAM_STATE_BYTES * n / (shard if zero >= 1 else 1)
     h, a = model.hidden, model.heads
-    full_layer = s * micro_batch * h * (34 + 5 * a * s / h) / tp
+    s_local = s // cp  # each chip of a context-parallel group holds its slice of the sequence
+    # 5as/h is the attention-score term: each chip scores its s/cp queries against all s keys
+    full_layer = s_local * micro_batch * h * (34 + 5 * a * s / h) / tp
     # 1F1B pipelining: the first stage holds pp micro-batches of L/pp layers, i.e. L layers.
     if recompute:
         # Each layer keeps only its input (2sbh/t); the layer being recomputed needs its full
         # activations while its backward pass runs (Korthikanti et al. 2022, section 4).
-        activations = 2 * s * micro_batch * h / tp * model.layers + full_layer
+        activations = 2 * s_local * micro_batch * h / tp * model.layers + full_layer
     else:
         activations = full_layer * model.layers
     return MemoryBreakdown(weights, gradients, optimizer, activations)

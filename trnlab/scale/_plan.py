@@ -50,28 +50,33 @@ USABLE_HBM = 0.95
 
 @dataclass(frozen=True)
 class Parallelism:
-    """How a job is split: tensor, pipeline, data and expert parallel degrees and the rest.
+    """How a job is split: tensor, context, pipeline, data and expert parallel degrees.
 
-    ``chips = tp * pp * dp``; expert parallelism splits the experts over ``ep`` of the
-    data-parallel ranks (ep divides dp), as Megatron-style MoE training does.
+    ``chips = tp * cp * pp * dp``; context (sequence) parallelism splits each sequence over
+    ``cp`` chips; expert parallelism splits the experts over ``ep`` of the data-parallel ranks
+    (ep divides dp), as Megatron-style MoE training does.
     """
 
     tp: int = 1
     pp: int = 1
     dp: int = 1
     ep: int = 1
+    cp: int = 1
     zero: int = 1
     recompute: bool = False
     micro_batch: int = 1
 
     @property
     def chips(self) -> int:
-        return self.tp * self.pp * self.dp
+        return self.tp * self.cp * self.pp * self.dp
 
     def __str__(self) -> str:
         rc = ", recompute" if self.recompute else ""
         ep = f" ep{self.ep}" if self.ep > 1 else ""
-        return f"tp{self.tp} pp{self.pp} dp{self.dp}{ep} zero{self.zero} mb{self.micro_batch}{rc}"
+        cp = f" cp{self.cp}" if self.cp > 1 else ""
+        return (
+            f"tp{self.tp}{cp} pp{self.pp} dp{self.dp}{ep} zero{self.zero} mb{self.micro_batch}{rc}"
+        )
 
 
 @dataclass(frozen=True)
@@ -350,15 +355,16 @@ def plan(
     problems: list[str] = []
     if p.chips != chips:
         problems.append(
-            f"tp x pp x dp = {p.tp} x {p.pp} x {p.dp} = {p.chips} chips, but {sysobj} has {chips}"
+            f"tp x cp x pp x dp = {p.tp} x {p.cp} x {p.pp} x {p.dp} = {p.chips} chips, but "
+            f"{sysobj} has {chips}"
         )
     if p.ep > 1 and p.dp % p.ep:
         problems.append(f"expert parallelism {p.ep} must divide data parallelism {p.dp}")
     t = tiers(sysobj)
-    if p.tp * p.ep > t.domain:
+    if p.tp * p.cp * p.ep > t.domain:
         problems.append(
-            f"tensor x expert parallel group of {p.tp * p.ep} chips does not fit the "
-            f"{t.domain}-chip NeuronLink domain of {sysobj}"
+            f"tensor x context x expert parallel group of {p.tp * p.cp * p.ep} chips does not "
+            f"fit the {t.domain}-chip NeuronLink domain of {sysobj}"
         )
     per_replica = p.micro_batch * p.dp
     if global_batch % per_replica:
@@ -372,6 +378,7 @@ def plan(
             pp=p.pp,
             dp=p.dp,
             ep=p.ep,
+            cp=p.cp,
             zero=p.zero,
             micro_batch=p.micro_batch,
             seq_len=s,
@@ -413,18 +420,30 @@ def plan(
     # 1F1B pipeline: (m + p - 1) micro-batch slots for m micro-batches; the idle share is
     # (p - 1)/(m + p - 1) of the step (Narayanan et al., SC'21).
     bubble = compute * (p.pp - 1) / micro_batches
-    act = p.micro_batch * s * m.hidden * 2  # one micro-batch's activations in bf16, bytes
+    # one micro-batch's activations on one context-parallel slice, in bf16 bytes
+    act = p.micro_batch * (s // p.cp) * m.hidden * 2
     layers = m.layers // p.pp
     # Megatron tensor parallelism: 2 all-reduces forward, 2 backward per layer (+2 recomputed).
     tp_calls = micro_batches * layers * (6 if p.recompute else 4)
     tp_time = tp_calls * _group_time("all_reduce", act, p.tp, True, t)
+    # Context parallelism (ring attention): each layer all-gathers K and V over the cp group
+    # forward (again when recomputing) and reduce-scatters their gradients backward.
+    kv = p.micro_batch * s * m.kv_heads * m.head_dim * 2 * 2 // p.tp  # K and V, bf16, gathered
+    cp_time = (
+        micro_batches
+        * layers
+        * (
+            (2 if p.recompute else 1) * _group_time("all_gather", kv, p.cp, True, t)
+            + _group_time("reduce_scatter", kv, p.cp, True, t)
+        )
+    )
     ep_time = 0.0
     if m.is_moe and p.ep > 1:
         # dispatch + combine all-to-all, forward and backward, of each token's top-k copies
         ep_time = (
             micro_batches * layers * 4 * _group_time("all_to_all", act * m.top_k, p.ep, True, t)
         )
-    pp_inside = p.tp * p.ep * p.pp <= t.domain
+    pp_inside = p.tp * p.cp * p.ep * p.pp <= t.domain
     pp_time = (
         2
         * micro_batches
@@ -437,15 +456,18 @@ def plan(
     grads = 2 * (m.params / (p.tp * p.pp))  # bf16 gradients per chip before any sharding
     dp_inside = chips <= t.domain
     dp_op = "all_reduce" if p.zero < 2 else "reduce_scatter"
-    dp_time = _group_time(dp_op, grads, p.dp, dp_inside, t)
+    # Gradients are reduced over every replica of the weights: dp x cp (Megatron).
+    replicas = p.dp * p.cp
+    dp_time = _group_time(dp_op, grads, replicas, dp_inside, t)
     if p.zero >= 3:  # ZeRO-3 gathers the weights in the forward and again in the backward
-        dp_time += 2 * _group_time("all_gather", grads, p.dp, dp_inside, t)
+        dp_time += 2 * _group_time("all_gather", grads, replicas, dp_inside, t)
     backward = compute * (2 / 3 if not p.recompute else 2 / 4)
     dp_exposed = max(0.0, dp_time - backward) if overlap_dp else dp_time
     step = {
         "compute": compute,
         "pipeline bubble": bubble,
         "tensor parallel": tp_time,
+        "context parallel": cp_time,
         "expert all-to-all": ep_time,
         "pipeline sends": pp_time,
         "data parallel (exposed)": dp_exposed,

@@ -7,6 +7,7 @@ recomputation and micro-batch sizes; each is evaluated by :func:`trnlab.scale.pl
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -124,6 +125,7 @@ def search(
     zero_stages: tuple[int, ...] = (1, 3),
     recompute: tuple[bool, ...] = (False, True),
     micro_batches: tuple[int, ...] = (1, 2, 4),
+    context_parallel: tuple[int, ...] = (1, 2),
     **plan_options,
 ) -> SearchResult:
     """Enumerate and evaluate the plans of ``model_spec`` on ``system``.
@@ -132,7 +134,7 @@ def search(
     ----------
     rank_by : {"time", "cost", "energy"}
         What "best" means (cost and energy need a price or power figure).
-    zero_stages, recompute, micro_batches : tuples
+    zero_stages, recompute, micro_batches, context_parallel : tuples
         The choices tried for each of these settings.
     global_batch, seq_len, dtype, tokens, **plan_options
         As in :func:`trnlab.scale.plan`.
@@ -148,34 +150,29 @@ def search(
     sysobj = catalog.system(system) if isinstance(system, str) else system
     chips, domain = sysobj.chips, tiers(sysobj).domain
     ranked, rejected = [], []
-    for tp in _divisors(chips):
-        if tp > domain or m.heads % tp:
-            continue  # not a candidate at all: cannot split the heads or leave the domain
-        for pp in _divisors(chips // tp):
-            dp = chips // (tp * pp)
-            eps = (
-                [e for e in _divisors(dp) if m.experts % e == 0 and tp * e <= domain]
-                if m.is_moe
-                else [1]
-            )
-            for ep in eps:
-                for zero in zero_stages:
-                    for rc in recompute:
-                        for mb in micro_batches:
-                            p = Parallelism(
-                                tp=tp, pp=pp, dp=dp, ep=ep, zero=zero, recompute=rc, micro_batch=mb
-                            )
-                            r = plan(
-                                m,
-                                sysobj,
-                                p,
-                                global_batch=global_batch,
-                                seq_len=seq_len,
-                                dtype=dtype,
-                                tokens=tokens,
-                                **plan_options,
-                            )
-                            (ranked if r.feasible else rejected).append(r)
+    for tp, cp in itertools.product(_divisors(chips), context_parallel):
+        if tp * cp > domain or m.heads % tp or chips % (tp * cp):
+            continue  # not a candidate: cannot split the heads, or leaves the domain
+        for pp in _divisors(chips // (tp * cp)):
+            dp = chips // (tp * cp * pp)
+            eps = [e for e in _divisors(dp) if m.experts % e == 0 and tp * cp * e <= domain]
+            for ep, zero, rc, mb in itertools.product(
+                eps if m.is_moe else [1], zero_stages, recompute, micro_batches
+            ):
+                p = Parallelism(
+                    tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, zero=zero, recompute=rc, micro_batch=mb
+                )
+                r = plan(
+                    m,
+                    sysobj,
+                    p,
+                    global_batch=global_batch,
+                    seq_len=seq_len,
+                    dtype=dtype,
+                    tokens=tokens,
+                    **plan_options,
+                )
+                (ranked if r.feasible else rejected).append(r)
 
     def key(r: PlanResult) -> float:
         value = {"time": r.step_time, "cost": r.cost, "energy": r.energy}[rank_by]
