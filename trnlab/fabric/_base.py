@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 import numpy as np
@@ -120,7 +121,7 @@ def _pieces(S: float, n: int, cls: np.ndarray) -> int:
 # Strategy base ------------------------------------------------------------------------------
 
 
-class Algorithm:
+class Algorithm(ABC):
     """A collective algorithm: which ops and topologies it fits, its closed form, its plan."""
 
     name = ""
@@ -142,12 +143,14 @@ class Algorithm:
             )
         return None
 
+    @abstractmethod
     def closed_form(self, op: str, S: float, t: Topology) -> Estimate:
-        raise NotImplementedError
+        """The alpha-beta time of ``op`` on ``S`` bytes over ``t``."""
 
+    @abstractmethod
     def plan(self, op: str, S: float, t: Topology) -> P.Plan:
-        raise NotImplementedError
+        """The message-level schedule the simulator runs."""
 
+    @abstractmethod
     def messages(self, op: str, t: Topology) -> int:
         """How many messages :meth:`plan` would make (an upper estimate, without making them)."""
-        raise NotImplementedError
