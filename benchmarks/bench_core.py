@@ -22,14 +22,7 @@ import time
 
 import numpy as np
 
-
-def _best(fn, repeats):
-    best, out = float("inf"), None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
+from benchmarks import best_of
 
 
 def run(repeats: int = 3) -> dict:
@@ -39,19 +32,19 @@ def run(repeats: int = 3) -> dict:
     kernels.matmul((256, 256), (256, 256), variant="pipelined", numerics=False)
     first = time.perf_counter() - t0
 
-    big, r = _best(
+    big, r = best_of(
         lambda: kernels.matmul(
             (4096, 8192), (8192, 8192), variant="blocked_mnk", chip="trn1", numerics=False
         ),
         repeats,
     )
     n = len(r.program)
-    sched, _ = _best(lambda: core.schedule(r.program, r.params), repeats)
+    sched, _ = best_of(lambda: core.schedule(r.program, r.params), repeats)
 
     rng = np.random.default_rng(0)
     a = rng.standard_normal((1024, 1024)).astype(np.float32)
     b = rng.standard_normal((1024, 1024)).astype(np.float32)
-    num, rn = _best(lambda: kernels.matmul(a, b, variant="pipelined", dtype="bf16"), repeats)
+    num, rn = best_of(lambda: kernels.matmul(a, b, variant="pipelined", dtype="bf16"), repeats)
     err = float(np.abs(rn.output - a @ b).max() / np.abs(a @ b).max())
 
     return {

@@ -16,16 +16,9 @@ from __future__ import annotations
 
 import time
 
+from benchmarks import best_of
+
 GiB = 1 << 30
-
-
-def _best(fn, repeats: int) -> tuple[float, object]:
-    best, out = float("inf"), None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
 
 
 def run(repeats: int = 3) -> dict:
@@ -44,7 +37,7 @@ def run(repeats: int = 3) -> dict:
         "sim_1024_cluster": (catalog.cluster("trn2.48xlarge", 64), 10.0),
     }
     for key, (system, target) in cases.items():
-        wall, r = _best(sim(system), repeats if key.startswith("sim_144") else 1)
+        wall, r = best_of(sim(system), repeats if key.startswith("sim_144") else 1)
         out[key] = {
             "chips": r.chips,
             "messages": int(r.schedule.src.size),
@@ -70,8 +63,8 @@ def run(repeats: int = 3) -> dict:
 
     closed("ring", True)()  # load the catalogue once
     for alg in ("ring", "hierarchical", "auto"):
-        cold, r = _best(closed(alg, True), 10)
-        warm, _ = _best(closed(alg, False), 10)
+        cold, r = best_of(closed(alg, True), 10)
+        warm, _ = best_of(closed(alg, False), 10)
         out[f"closed_form_1M_{alg}"] = {
             "chips": r.chips,
             "algorithm": r.algorithm,

@@ -11,20 +11,12 @@ compiles the kernels. Targets (issue 3): bf16 and fp8_e4m3fn ratio >= 1; MX >= 0
 from __future__ import annotations
 
 import os
-import time
 
 import numpy as np
 
+from benchmarks import best_of
+
 N = 1 << 24  # 16M values
-
-
-def _best(fn, repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def run(n: int = N, repeats: int = 5) -> dict:
@@ -49,8 +41,8 @@ def run(n: int = N, repeats: int = 5) -> dict:
         def ml(mltype=mltype):
             return x.astype(mltype).astype(np.float32)
 
-        t_ours = _best(ours, repeats)
-        t_ml = _best(ml, repeats)
+        t_ours, _ = best_of(ours, repeats)
+        t_ml, _ = best_of(ml, repeats)
         figures[fmt] = {
             "trnlab_elements_per_s": round(n / t_ours),
             "ml_dtypes_elements_per_s": round(n / t_ml),

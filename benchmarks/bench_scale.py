@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
-import time
-
+from benchmarks import best_of
 from trnlab import catalog, scale
-
-
-def _timed(fn, repeats: int = 1):
-    best, out = float("inf"), None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
 
 
 def run() -> dict:
     p = scale.Parallelism(tp=8, pp=4, dp=2, recompute=True)
     scale.plan("llama3-70b", "trn2-ultraserver", p, global_batch=512)  # warm: kernel model, rings
-    one, _ = _timed(lambda: scale.plan("llama3-70b", "trn2-ultraserver", p, global_batch=512), 20)
-    s70, r70 = _timed(lambda: scale.search("llama3-70b", "trn2-ultraserver", global_batch=512))
+    one, _ = best_of(lambda: scale.plan("llama3-70b", "trn2-ultraserver", p, global_batch=512), 20)
+    s70, r70 = best_of(lambda: scale.search("llama3-70b", "trn2-ultraserver", global_batch=512))
     cluster = catalog.cluster("trn2-ultraserver", 256)  # 16,384 chips
-    s405, r405 = _timed(lambda: scale.search("llama3-405b", cluster, global_batch=2048))
+    s405, r405 = best_of(lambda: scale.search("llama3-405b", cluster, global_batch=2048))
     return {
         "plan_evaluation_s": round(one, 6),
         "search_70b_trn2_ultraserver_s": round(s70, 3),
