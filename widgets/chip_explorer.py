@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 
 from trnlab.units import si
 
+from ._html import table
 from ._style import base_layout, colour, symbol
 from ._view import Dashboard
 from .chip_model import METRICS, ChipComparison
@@ -172,13 +173,5 @@ class ChipExplorer(Dashboard):
 
 
 def _table_html(rows: list[dict[str, str]]) -> str:
-    head = "".join(
-        f"<th style='text-align:left'>{h}</th>" for h in ("item", "value", "sources", "note")
-    )
-    body = "".join(
-        "<tr>"
-        + "".join(f"<td>{html.escape(r[k])}</td>" for k in ("item", "value", "sources", "note"))
-        + "</tr>"
-        for r in rows
-    )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    keys = ("item", "value", "sources", "note")
+    return table(keys, ([r[k] for k in keys] for r in rows))

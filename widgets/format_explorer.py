@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 from trnlab import formats
 from trnlab.units import si
 
+from ._html import table
 from ._style import base_layout, colour, symbol
 from ._view import Dashboard
 from .format_model import BLOCK_SIZES, MAX_FORMATS, FormatComparison
@@ -183,18 +184,19 @@ def _table(rows) -> str:
         "matmul SNR",
         "peak",
     )
-    body = []
-    for r in rows:
-        cells = (
-            r.fmt,
-            f"{r.bits_per_value:g}",
-            f"{r.rms_rel_error:.2%}",
-            f"{r.clipped:.2%}",
-            f"{r.flushed_to_zero:.2%}",
-            f"{r.non_finite:.2%}",
-            f"{r.matmul_snr_db:.1f} dB",
-            si(r.throughput, "FLOP/s") if r.throughput else "n/a",
-        )
-        body.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
-    th = "".join(f"<th>{h}</th>" for h in head)
-    return f"<table><thead><tr>{th}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return table(
+        head,
+        (
+            (
+                r.fmt,
+                f"{r.bits_per_value:g}",
+                f"{r.rms_rel_error:.2%}",
+                f"{r.clipped:.2%}",
+                f"{r.flushed_to_zero:.2%}",
+                f"{r.non_finite:.2%}",
+                f"{r.matmul_snr_db:.1f} dB",
+                si(r.throughput, "FLOP/s") if r.throughput else "n/a",
+            )
+            for r in rows
+        ),
+    )

@@ -13,6 +13,7 @@ import html
 import ipywidgets as W
 import plotly.graph_objects as go
 
+from ._html import table
 from ._style import DASHES, base_layout, colour
 from ._view import Dashboard
 from .scale_model import DTYPES, ScaleModel
@@ -286,16 +287,10 @@ class ScaleExplorer(Dashboard):
 
 
 def _table(rows) -> str:
-    if not rows:
-        return ""
-    head = "".join(
-        f"<th>{h}</th>" for h in ("chip", "days", "memory fits", "cost", "energy", "note")
-    )
-    body = "".join(
-        "<tr>"
-        + "".join(
-            f"<td>{html.escape(v)}</td>"
-            for v in (
+    return table(
+        ("chip", "days", "memory fits", "cost", "energy", "note"),
+        (
+            (
                 c.name,
                 f"{c.days:,.1f}" if c.days else "n/a",
                 {True: "yes", False: "no", None: "n/a"}[c.fits],
@@ -303,12 +298,8 @@ def _table(rows) -> str:
                 f"{c.energy_mwh:,.0f} MWh" if c.energy_mwh else "n/a",
                 c.note,
             )
-        )
-        + "</tr>"
-        for c in rows
-    )
-    return (
-        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-        "<p><i>Compute and memory only, at the same chip count: no fabric is modelled for this "
-        "comparison (the catalogue has no GPU systems).</i></p>"
+            for c in rows
+        ),
+        note="Compute and memory only, at the same chip count: no fabric is modelled for this "
+        "comparison (the catalogue has no GPU systems).",
     )
