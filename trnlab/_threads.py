@@ -11,7 +11,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager, nullcontext
 from functools import lru_cache
 
-__all__ = ["SMALL_MACS", "blas_threads_for"]
+__all__ = ["SMALL_MACS", "blas_threads_for", "one_blas_thread"]
 
 #: Multiply-accumulates below which one BLAS thread is faster (512^3 / 8).
 SMALL_MACS = 2**24
@@ -24,8 +24,11 @@ def _controller():
     return ThreadpoolController()
 
 
+def one_blas_thread() -> AbstractContextManager:
+    """A context in which BLAS runs on one thread."""
+    return _controller().limit(limits=1, user_api="blas")
+
+
 def blas_threads_for(macs: float) -> AbstractContextManager:
     """A context that limits BLAS to one thread when ``macs`` is small, else does nothing."""
-    if macs >= SMALL_MACS:
-        return nullcontext()
-    return _controller().limit(limits=1, user_api="blas")
+    return nullcontext() if macs >= SMALL_MACS else one_blas_thread()

@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from trnlab._threads import one_blas_thread
+
 from . import _program as P
 from ._context import KernelContext
 from ._params import CoreParams, core_params
@@ -262,19 +264,10 @@ def record(
         call[name] = (
             ctx.hbm(name, v.shape, v.fmt, v.data, written=v.is_input) if isinstance(v, HBM) else v
         )
-    with _small_blas() if numerics else contextlib.nullcontext():
+    # A tile matmul is at most 128 x 128 x 512: too small for BLAS threads to pay.
+    with one_blas_thread() if numerics else contextlib.nullcontext():
         kernel(ctx, **call)
     return ctx, call
-
-
-def _small_blas():
-    """One BLAS thread while tiles are multiplied: a tile matmul is at most 128 x 128 x 512,
-    too small for threads to pay, and on a busy machine their spin-waits cost 10-100x."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # optional: without it numpy keeps its own threads
-        return contextlib.nullcontext()
-    return threadpool_limits(1, user_api="blas")
 
 
 def simulate(program: P.Program, params: CoreParams, outputs=None, numerics=False) -> Run:
