@@ -32,6 +32,43 @@ def _less(t, k, seq, i, j):
 
 
 @njit(cache=True)
+def _swap(h_t, h_k, h_s, h_m, h_hop, h_tail, i, j):
+    h_t[i], h_t[j] = h_t[j], h_t[i]
+    h_k[i], h_k[j] = h_k[j], h_k[i]
+    h_s[i], h_s[j] = h_s[j], h_s[i]
+    h_m[i], h_m[j] = h_m[j], h_m[i]
+    h_hop[i], h_hop[j] = h_hop[j], h_hop[i]
+    h_tail[i], h_tail[j] = h_tail[j], h_tail[i]
+
+
+@njit(cache=True)
+def _sift_up(h_t, h_k, h_s, h_m, h_hop, h_tail, i):
+    """Restore the event heap after an event was written at slot ``i``."""
+    while i > 0:
+        p = (i - 1) // 2
+        if not _less(h_t, h_k, h_s, i, p):
+            break
+        _swap(h_t, h_k, h_s, h_m, h_hop, h_tail, i, p)
+        i = p
+
+
+@njit(cache=True)
+def _sift_down(h_t, h_k, h_s, h_m, h_hop, h_tail, size):
+    """Restore the event heap of ``size`` events after its root was replaced."""
+    i = 0
+    while True:
+        a = 2 * i + 1
+        if a >= size:
+            break
+        if a + 1 < size and _less(h_t, h_k, h_s, a + 1, a):
+            a += 1
+        if not _less(h_t, h_k, h_s, a, i):
+            break
+        _swap(h_t, h_k, h_s, h_m, h_hop, h_tail, i, a)
+        i = a
+
+
+@njit(cache=True)
 def _simulate(
     bw, lat, pair_ptr, pair_links, msg_pair, msg_bytes, msg_step, into, need, wait, wait_ptr, wait_msgs,
     overhead, chunk_bytes, max_chunks, msg_start, msg_done, link_busy, link_bytes,
@@ -89,18 +126,7 @@ def _simulate(
                 h_m[i] = m
                 h_hop[i] = 0
                 h_tail[i] = start
-                while i > 0:  # sift up
-                    p = (i - 1) // 2
-                    if _less(h_t, h_k, h_s, i, p):
-                        h_t[i], h_t[p] = h_t[p], h_t[i]
-                        h_k[i], h_k[p] = h_k[p], h_k[i]
-                        h_s[i], h_s[p] = h_s[p], h_s[i]
-                        h_m[i], h_m[p] = h_m[p], h_m[i]
-                        h_hop[i], h_hop[p] = h_hop[p], h_hop[i]
-                        h_tail[i], h_tail[p] = h_tail[p], h_tail[i]
-                        i = p
-                    else:
-                        break
+                _sift_up(h_t, h_k, h_s, h_m, h_hop, h_tail, i)
         n_stack = 0
         if size == 0:
             break
@@ -110,23 +136,7 @@ def _simulate(
         if size > 0:
             h_t[0], h_k[0], h_s[0] = h_t[size], h_k[size], h_s[size]
             h_m[0], h_hop[0], h_tail[0] = h_m[size], h_hop[size], h_tail[size]
-            i = 0
-            while True:  # sift down
-                a = 2 * i + 1
-                if a >= size:
-                    break
-                if a + 1 < size and _less(h_t, h_k, h_s, a + 1, a):
-                    a += 1
-                if _less(h_t, h_k, h_s, a, i):
-                    h_t[i], h_t[a] = h_t[a], h_t[i]
-                    h_k[i], h_k[a] = h_k[a], h_k[i]
-                    h_s[i], h_s[a] = h_s[a], h_s[i]
-                    h_m[i], h_m[a] = h_m[a], h_m[i]
-                    h_hop[i], h_hop[a] = h_hop[a], h_hop[i]
-                    h_tail[i], h_tail[a] = h_tail[a], h_tail[i]
-                    i = a
-                else:
-                    break
+            _sift_down(h_t, h_k, h_s, h_m, h_hop, h_tail, size)
         p = msg_pair[m]
         nhops = pair_ptr[p + 1] - pair_ptr[p]
         csize = msg_bytes[m] / msg_chunks[m]
@@ -158,18 +168,7 @@ def _simulate(
                 h_m[i] = m
                 h_hop[i] = hop + 1
                 h_tail[i] = e + lat[lk]
-                while i > 0:
-                    q = (i - 1) // 2
-                    if _less(h_t, h_k, h_s, i, q):
-                        h_t[i], h_t[q] = h_t[q], h_t[i]
-                        h_k[i], h_k[q] = h_k[q], h_k[i]
-                        h_s[i], h_s[q] = h_s[q], h_s[i]
-                        h_m[i], h_m[q] = h_m[q], h_m[i]
-                        h_hop[i], h_hop[q] = h_hop[q], h_hop[i]
-                        h_tail[i], h_tail[q] = h_tail[q], h_tail[i]
-                        i = q
-                    else:
-                        break
+                _sift_up(h_t, h_k, h_s, h_m, h_hop, h_tail, i)
                 continue
             t_arrive = e + lat[lk]
         # The chunk has arrived at the destination.
