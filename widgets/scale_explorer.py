@@ -54,148 +54,84 @@ class ScaleExplorer(Dashboard):
         self.chips.add_bar(marker={"color": colour(2)}, hoverinfo="text")
         self.chips.update_layout(yaxis_title="days to train (compute only)")
         style = {"description_width": "initial"}
-        self.model_choice = W.Dropdown(
-            options=m.models(),
-            value=m.model,
-            description="Model",
-            tooltip="a preset transformer",
-            style=style,
-        )
-        self.system = W.Dropdown(
-            options=m.systems(),
-            value=m.system,
-            description="System",
-            tooltip="an instance or UltraServer",
-            style=style,
-        )
-        self.count = W.BoundedIntText(
-            value=m.count,
-            min=1,
-            max=100_000,
-            description="x count",
-            tooltip="UltraCluster: how many of the system, joined by EFA",
-            style=style,
-            layout={"width": "170px"},
-        )
-        self.dtype = W.ToggleButtons(
-            options=DTYPES,
-            value=m.dtype,
-            description="Format",
-            tooltips=["BF16 matmuls", "FP8 matmuls", "MXFP8 matmuls (Trainium3)"],
-            style=style,
-        )
-        self.auto = W.Checkbox(
-            value=m.auto,
-            description="best split (search)",
-            indent=False,
-            tooltip="ignore the split below and use the search's best plan",
-        )
-        powers = [1, 2, 4, 8, 16, 32, 64]
-        self.tp = W.Dropdown(
-            options=powers,
-            value=m.tp,
-            description="tp",
-            tooltip="tensor parallel degree",
-            style=style,
-            layout={"width": "120px"},
-        )
-        self.cp = W.Dropdown(
-            options=[1, 2, 4, 8],
-            value=m.cp,
-            description="cp",
-            tooltip="context (sequence) parallel degree",
-            style=style,
-            layout={"width": "120px"},
-        )
-        self.pp = W.Dropdown(
-            options=[1, 2, 4, 5, 8, 10, 16],
-            value=m.pp,
-            description="pp",
-            tooltip="pipeline stages",
-            style=style,
-            layout={"width": "120px"},
-        )
-        self.ep = W.Dropdown(
-            options=[1, 2, 4, 8],
-            value=m.ep,
-            description="ep",
-            tooltip="expert parallel degree (MoE)",
-            style=style,
-            layout={"width": "120px"},
-        )
-        self.zero = W.Dropdown(
-            options=[0, 1, 2, 3],
-            value=m.zero,
-            description="ZeRO",
-            tooltip="optimizer-state sharding stage",
-            style=style,
-            layout={"width": "130px"},
-        )
-        self.micro_batch = W.Dropdown(
-            options=[1, 2, 4, 8],
-            value=m.micro_batch,
-            description="micro-batch",
-            tooltip="sequences per micro-batch",
-            style=style,
-            layout={"width": "170px"},
-        )
-        self.recompute = W.Checkbox(
-            value=m.recompute,
-            description="recompute activations",
-            indent=False,
-            tooltip="full activation recomputation",
-        )
-        self.global_batch = W.BoundedIntText(
-            value=m.global_batch,
-            min=1,
-            max=10_000_000,
-            description="global batch",
-            tooltip="sequences per optimizer step",
-            style=style,
-            layout={"width": "210px"},
-        )
-        self.seq_len = W.Dropdown(
-            options=[1024, 2048, 4096, 8192, 16384],
-            value=m.seq_len,
-            description="sequence",
-            tooltip="tokens per sequence",
-            style=style,
-            layout={"width": "190px"},
-        )
+
+        def pick(setting, options, description, tooltip, width):
+            return W.Dropdown(
+                options=options, value=getattr(m, setting), description=description,
+                tooltip=tooltip, style=style, layout={"width": width},
+            )  # fmt: skip
+
+        # One control per model setting, keyed by the setting's name: _apply and
+        # _sync_controls walk this table, so a new setting is added in one place.
+        self.controls: dict[str, W.ValueWidget] = {
+            "model": pick("model", m.models(), "Model", "a preset transformer", "260px"),
+            "system": pick("system", m.systems(), "System", "an instance or UltraServer", "320px"),
+            "count": W.BoundedIntText(
+                value=m.count,
+                min=1,
+                max=100_000,
+                description="x count",
+                style=style,
+                tooltip="UltraCluster: how many of the system, joined by EFA",
+                layout={"width": "170px"},
+            ),
+            "dtype": W.ToggleButtons(
+                options=DTYPES,
+                value=m.dtype,
+                description="Format",
+                style=style,
+                tooltips=["BF16 matmuls", "FP8 matmuls", "MXFP8 matmuls (Trainium3)"],
+            ),
+            "auto": W.Checkbox(
+                value=m.auto,
+                description="best split (search)",
+                indent=False,
+                tooltip="ignore the split below and use the search's best plan",
+            ),
+            "tp": pick("tp", [1, 2, 4, 8, 16, 32, 64], "tp", "tensor parallel degree", "120px"),
+            "cp": pick("cp", [1, 2, 4, 8], "cp", "context (sequence) parallel degree", "120px"),
+            "pp": pick("pp", [1, 2, 4, 5, 8, 10, 16], "pp", "pipeline stages", "120px"),
+            "ep": pick("ep", [1, 2, 4, 8], "ep", "expert parallel degree (MoE)", "120px"),
+            "zero": pick("zero", [0, 1, 2, 3], "ZeRO", "optimizer-state sharding stage", "130px"),
+            "micro_batch": pick(
+                "micro_batch", [1, 2, 4, 8], "micro-batch", "sequences per micro-batch", "170px"
+            ),
+            "recompute": W.Checkbox(
+                value=m.recompute,
+                description="recompute activations",
+                indent=False,
+                tooltip="full activation recomputation",
+            ),
+            "global_batch": W.BoundedIntText(
+                value=m.global_batch,
+                min=1,
+                max=10_000_000,
+                description="global batch",
+                tooltip="sequences per optimizer step",
+                style=style,
+                layout={"width": "210px"},
+            ),
+            "seq_len": pick(
+                "seq_len",
+                [1024, 2048, 4096, 8192, 16384],
+                "sequence",
+                "tokens per sequence",
+                "190px",
+            ),
+        }
+        for name, control in self.controls.items():  # e.tp, e.dtype, ... for code and tests
+            setattr(self, "model_choice" if name == "model" else name, control)
         self.summary = W.HTML()
         self.table = W.HTML()
-        self._bind(
-            self.model_choice,
-            self.system,
-            self.count,
-            self.dtype,
-            self.auto,
-            self.tp,
-            self.cp,
-            self.pp,
-            self.ep,
-            self.zero,
-            self.micro_batch,
-            self.recompute,
-            self.global_batch,
-            self.seq_len,
-        )
+        self._bind(*self.controls.values())
+        c = self.controls
+        row = [c[k] for k in ("tp", "cp", "pp", "ep", "zero", "micro_batch", "recompute")]
         self.widget = W.VBox(
             [
-                W.HBox([self.model_choice, self.system, self.count]),
-                W.HBox([self.dtype, self.auto]),
-                W.HBox(
-                    [
-                        self.tp,
-                        self.cp,
-                        self.pp,
-                        self.ep,
-                        self.zero,
-                        self.micro_batch,
-                        self.recompute,
-                    ]
-                ),
-                W.HBox([self.global_batch, self.seq_len]),
+                W.HBox([c["model"], c["system"], c["count"]]),
+                W.HBox([c["dtype"], c["auto"]]),
+                W.HBox(row),
+                W.HBox([c["global_batch"], c["seq_len"]]),
                 self.message,
                 W.HBox([self.memory, self.step, self.chips]),
                 self.summary,
@@ -205,42 +141,16 @@ class ScaleExplorer(Dashboard):
         self.redraw()
 
     # Controls -> model ----------------------------------------------------------------------
+    _SPLIT = ("tp", "cp", "pp", "ep", "zero", "micro_batch", "recompute")
+
     def _apply(self, change) -> None:
-        self.model.set(
-            model=self.model_choice.value,
-            system=self.system.value,
-            count=self.count.value,
-            dtype=self.dtype.value,
-            auto=self.auto.value,
-            tp=self.tp.value,
-            cp=self.cp.value,
-            pp=self.pp.value,
-            ep=self.ep.value,
-            zero=self.zero.value,
-            micro_batch=self.micro_batch.value,
-            recompute=self.recompute.value,
-            global_batch=self.global_batch.value,
-            seq_len=self.seq_len.value,
-        )
+        self.model.set(**{name: control.value for name, control in self.controls.items()})
 
     def _sync_controls(self) -> None:
-        m = self.model
-        self.model_choice.value, self.system.value, self.count.value = m.model, m.system, m.count
-        self.dtype.value, self.auto.value = m.dtype, m.auto
-        self.tp.value, self.pp.value, self.ep.value, self.zero.value = m.tp, m.pp, m.ep, m.zero
-        self.cp.value = m.cp
-        self.micro_batch.value, self.recompute.value = m.micro_batch, m.recompute
-        self.global_batch.value, self.seq_len.value = m.global_batch, m.seq_len
-        for control in (
-            self.tp,
-            self.cp,
-            self.pp,
-            self.ep,
-            self.zero,
-            self.micro_batch,
-            self.recompute,
-        ):
-            control.disabled = m.auto
+        for name, control in self.controls.items():
+            control.value = getattr(self.model, name)
+            if name in self._SPLIT:
+                control.disabled = self.model.auto
 
     # Model -> picture -----------------------------------------------------------------------
     def redraw(self) -> None:
