@@ -8,7 +8,7 @@ KERNEL := trnlab
 PORT   ?= 8888
 STAMP  := $(VENV)/.trnlab-installed
 
-.PHONY: lab test env lint format labs benchmarks clean
+.PHONY: lab test env lint format labs editions benchmarks clean
 
 env: $(STAMP)
 
@@ -45,6 +45,11 @@ benchmarks: $(STAMP)
 # Re-execute the committed labs in place (top to bottom, no widget state) after editing one.
 labs: $(STAMP)
 	$(BIN)/python scripts/run_labs.py
+	$(BIN)/python -m trnlab.course editions
+
+# The instructor edition (instructor/) is generated from labs/ and the exercise solutions.
+editions: $(STAMP)
+	$(BIN)/python -m trnlab.course editions
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
