@@ -68,10 +68,20 @@ class Check:
         return line if self.ok or not self.fix else f"{line}\n          fix: {self.fix}"
 
 
+def _short(path: str | Path) -> str:
+    """A path relative to the working directory when it is close by (``../.venv/bin/python``
+    from labs/), else in full: reports stay readable and do not spell out a home folder."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return str(path)
+    return rel if rel.count("..") <= 1 else str(path)
+
+
 # Individual checks ----------------------------------------------------------------------------
 def check_python() -> Check:
     v = sys.version_info
-    found = f"Python {v.major}.{v.minor}.{v.micro} at {sys.executable}"
+    found = f"Python {v.major}.{v.minor}.{v.micro} at {_short(sys.executable)}"
     if (v.major, v.minor) >= MIN_PYTHON:
         return Check("Python", True, found)
     need = ".".join(map(str, MIN_PYTHON))
@@ -167,13 +177,13 @@ def check_widget_frontend() -> list[Check]:
         found = next((d / folder for d in dirs if (d / folder).is_dir()), None)
         name = f"{package} lab extension"
         if found is not None:
-            out.append(Check(name, True, f"found in {found.parent}"))
+            out.append(Check(name, True, f"found in {_short(found.parent)}"))
         else:
             out.append(
                 Check(
                     name,
                     False,
-                    f"no '{folder}' under {dirs[0]}: {package} output would not draw in JupyterLab",
+                    f"no '{folder}' under {_short(dirs[0])}: {package} output would not draw in JupyterLab",
                     f"reinstall {package} into this environment (pip install --force-reinstall "
                     f"{package}), then restart JupyterLab",
                 )
@@ -208,7 +218,7 @@ def check_kernel() -> Check:
             _INSTALL,
         )
     if KERNEL in specs:
-        return Check(f"'{KERNEL}' kernel", True, f"registered in {specs[KERNEL]}")
+        return Check(f"'{KERNEL}' kernel", True, f"registered in {_short(specs[KERNEL])}")
     others = ", ".join(sorted(specs)) or "none"
     return Check(
         f"'{KERNEL}' kernel",
@@ -268,13 +278,15 @@ def check_running_kernel() -> Check:
     try:
         python = _kernel_python(KERNEL)
     except Exception:
-        return Check(name, False, f"this notebook runs {sys.executable}; no '{KERNEL}' kernel", fix)
+        return Check(
+            name, False, f"this notebook runs {_short(sys.executable)}; no '{KERNEL}' kernel", fix
+        )
     if python and _same_python(python, sys.executable):
-        return Check(name, True, f"this notebook runs {sys.executable}")
+        return Check(name, True, f"this notebook runs {_short(sys.executable)}")
     return Check(
         name,
         False,
-        f"this notebook runs {sys.executable}, the '{KERNEL}' kernel runs {python}",
+        f"this notebook runs {_short(sys.executable)}, the '{KERNEL}' kernel runs {python}",
         fix,
     )
 
