@@ -67,7 +67,7 @@ class LearningPath:
     text: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Course:
     """The whole course: its audience, labs, suggested paths and sessions."""
 
@@ -108,6 +108,9 @@ class Course:
         ]
 
     def __str__(self) -> str:
+        return text_map(self)
+
+    def __repr__(self) -> str:
         return text_map(self)
 
     def _repr_html_(self) -> str:

@@ -1,0 +1,140 @@
+"""Exercises of lab 00 (welcome): a first calculation from the catalogue, one to practise
+``hint()`` on, one read off a dashboard, and finding the lab that covers a topic.
+Expected answers come from the catalogue and the syllabus."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trnlab import catalog
+
+from ._checks import close_to
+from ._exercise import Exercise
+
+__all__ = ["cores", "hbm", "instance_peak", "which_lab"]
+
+#: The instance of the first two exercises.
+INSTANCE = "trn2.48xlarge"
+#: The topic of the "which lab?" exercise (a word in one lab's syllabus topics).
+TOPIC = "MX"
+
+
+def _instance_peak_pf() -> float:
+    s = catalog.system(INSTANCE)
+    # An instance's peak is its chips' peaks added up: chips x per-chip peak.
+    return s.chips * s.chip.peak_flops("fp8") / 1e15
+
+
+instance_peak = Exercise(
+    "lab00.instance_peak",
+    "A trn2.48xlarge instance holds 16 Trainium2 chips, and one Trainium2 chip peaks at about "
+    "1,299 TFLOP/s of dense FP8 (catalog.chip('trn2').peak_flops('fp8')). What is the whole "
+    "instance's dense FP8 peak, in PFLOP/s?",
+    close_to(_instance_peak_pf(), rtol=0.01, what="the instance peak", unit="PFLOP/s"),
+    hints=(
+        "The instance's peak is the sum of its chips' peaks.",
+        "16 x 1,299 TFLOP/s, then divide by 1,000 to go from TFLOP/s to PFLOP/s.",
+    ),
+    solution=_instance_peak_pf,
+    solution_text="peak_pf = 16 * catalog.chip('trn2').peak_flops('fp8') / 1e15   # about 20.8 "
+    "PFLOP/s: the figure AWS prints for trn2.48xlarge",
+)
+
+
+def _cores() -> int:
+    s = catalog.system(INSTANCE)
+    return s.chips * s.chip.cores
+
+
+cores = Exercise(
+    "lab00.cores",
+    "How many NeuronCores does one trn2.48xlarge instance have in all? "
+    "(Try lab00.cores.hint() before you answer.)",
+    close_to(
+        _cores(),
+        rtol=1e-9,
+        what="the number of NeuronCores",
+        slips={16.0: "a factor of 16 - that is one chip's cores, or the instance's chips alone"},
+    ),
+    hints=(
+        "An instance has some chips; each chip has some NeuronCores. Multiply.",
+        "catalog.system('trn2.48xlarge').chips gives the chips; "
+        "catalog.chip('trn2').cores the NeuronCores per chip.",
+    ),
+    solution=_cores,
+    solution_text="cores = catalog.system('trn2.48xlarge').chips * catalog.chip('trn2').cores"
+    "   # 16 chips x 8 NeuronCores = 128",
+)
+
+
+def _hbm_gib() -> float:
+    return catalog.chip("trn3").hbm_bytes / 2**30
+
+
+hbm = Exercise(
+    "lab00.hbm",
+    "Read it off the dashboard: pick the Figure 'HBM capacity' in the ChipExplorer above. "
+    "How many GiB of HBM does one Trainium3 chip have?",
+    close_to(_hbm_gib(), rtol=0.01, what="Trainium3's HBM", unit="GiB"),
+    hints=(
+        "In the dashboard, set Figure to the HBM capacity; hover the Trainium3 bar.",
+        "Or in code: catalog.chip('trn3').hbm_bytes / 2**30 (a GiB is 2^30 bytes).",
+    ),
+    solution=_hbm_gib,
+    solution_text="hbm_gib = catalog.chip('trn3').hbm_bytes / 2**30   # 144 GiB, 1.5x "
+    "Trainium2's 96 GiB",
+)
+
+
+def _lab_for(topic: str) -> int:
+    from trnlab.course import syllabus
+
+    found = [
+        lab.number
+        for lab in syllabus.course_map().labs
+        if any(topic.lower() == t.lower() for t in lab.topics)
+    ]
+    if len(found) != 1:
+        raise LookupError(f"topic {topic!r} is in labs {found} of the syllabus; expected one")
+    return found[0]
+
+
+def _lab_number(answer: Any) -> int:
+    """5, "5", "05", "lab 05", "05_numeric_formats.ipynb" -> 5."""
+    if isinstance(answer, bool):
+        raise TypeError("a lab number, not True/False")
+    if isinstance(answer, int | float):
+        return int(answer)
+    text = str(answer).strip().lower().removeprefix("lab").strip()
+    return int(text.split("_")[0])
+
+
+def _check_lab(answer: Any) -> str | None:
+    from trnlab.course import syllabus
+
+    try:
+        n = _lab_number(answer)
+    except (TypeError, ValueError):
+        return f"answer with a lab number, such as 3 or '03', not {answer!r}"
+    expected = _lab_for(TOPIC)
+    if n == expected:
+        return None
+    try:
+        title = syllabus.course_map().lab(n).title
+    except KeyError:
+        return f"there is no lab {n}; the course map above lists labs 00 to 09"
+    return f"lab {n:02d} is '{title}'; look for a title about how numbers are stored in bits"
+
+
+which_lab = Exercise(
+    "lab00.which_lab",
+    "Which lab would you open to learn why one shared scale per block of 32 values (the OCP "
+    "MX formats) makes 4- and 8-bit numbers usable? Answer with the lab's number.",
+    _check_lab,
+    hints=(
+        "Look down the titles and outcomes in the course map above.",
+        "MX blocks are a numeric format; which lab is about numeric formats?",
+    ),
+    solution=lambda: _lab_for(TOPIC),
+    solution_text="which = 5   # Lab 05, 'Numeric formats: from bits to MX blocks'",
+)
