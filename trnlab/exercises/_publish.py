@@ -30,12 +30,16 @@ def _jsonable(value: Any) -> Any:
 def publish(lab: str, **values: Any) -> dict[str, Any]:
     """Display ``values`` and the status of every exercise checked so far, for tests to read.
 
-    Returns the published dictionary (so a lab can also print from it).
+    The bundle holds ``"lab"``, ``"values"``, ``"exercises"`` (key -> status) and
+    ``"messages"`` (key -> what the check said, e.g. what is wrong; graders copy it into
+    their CSV). Returns the published dictionary (so a lab can also print from it).
     """
+    checked = results()
     bundle = {
         "lab": lab,
         "values": _jsonable(values),
-        "exercises": {k: r.status for k, r in results().items()},
+        "exercises": {k: r.status for k, r in checked.items()},
+        "messages": {k: r.message for k, r in checked.items()},
     }
     try:
         from IPython.display import display

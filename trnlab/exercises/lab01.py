@@ -1,4 +1,8 @@
-"""Exercises of lab 01 (the Trainium family). Expected answers come from the catalogue."""
+"""Exercises of lab 01 (the Trainium family). Expected answers come from the catalogue.
+
+The clock exercise has a variant per chip (``VARIANTS``); the lab's setup cell calls
+:func:`setup` with its ``CLOCK_CHIP`` parameter.
+"""
 
 from __future__ import annotations
 
@@ -6,32 +10,80 @@ from trnlab import catalog
 
 from ._checks import choice, close_to
 from ._exercise import Exercise
+from ._variants import check_variant
 
-__all__ = ["bandwidth_implied", "clock", "growth", "trust"]
+__all__ = [
+    "DEFAULTS",
+    "VARIANTS",
+    "bandwidth_implied",
+    "clock",
+    "growth",
+    "implied_clock_ghz",
+    "setup",
+    "trust",
+]
+
+#: Variant space of the exercises: lab parameter -> allowed values (see :func:`setup`).
+VARIANTS = {"CLOCK_CHIP": ["trn1", "trn2", "trn3"]}
+#: The values the committed lab uses.
+DEFAULTS = {"CLOCK_CHIP": "trn2"}
 
 
-def _clock_ghz() -> float:
-    trn2 = catalog.chip("trn2")
-    core = trn2.core
+def implied_clock_ghz(chip: str) -> float:
+    """The Tensor Engine clock a chip's dense BF16 rating implies, in GHz."""
+    c = catalog.chip(chip)
+    core = c.core
     # peak = cores x rows x cols x 2 FLOP x clock  =>  clock = peak / (cores x rows x cols x 2)
-    return trn2.peak_flops("bf16") / (trn2.cores * core.pe_rows * core.pe_cols * 2) / 1e9
+    return c.peak_flops("bf16") / (c.cores * core.pe_rows * core.pe_cols * 2) / 1e9
 
 
-clock = Exercise(
-    "lab01.clock",
-    "Trainium2 is rated at 667 dense BF16 TFLOPS per chip. It has 8 NeuronCores, each with a "
-    "128 x 128 systolic array doing one multiply-accumulate per PE per cycle. What tensor-engine "
-    "clock (in GHz) does the rating imply?",
-    close_to(_clock_ghz(), rtol=0.005, what="the clock", unit="GHz"),
-    hints=(
-        "Peak FLOP/s = cores x PEs per core x FLOP per PE per cycle x clock.",
-        "A multiply-accumulate counts as 2 FLOPs; a core has 128 x 128 PEs.",
-        "clock = 667e12 / (8 * 128 * 128 * 2), then divide by 1e9 for GHz.",
-    ),
-    solution=_clock_ghz,
-    solution_text="clock_ghz = 667e12 / (8 * 128 * 128 * 2) / 1e9   # about 2.54 GHz, "
-    "6% above the documented 2.4 GHz: the chip rating and the per-core figures do not agree.",
-)
+def _clock_exercise(chip: str) -> Exercise:
+    c = catalog.chip(chip)
+    core = c.core
+    tflops = c.peak_flops("bf16") / 1e12
+    rows, cols = core.pe_rows, core.pe_cols
+    implied = implied_clock_ghz(chip)
+    documented = core.tensor_clock / 1e9
+    formula = f"{tflops:g}e12 / ({c.cores} * {rows} * {cols} * 2)"
+    return Exercise(
+        "lab01.clock",
+        f"{c.name} is rated at {tflops:g} dense BF16 TFLOPS per chip. It has {c.cores} "
+        f"NeuronCores, each with a {rows} x {cols} systolic array doing one multiply-accumulate "
+        "per PE per cycle. What tensor-engine clock (in GHz) does the rating imply?",
+        close_to(implied, rtol=0.005, what="the clock", unit="GHz"),
+        hints=(
+            "Peak FLOP/s = cores x PEs per core x FLOP per PE per cycle x clock.",
+            f"A multiply-accumulate counts as 2 FLOPs; a core has {rows} x {cols} PEs.",
+            f"clock = {formula}, then divide by 1e9 for GHz.",
+        ),
+        solution=lambda: implied_clock_ghz(chip),
+        solution_text=f"clock_ghz = {formula} / 1e9   # about {implied:.2f} GHz, "
+        f"{abs(implied / documented - 1):.0%} {'above' if implied > documented else 'below'} the "
+        f"documented {documented:g} GHz of {core.name}: the chip rating and the per-core "
+        "figures do not agree.",
+    )
+
+
+clock = _clock_exercise(DEFAULTS["CLOCK_CHIP"])
+
+
+def setup(*, clock_chip: str = DEFAULTS["CLOCK_CHIP"]) -> dict[str, str]:
+    """Rebuild the variant-aware exercises for this copy of the lab (its setup cell calls it).
+
+    Parameters
+    ----------
+    clock_chip : {"trn1", "trn2", "trn3"}
+        The chip whose clock :data:`clock` asks to derive from its BF16 rating.
+
+    Returns
+    -------
+    dict
+        The variant in force, by lab parameter name.
+    """
+    global clock
+    chip = check_variant("lab01", "CLOCK_CHIP", clock_chip, VARIANTS)
+    clock = _clock_exercise(chip)
+    return {"CLOCK_CHIP": chip}
 
 
 def _growth() -> float:

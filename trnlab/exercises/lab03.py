@@ -1,5 +1,9 @@
 """Exercises of lab 03 (the tiled matmul). Expected answers come from runs of the reference
-kernels on the NeuronCore model (timing only), computed on first use."""
+kernels on the NeuronCore model (timing only), computed on first use.
+
+The reload and bytes exercises have a variant per matmul shape (``VARIANTS``: the lab's ``M``,
+``K`` and ``N``, the matmul its stepper walks through); the lab's setup cell calls :func:`setup`.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +13,26 @@ import numpy as np
 
 from ._checks import choice, close_to
 from ._exercise import Exercise
+from ._variants import check_variant
 
-__all__ = ["SHAPE", "first_compute_bound", "matmul_ns", "reloads", "tiled_bytes"]
+__all__ = [
+    "DEFAULTS",
+    "SHAPE",
+    "VARIANTS",
+    "first_compute_bound",
+    "matmul_ns",
+    "reloads",
+    "setup",
+    "tiled_bytes",
+]
 
-#: The shape the questions are about: A[256 x 512] @ B[512 x 1024], bf16, on trn1.
-SHAPE = (256, 512, 1024)
+#: Variant space of the exercises: lab parameter -> allowed values (see :func:`setup`).
+#: Whole tiles only (M a multiple of 128, K of 128, N of 512), small enough to step through.
+VARIANTS = {"M": [128, 256, 384, 512], "K": [256, 512, 768, 1024], "N": [1024, 1536, 2048]}
+#: The values the committed lab uses.
+DEFAULTS = {"M": 256, "K": 512, "N": 1024}
+#: The shape the questions are about (bf16, on trn1): A[M x K] @ B[K x N]; see :func:`setup`.
+SHAPE = (DEFAULTS["M"], DEFAULTS["K"], DEFAULTS["N"])
 #: The larger shape of the progression question.
 BIG = (1024, 2048, 2048)
 
@@ -25,9 +44,9 @@ def _run(variant: str, m: int, k: int, n: int, chip: str = "trn1"):
     return kernels.matmul((m, k), (k, n), variant=variant, chip=chip, numerics=False)
 
 
-def _reloads() -> float:
+def _reloads(m: int, k: int, n: int) -> float:
     """Loads of each A tile: loads reading a_t over the distinct a_t regions they read."""
-    r = _run("tiled", *SHAPE)
+    r = _run("tiled", m, k, n)
     t = r.program.table
     a = next(x.id for x in r.program.tensors if x.name == "a_t")
     sel = (t["op"] == 0) & (t["hbm"] == a)
@@ -36,13 +55,14 @@ def _reloads() -> float:
 
 
 def _matmul_ns() -> float:
-    r = _run("tiled", *SHAPE)
+    # The first matmul of any whole-tile shape is one full 128 x 128 x 512 tile.
+    r = _run("tiled", DEFAULTS["M"], DEFAULTS["K"], DEFAULTS["N"])
     mm = np.flatnonzero(r.program.table["op"] == 2)
     return float((r.end[mm[0]] - r.start[mm[0]]) * 1e9)
 
 
-def _tiled_bytes() -> float:
-    return float(_run("tiled", *SHAPE).hbm_bytes)
+def _tiled_bytes(m: int, k: int, n: int) -> float:
+    return float(_run("tiled", m, k, n).hbm_bytes)
 
 
 def _first_compute_bound() -> str:
@@ -63,26 +83,82 @@ def _close(fn, **kw):
     return check
 
 
-reloads = Exercise(
-    "lab03.reloads",
-    "The tiled kernel computes C = A @ B for A[256 x 512] and B[512 x 1024] in tiles of "
-    "128 (K) x 128 (M) x 512 (N), loading an A tile and a B tile for every matmul. How many "
-    "times is each 128 x 128 tile of A loaded from HBM?",
-    _close(
-        _reloads,
-        rtol=1e-9,
-        what="the number of loads",
-        slips={2.0: "a factor of 2 - an A tile is loaded again for every N tile"},
-    ),
-    hints=(
-        "The loops are: for each M tile, for each N tile, for each K tile: load, load, matmul.",
-        "An A tile (one M tile, one K tile) is needed once for every N tile.",
-        "N / 512 = 1024 / 512.",
-    ),
-    solution=_reloads,
-    solution_text="reloads = 1024 // 512   # 2: once per N tile; hoisting the loads out of "
-    "the N loop makes it 1",
-)
+def _reloads_exercise(m: int, k: int, n: int) -> Exercise:
+    per_n = n // 512
+    return Exercise(
+        "lab03.reloads",
+        f"The tiled kernel computes C = A @ B for A[{m} x {k}] and B[{k} x {n}] in tiles of "
+        "128 (K) x 128 (M) x 512 (N), loading an A tile and a B tile for every matmul. How many "
+        "times is each 128 x 128 tile of A loaded from HBM?",
+        _close(
+            lambda: _reloads(m, k, n),
+            rtol=1e-9,
+            what="the number of loads",
+            slips={
+                float(per_n): f"a factor of {per_n} - an A tile is loaded again for every N tile"
+            },
+        ),
+        hints=(
+            "The loops are: for each M tile, for each N tile, for each K tile: load, load, matmul.",
+            "An A tile (one M tile, one K tile) is needed once for every N tile.",
+            f"N / 512 = {n} / 512.",
+        ),
+        solution=lambda: _reloads(m, k, n),
+        solution_text=f"reloads = {n} // 512   # {per_n}: once per N tile; hoisting the loads "
+        "out of the N loop makes it 1",
+    )
+
+
+def _times(count: int) -> str:
+    return "time" if count == 1 else "times"
+
+
+def _tiled_bytes_exercise(m: int, k: int, n: int) -> Exercise:
+    a_loads, b_loads = n // 512, m // 128
+    total = m * k * 2 * a_loads + k * n * 2 * b_loads + m * n * 2
+    return Exercise(
+        "lab03.tiled_bytes",
+        f"How many bytes does the tiled kernel move between HBM and SBUF for A[{m} x {k}] @ "
+        f"B[{k} x {n}] in bf16 (2 bytes per value), C stored once in bf16?",
+        _close(lambda: _tiled_bytes(m, k, n), rtol=0.001, what="the bytes moved", unit="B"),
+        hints=(
+            "Three parts: A as often as it is re-loaded, B likewise, C once.",
+            f"A ({m} x {k} x 2 B) is loaded N / 512 = {a_loads} {_times(a_loads)}; "
+            f"B ({k} x {n} x 2 B) M / 128 = {b_loads} {_times(b_loads)}.",
+            f"C is {m} x {n} x 2 B, stored once.",
+        ),
+        solution=lambda: _tiled_bytes(m, k, n),
+        solution_text=f"tiled_bytes = {m}*{k}*2 * {a_loads} + {k}*{n}*2 * {b_loads} + "
+        f"{m}*{n}*2   # {total:,} B",
+    )
+
+
+def setup(*, m: int = DEFAULTS["M"], k: int = DEFAULTS["K"], n: int = DEFAULTS["N"]) -> dict:
+    """Rebuild the variant-aware exercises for this copy of the lab (its setup cell calls it).
+
+    Parameters
+    ----------
+    m, k, n : int
+        The matmul A[m x k] @ B[k x n] that :data:`reloads` and :data:`tiled_bytes` ask about,
+        each one of ``VARIANTS["M"]``, ``VARIANTS["K"]``, ``VARIANTS["N"]``.
+
+    Returns
+    -------
+    dict
+        The variant in force, by lab parameter name.
+    """
+    global SHAPE, reloads, tiled_bytes
+    shape = tuple(
+        check_variant("lab03", name, value, VARIANTS)
+        for name, value in (("M", m), ("K", k), ("N", n))
+    )
+    SHAPE = shape
+    reloads = _reloads_exercise(*shape)
+    tiled_bytes = _tiled_bytes_exercise(*shape)
+    return dict(zip(("M", "K", "N"), shape, strict=True))
+
+
+reloads = _reloads_exercise(*SHAPE)
 
 
 matmul_ns = Exercise(
@@ -109,19 +185,7 @@ matmul_ns = Exercise(
     solution_text="matmul_ns = (512 + 128 / 4) / 2.8e9 * 1e9   # 194.3 ns",
 )
 
-tiled_bytes = Exercise(
-    "lab03.tiled_bytes",
-    "How many bytes does the tiled kernel move between HBM and SBUF for A[256 x 512] @ "
-    "B[512 x 1024] in bf16 (2 bytes per value), C stored once in bf16?",
-    _close(_tiled_bytes, rtol=0.001, what="the bytes moved", unit="B"),
-    hints=(
-        "Three parts: A as often as it is re-loaded, B likewise, C once.",
-        "A (256 x 512 x 2 B) is loaded N / 512 = 2 times; B (512 x 1024 x 2 B) M / 128 = 2 times.",
-        "C is 256 x 1024 x 2 B, stored once.",
-    ),
-    solution=_tiled_bytes,
-    solution_text="tiled_bytes = 256*512*2 * 2 + 512*1024*2 * 2 + 256*1024*2   # 3,145,728 B",
-)
+tiled_bytes = _tiled_bytes_exercise(*SHAPE)
 
 
 def _choice_check(answer):

@@ -1,4 +1,8 @@
-"""Exercises of lab 05 (numeric formats). Expected answers are computed with trnlab.formats."""
+"""Exercises of lab 05 (numeric formats). Expected answers are computed with trnlab.formats.
+
+The largest-value and MX-scale exercises have a variant per format (``VARIANTS``); the lab's
+setup cell calls :func:`setup` with its ``MAX_FORMAT`` and ``MX_FORMAT`` parameters.
+"""
 
 from __future__ import annotations
 
@@ -10,40 +14,145 @@ from trnlab import formats
 
 from ._checks import close_to
 from ._exercise import Exercise
+from ._variants import check_variant
 
-__all__ = ["e5m2_max", "mx_scale", "rne_sum", "sr_sum"]
+__all__ = [
+    "DEFAULTS",
+    "VARIANTS",
+    "max_finite",
+    "mx_scale",
+    "mx_scale_for",
+    "rne_sum",
+    "setup",
+    "sr_sum",
+]
 
-e5m2_max = Exercise(
-    "lab05.e5m2_max",
-    "FP8 E5M2 has 5 exponent bits (bias 15) and 2 mantissa bits, and keeps the all-ones "
-    "exponent for Inf/NaN as IEEE formats do. What is its largest finite value?",
-    close_to(formats.spec("fp8_e5m2").max, rtol=1e-9, what="the maximum"),
-    hints=(
-        "The largest usable exponent field is 11110 = 30, i.e. 2^(30 - 15).",
-        "The largest significand with 2 mantissa bits is 1.11 in binary = 1.75.",
-    ),
-    solution=lambda: 1.75 * 2.0**15,
-    solution_text="e5m2_max = (1 + 1/2 + 1/4) * 2**(30 - 15)   # 57344",
-)
+#: Variant space of the exercises: lab parameter -> allowed values (see :func:`setup`).
+VARIANTS = {
+    "MAX_FORMAT": ["fp8_e5m2", "fp8_e4m3", "fp8_e4m3fn", "fp8_e3m4", "fp16", "bf16"],
+    "MX_FORMAT": ["mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4"],
+}
+#: The values the committed lab uses.
+DEFAULTS = {"MAX_FORMAT": "fp8_e5m2", "MX_FORMAT": "mxfp8_e4m3"}
+
+#: The largest magnitude of the block in the MX scale question.
+MX_AMAX = 100.0
+
+# How each kind of format spends its all-ones exponent, in the words of the question.
+_SPECIALS = {
+    "ieee": "keeps the all-ones exponent for Inf/NaN as IEEE formats do",
+    "fn": "has no Inf: the all-ones exponent holds numbers, except all-ones exponent and "
+    "mantissa together, which is NaN",
+    "finite": "has no Inf or NaN: every bit pattern is a number",
+}
 
 
-def _mx_scale() -> float:
+def _bits(n: int) -> str:
+    return f"{n} bit" if n == 1 else f"{n} bits"
+
+
+def _max_finite_exercise(name: str) -> Exercise:
+    f = formats.spec(name)
+    e, m, bias = f.exp_bits, f.man_bits, f.bias
+    # IEEE-like: the top exponent field 2^e - 1 is Inf/NaN, so the largest is 2^e - 2, with an
+    # all-ones mantissa. FN (OCP E4M3): the top exponent holds numbers but S.1111.111 is NaN,
+    # so the largest mantissa there is all ones but the last bit.
+    top = 2**e - 2 if f.specials == "ieee" else 2**e - 1
+    mant_bits = m - 1 if f.specials == "fn" else m
+    significand = 2 - 2.0**-mant_bits
+    ones = "1" * mant_bits + ("0" if f.specials == "fn" else "")
+    label = name.replace("fp8_", "FP8 ").upper() if name.startswith("fp8_") else name.upper()
+    return Exercise(
+        "lab05.max_finite",
+        f"{label} has {_bits(e)} of exponent (bias {bias}) and {_bits(m)} of mantissa, and "
+        f"{_SPECIALS[f.specials]}. What is its largest finite value?",
+        close_to(f.max, rtol=1e-9, what="the maximum"),
+        hints=(
+            f"The largest usable exponent field is {top:0{e}b} = {top}, i.e. 2^({top} - {bias}).",
+            f"The largest significand with {_bits(m)} of mantissa is 1.{ones} in binary "
+            f"= 2 - 2^-{mant_bits} = {significand:.10g}.",
+        ),
+        solution=lambda: significand * 2.0 ** (top - bias),
+        solution_text=f"max_finite = (2 - 2**-{mant_bits}) * 2**({top} - {bias})   # {f.max:g}",
+    )
+
+
+def _emax(mx_name: str) -> int:
+    """The element format's largest power of two (OCP MX v1.0 emax_elem)."""
+    return int(np.floor(np.log2(formats.spec(mx_name).element.max)))
+
+
+def mx_scale_for(amax: float, mx_name: str = "mxfp8_e4m3") -> float:
+    """The shared scale trnlab's MX encoder picks for a block whose largest magnitude is amax."""
     block = np.zeros(32, np.float32)
-    block[:3] = [100.0, -3.0, 0.01]
-    code = int(formats.encode(block, "mxfp8_e4m3").scales.ravel()[0])
+    block[:3] = [amax, -3.0, 0.01]
+    code = int(formats.encode(block, mx_name).scales.ravel()[0])
     return 2.0 ** (code - formats.E8M0_BIAS)
 
 
-mx_scale = Exercise(
-    "lab05.mx_scale",
-    "An MXFP8 (E4M3) block of 32 values has largest magnitude 100. OCP MX v1.0 sets the shared "
-    "scale to 2^(floor(log2(amax)) - emax), with emax = 8 for E4M3. What is the scale (a number, "
-    "not its exponent)?",
-    close_to(_mx_scale(), rtol=1e-9, what="the scale"),
-    hints=("floor(log2(100)) = 6, because 64 <= 100 < 128.", "2^(6 - 8)"),
-    solution=_mx_scale,
-    solution_text="scale = 2.0 ** (6 - 8)   # 0.25: 100 / 0.25 = 400 fits under E4M3's 448",
-)
+def _mx_scale_exercise(mx_name: str) -> Exercise:
+    element = formats.spec(mx_name).element
+    emax = _emax(mx_name)
+    # "mxfp8_e4m3" -> MXFP8 (E4M3); "mxfp4" -> MXFP4 (E2M1), its element's layout.
+    base, _, suffix = mx_name.partition("_")
+    kind = (suffix or f"e{element.exp_bits}m{element.man_bits}").upper()
+    label = f"{base.upper()} ({kind})"
+    log2 = int(np.floor(np.log2(MX_AMAX)))
+    scale = 2.0 ** (log2 - emax)
+    top = MX_AMAX / scale
+    if top <= element.max:
+        fate = f"{top:g} fits under {kind}'s largest value, {element.max:g}"
+    else:
+        fate = (
+            f"{top:g} is above {kind}'s largest value, {element.max:g}, so it saturates to "
+            f"{element.max:g} x {scale:g} = {element.max * scale:g}: the rule can clip amax"
+        )
+    return Exercise(
+        "lab05.mx_scale",
+        f"An {label} block of 32 values has largest magnitude {MX_AMAX:g}. OCP MX v1.0 sets the "
+        f"shared scale to 2^(floor(log2(amax)) - emax), with emax = {emax} for {kind}. What is "
+        "the scale (a number, not its exponent)?",
+        close_to(mx_scale_for(MX_AMAX, mx_name), rtol=1e-9, what="the scale"),
+        hints=(
+            f"floor(log2({MX_AMAX:g})) = {log2}, because {2**log2} <= {MX_AMAX:g} < "
+            f"{2 ** (log2 + 1)}.",
+            f"2^({log2} - {emax})",
+        ),
+        solution=lambda: mx_scale_for(MX_AMAX, mx_name),
+        solution_text=f"scale = 2.0 ** ({log2} - {emax})   # {scale:g}: {MX_AMAX:g} / {scale:g} = "
+        + fate,
+    )
+
+
+max_finite = _max_finite_exercise(DEFAULTS["MAX_FORMAT"])
+mx_scale = _mx_scale_exercise(DEFAULTS["MX_FORMAT"])
+
+
+def setup(
+    *, max_format: str = DEFAULTS["MAX_FORMAT"], mx_format: str = DEFAULTS["MX_FORMAT"]
+) -> dict[str, str]:
+    """Rebuild the variant-aware exercises for this copy of the lab (its setup cell calls it).
+
+    Parameters
+    ----------
+    max_format : str
+        The format whose largest finite value :data:`max_finite` asks for
+        (one of ``VARIANTS["MAX_FORMAT"]``).
+    mx_format : str
+        The MX format whose shared scale :data:`mx_scale` asks for
+        (one of ``VARIANTS["MX_FORMAT"]``).
+
+    Returns
+    -------
+    dict
+        The variant in force, by lab parameter name.
+    """
+    global max_finite, mx_scale
+    fmt = check_variant("lab05", "MAX_FORMAT", max_format, VARIANTS)
+    mx = check_variant("lab05", "MX_FORMAT", mx_format, VARIANTS)
+    max_finite = _max_finite_exercise(fmt)
+    mx_scale = _mx_scale_exercise(mx)
+    return {"MAX_FORMAT": fmt, "MX_FORMAT": mx}
 
 
 @lru_cache(maxsize=4)
