@@ -3,6 +3,11 @@
 A view subclasses :class:`Dashboard`, builds its controls and figures, then calls
 :meth:`Dashboard._bind`. A control change calls :meth:`_apply` (which only calls
 ``model.set``); if the model refuses, the message shows why and the last good view stays.
+
+Displayed, a dashboard offers the live widget view and, beside it, a static ``text/html``
+picture (its charts as inline SVG, its settings and its text) and a ``text/plain`` summary:
+a live front end shows the widget; an HTML export or a notebook viewer, where widgets cannot
+run, shows the picture as it was when the cell ran.
 """
 
 from __future__ import annotations
@@ -11,8 +16,55 @@ import html
 from abc import ABC, abstractmethod
 
 import ipywidgets as W
+from plotly.basewidget import BaseFigureWidget
+
+from ._html import text_of
+from ._static import figure_svg
 
 __all__ = ["Dashboard"]
+
+_WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def _walk(w: W.Widget):
+    """The widget tree in display order (Accordion and Tab children included)."""
+    yield w
+    for child in getattr(w, "children", ()) or ():
+        yield from _walk(child)
+
+
+def _setting(w: W.ValueWidget) -> str | None:
+    """ "Description = value" of a control, as the learner reads it (option labels)."""
+    if not w.description or isinstance(w, (W.Play, W.HTML, W.Label)):
+        return None
+    value = getattr(w, "label", w.value)
+    if isinstance(value, tuple):
+        value = ", ".join(map(str, value))
+    elif isinstance(w, W.Checkbox):
+        value = "on" if w.value else "off"
+    return f"{w.description} = {value}"
+
+
+def _static(w: W.Widget) -> str:
+    """Static HTML of a widget subtree: figures as SVG, HTML as is, boxes as boxes."""
+    if isinstance(w, BaseFigureWidget):
+        return f"<div>{figure_svg(w)}</div>"
+    if isinstance(w, W.HTML):
+        return f"<div>{w.value}</div>" if w.value else ""
+    if isinstance(w, W.Accordion):
+        titles = list(w.titles) + [""] * len(w.children)
+        return "".join(
+            f"<details><summary>{html.escape(t or 'more')}</summary>{_static(c)}</details>"
+            for c, t in zip(w.children, titles, strict=False)
+        )
+    if isinstance(w, W.Box):
+        inner = "".join(_static(c) for c in w.children)
+        if not inner:
+            return ""
+        if isinstance(w, W.HBox):
+            return f'<div style="display:flex;flex-wrap:wrap;gap:8px">{inner}</div>'
+        return f"<div>{inner}</div>"
+    return ""  # a control: listed once, as a setting, above the picture
 
 
 class Dashboard(ABC):
@@ -25,8 +77,41 @@ class Dashboard(ABC):
         self.message = W.HTML()
         self._syncing = False
 
-    def _repr_mimebundle_(self, **kwargs):
-        return self.widget._repr_mimebundle_(**kwargs)
+    def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
+        bundle = dict(self.widget._repr_mimebundle_(**kwargs) or {})
+        bundle["text/plain"] = self.summary_text()
+        bundle["text/html"] = self.static_html()
+        if include:
+            bundle = {k: v for k, v in bundle.items() if k in include or k == _WIDGET_VIEW}
+        return {k: v for k, v in bundle.items() if k not in (exclude or ())}
+
+    # What the dashboard shows, for the static fallback and for tests -------------------------
+    def figures(self) -> list[BaseFigureWidget]:
+        """The plotly figures the dashboard draws, in display order."""
+        return [w for w in _walk(self.widget) if isinstance(w, BaseFigureWidget)]
+
+    def summary_text(self) -> str:
+        """The dashboard's text beside its charts (summaries, step, counters, tables, errors),
+        as plain text in display order."""
+        blocks = (text_of(w.value) for w in _walk(self.widget) if isinstance(w, W.HTML))
+        return "\n".join(b for b in blocks if b)
+
+    def settings_text(self) -> str:
+        """The controls' current settings, "Description = value; ..."."""
+        found = (_setting(w) for w in _walk(self.widget) if isinstance(w, W.ValueWidget))
+        return "; ".join(s for s in found if s)
+
+    def static_html(self) -> str:
+        """A static picture of the dashboard as it is now: settings, charts (inline SVG, no
+        scripts) and text, for front ends that cannot run widgets."""
+        name = type(self).__name__
+        return (
+            f'<div class="trnlab-static" role="group" aria-label="{name} (static picture)">'
+            f"<p><b>{name}</b>: {html.escape(self.settings_text())}</p>"
+            f"{_static(self.widget)}"
+            "<p><i>A static picture of this dashboard as it was drawn; run the notebook for "
+            "the live, interactive one.</i></p></div>"
+        )
 
     def _bind(self, *controls: W.ValueWidget) -> None:
         for control in controls:
