@@ -16,6 +16,13 @@ OKABE_ITO = (
     "#F0E442",  # yellow
     "#000000",  # black
 )
+#: Greys and white for context that is not a series to tell apart (the data histogram, idle
+#: links, reference terms, node fills): no hue, so they read the same for everyone.
+NEUTRALS = ("#FFFFFF", "#CCCCCC", "#BBBBBB", "#999999")
+#: The one sequential scale (heatmaps, colour-mapped load): cividis, readable with every common
+#: colour-vision deficiency and in greyscale; these are its steps where a view needs bins.
+SEQUENTIAL = "cividis"
+CIVIDIS_STEPS = ("#00224E", "#434E6C", "#7D7C78", "#BCAF6F", "#FEE838")
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "x", "star", "hexagon")
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 

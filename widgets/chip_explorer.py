@@ -62,6 +62,7 @@ class ChipExplorer(Dashboard):
             options=[("Chips", "chip"), ("Systems", "system")],
             value=self.model.level,
             description="Compare",
+            tooltip="compare single chips, or whole systems built from them",
             tooltips=["one accelerator", "instances and UltraServers"],
             **opts,
         )
@@ -91,6 +92,7 @@ class ChipExplorer(Dashboard):
             options=[("Bars", "bar"), ("Scatter", "scatter")],
             value=self.model.chart,
             description="Chart",
+            tooltip="bars for one figure, or a scatter of two figures",
             tooltips=["one figure per item", "two figures against each other"],
             **opts,
         )

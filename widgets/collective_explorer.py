@@ -19,7 +19,7 @@ from plotly.subplots import make_subplots
 from trnlab.fabric import ALGORITHMS, NODE_KINDS, TIER_NAMES
 from trnlab.units import binary
 
-from ._style import DASHES, base_layout, colour, symbol
+from ._style import CIVIDIS_STEPS, DASHES, base_layout, colour, symbol
 from ._view import Dashboard
 from .collective_model import DRAW_SIZES, PARTS, RING_CHIPS, CollectiveModel, duration
 
@@ -27,9 +27,9 @@ __all__ = ["CollectiveExplorer"]
 
 NAMES = (*ALGORITHMS, "auto")  # fixed order: each algorithm keeps its colour, marker and dash
 # Link load: cividis (readable with every common colour-vision deficiency), and the line gets
-# thicker as the load grows, so load is never told by colour alone.
+# thicker as the load grows, so load is never told by colour alone; idle links are dotted.
 LOAD_BINS = (0.0, 0.25, 0.5, 0.75, 0.9, 1.0 + 1e-9)
-LOAD_COLOURS = ("#00224E", "#434E6C", "#7D7C78", "#BCAF6F", "#FEE838")
+LOAD_COLOURS = CIVIDIS_STEPS
 LOAD_WIDTHS = (1.5, 2.5, 3.5, 5.0, 6.5)
 NODE_SYMBOLS = ("circle", "square", "diamond", "hexagon")  # chip, sled, NeuronSwitch, EFA
 COMPARED = {
@@ -156,7 +156,7 @@ class CollectiveExplorer(Dashboard):
 
         self.fabric_fig = go.FigureWidget(layout=base_layout("Link load", 470))
         self.fabric_fig.add_scatter(name="idle or not simulated", mode="lines", hoverinfo="skip",
-                                    line={"color": "#CCCCCC", "width": 1})  # fmt: skip
+                                    line={"color": "#CCCCCC", "width": 1, "dash": "dot"})  # fmt: skip
         for i, (c, w) in enumerate(zip(LOAD_COLOURS, LOAD_WIDTHS, strict=True)):
             lo, hi = LOAD_BINS[i], min(LOAD_BINS[i + 1], 1.0)
             self.fabric_fig.add_scatter(name=f"{lo:.0%}-{hi:.0%} busy", mode="lines",

@@ -1,7 +1,8 @@
 """FormatExplorer: numeric formats side by side on one data set; error against throughput.
 
 Left: the data's magnitudes (log2 |x| histogram) with each format's representable values as
-ticks below it, so you see where a format has resolution and where it clips or flushes.
+ticks below it, one row per format named at its left end (not told apart by colour alone), so
+you see where a format has resolution and where it clips or flushes.
 Right: matmul accuracy (SNR) against the chosen chip's peak for each format. Below: a table
 and a text summary. The model is :class:`~trnlab.widgets.format_model.FormatComparison`.
 """
@@ -46,8 +47,11 @@ class FormatExplorer(Dashboard):
                 },
                 hoverinfo="text",
                 visible=False,
+                showlegend=False,  # each row is named on the chart instead
             )
-        self.hist.update_layout(xaxis_title="log2 |value|", yaxis_title="count", bargap=0)
+        self.hist.update_layout(
+            xaxis_title="log2 |value|", yaxis_title="count", bargap=0, margin={"l": 100}
+        )
         self.trade = go.FigureWidget(layout=base_layout("Accuracy against throughput", 400))
         for i in range(MAX_FORMATS):
             self.trade.add_scatter(
@@ -84,6 +88,7 @@ class FormatExplorer(Dashboard):
             options=["nearest", "stochastic"],
             value=m.rounding,
             description="Rounding",
+            tooltip="how a value between two representable ones is rounded",
             tooltips=["round to nearest, ties to even", "round up with probability = fraction"],
             style=style,
         )
@@ -101,7 +106,12 @@ class FormatExplorer(Dashboard):
             tooltip="whose peak per format is shown",
             style=style,
         )
-        self.sparse = W.Checkbox(value=m.sparse, description="N:M sparse peak", indent=False)
+        self.sparse = W.Checkbox(
+            value=m.sparse,
+            description="N:M sparse peak",
+            tooltip="use the chip's peak with N:M structured sparsity (e.g. 2:4) as throughput",
+            indent=False,
+        )
         self.summary = W.HTML()
         self.table = W.HTML()
         self._bind(
@@ -157,6 +167,11 @@ class FormatExplorer(Dashboard):
                     trace.visible = True
                 else:
                     trace.visible = False
+            self.hist.layout.annotations = [
+                {"text": r.fmt, "xref": "paper", "x": 0, "xanchor": "right", "yref": "y",
+                 "y": -(i + 1) * tick_gap, "showarrow": False, "font": {"size": 11}}
+                for i, r in enumerate(rows[: MAX_FORMATS])
+            ]  # fmt: skip
         with self.trade.batch_update():
             for i, trace in enumerate(self.trade.data):
                 r = rows[i] if i < len(rows) else None

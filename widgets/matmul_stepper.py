@@ -64,6 +64,7 @@ class MatmulStepper(Dashboard):
             options=list(m.variants),
             value=m.variant,
             description="Kernel",
+            tooltip="the kernel schedule: how tiles move between HBM, SBUF and PSUM",
             tooltips=[_VARIANT_TIPS[v] for v in m.variants],
             style={"description_width": "initial", "button_width": "100px"},
         )

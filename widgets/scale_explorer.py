@@ -80,6 +80,7 @@ class ScaleExplorer(Dashboard):
                 value=m.dtype,
                 description="Format",
                 style=style,
+                tooltip="number format of the matmuls",
                 tooltips=["BF16 matmuls", "FP8 matmuls", "MXFP8 matmuls (Trainium3)"],
             ),
             "auto": W.Checkbox(

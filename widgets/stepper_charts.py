@@ -4,7 +4,7 @@ Every chart is a plotly FigureWidget built once with a fixed set of traces; ``dr
 redraws what depends on the run (only when the run changes), ``draw_cursor`` what depends on
 the cursor (every step). Both update inside ``fig.batch_update()`` and compute nothing the
 model has not already computed. Colours are Okabe-Ito; operations and operands are also told
-apart by bar pattern, highlights by line dash.
+apart by bar pattern (each legend entry its own), highlights by line dash.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ __all__ = ["GanttChart", "HBMChart", "MemoryMap", "RooflineChart", "counters_tab
 PATTERNS = ("", "/", "\\", "x", ".", "+", "-", "|")
 # Operation groups of the timeline: (label, ops, colour index, pattern index).
 OP_GROUPS = (
-    ("DMA load", (P.DMA_LOAD,), 0, 0),
+    ("DMA load", (P.DMA_LOAD,), 0, 7),
     ("DMA store", (P.DMA_STORE,), 5, 1),
     ("matmul / transpose", (P.MATMUL, P.TRANSPOSE), 1, 0),
     ("copy out of PSUM / cast", (P.COPY,), 2, 2),
@@ -147,7 +147,7 @@ class MemoryMap:
             )
         self.fig.add_bar(
             name="partial sums (PSUM)",
-            marker={"color": colour(3), "pattern": {"shape": "x"}},
+            marker={"color": colour(3), "pattern": {"shape": PATTERNS[6]}},
             hoverinfo="text",
             row=1,
             col=2,
