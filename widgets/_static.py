@@ -288,7 +288,12 @@ class _Svg:
         self.w = float(lay.get("width") or 700)
         self.h = float(lay.get("height") or 450)
         m = {"l": 80, "r": 80, "t": 100, "b": 80, **(lay.get("margin") or {})}
-        self.area = (m["l"], m["t"], self.w - m["r"], self.h - m["b"])
+        # Like plotly's automargin: room on the left for long category labels of a y axis.
+        labels = [
+            str(v) for t in self.data if t.get("orientation") == "h" for v in _arr(t.get("y"))
+        ]
+        left = max([m["l"], *(min(6.5 * len(s), 200) + 14 for s in labels)])
+        self.area = (left, m["t"], self.w - m["r"], self.h - m["b"])
         self.defs: dict[str, str] = {}
         self.out: list[str] = []
         self.legend: list[tuple[str, str]] = []  # (swatch svg at 0,0, label)
@@ -363,7 +368,8 @@ class _Svg:
             pos = _arr(t.get("y" if t.get("orientation") == "h" else "x"))
             vals = [r[1] for r in self.bars(t, ax, ay)]
             return [(pos_ax, [pos_ax.lin(p) for p in pos] + self.bar_pos_extent(t, pos_ax)),
-                    (val_ax, [u for v in vals for u in v] + [0.0 if val_ax.type != "log" else None])]  # fmt: skip
+                    (val_ax, [u for v in vals for u in v] + [0.0 if val_ax.type != "log" else None]
+                     + ([v[1] + 0.1 * (v[1] - v[0]) for v in vals] if _arr(t.get("text")) else []))]  # fmt: skip
         if kind == "heatmap":
             z = _arr(t.get("z"))
             nr, nc = len(z), len(z[0]) if z else 0
