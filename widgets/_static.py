@@ -111,10 +111,12 @@ def _tick_label(v: float) -> str:
     for scale, p in _SI:
         if a >= scale:
             return f"{v / scale:.3g}{p}"
-    if a < 0.01:
-        e = math.floor(math.log10(a))
-        return f"{v / 10**e:.3g}e{e}"
-    return f"{v:.3g}"
+    return f"{v:.3g}"  # below 0.01 this is e-notation: 1e-05
+
+
+def _frac(v, lo: float, hi: float):
+    """Where v lies from lo (0) to hi (1); halves keep huge finite values from overflowing."""
+    return (v * 0.5 - lo * 0.5) / ((hi * 0.5 - lo * 0.5) or 1.0)
 
 
 # Colours -------------------------------------------------------------------------------------
@@ -195,8 +197,10 @@ class _Axis:
         if u is None or self.hi == self.lo:
             return None if u is None else (self.px[0] + self.px[1]) / 2
         # halves keep every finite value finite (the span of two huge values overflows)
-        t = (u * 0.5 - self.lo * 0.5) / (self.hi * 0.5 - self.lo * 0.5)
-        p = self.px[0] + t * (self.px[1] - self.px[0])
+        half = self.hi * 0.5 - self.lo * 0.5
+        if half == 0:  # a range narrower than the smallest float: its middle
+            return (self.px[0] + self.px[1]) / 2
+        p = self.px[0] + (u * 0.5 - self.lo * 0.5) / half * (self.px[1] - self.px[0])
         return p if math.isfinite(p) and abs(p) < 1e7 else None
 
     def set_range(self, units: list[float], pad: bool) -> None:
@@ -239,8 +243,8 @@ def _nice(lo: float, hi: float, n: int) -> list[float]:
     if not raw > 0 or not math.isfinite(raw):
         return [lo] if math.isfinite(lo) else []
     mag = 10.0 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
-    if not math.isfinite(step) or step == 0:
+    step = next((m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw), raw)  # subnormal: raw
+    if not math.isfinite(step) or step <= 0:
         return [lo]
     k0 = math.ceil(lo / step)
     count = int(hi / step - k0 + 1e-9) + 1
@@ -572,7 +576,7 @@ class _Svg:
                 stops = _scale(mk.get("colorscale"))
                 lo = _num(mk.get("cmin")) if mk.get("cmin") is not None else min(v for v in nums if v is not None)  # fmt: skip
                 hi = _num(mk.get("cmax")) if mk.get("cmax") is not None else max(v for v in nums if v is not None)  # fmt: skip
-                cols = [_lookup(stops, (v - lo) / ((hi - lo) or 1)) if v is not None else "#999999" for v in nums]  # fmt: skip
+                cols = [_lookup(stops, _frac(v, lo, hi)) if v is not None else "#999999" for v in nums]  # fmt: skip
             mline = mk.get("line") or {}
             mlw = _num(mline.get("width"))
             mlc = mline.get("color") if isinstance(mline.get("color"), str) else None
@@ -663,7 +667,7 @@ class _Svg:
         # 64 colour levels: adjacent cells of one level become one rectangle
         palette = [_lookup(stops, q / 63) for q in range(64)]
         with np.errstate(invalid="ignore"):
-            level = np.clip(np.rint((z - lo) / ((hi - lo) or 1) * 63), 0, 63)
+            level = np.clip(np.rint(_frac(z, lo, hi) * 63), 0, 63)
         level = np.where(np.isfinite(level), level, -1).astype(int)
         parts, cells = ['<g shape-rendering="crispEdges">'], {}
         for i in range(z.shape[0]):
@@ -684,7 +688,7 @@ class _Svg:
             for i, row in enumerate(text):
                 for j, s in enumerate(row if isinstance(row, list) else []):
                     x, y = ax.px_of((xe[j] + xe[j + 1]) / 2), ay.px_of((ye[i] + ye[i + 1]) / 2)
-                    dark = (z[i, j] - lo) / ((hi - lo) or 1) < 0.5
+                    dark = _frac(z[i, j], lo, hi) < 0.5
                     parts.append(f'<text x="{_f(x)}" y="{_f(y + 4)}" text-anchor="middle" font-size="11" fill="{"#FFFFFF" if dark else INK}">{_text(s)}</text>')  # fmt: skip
         self.colourbars.setdefault((tuple(stops), lo, hi), title)
         return "".join(parts)
