@@ -1,8 +1,9 @@
 """trnlab dashboards (imported as ``trnlab.widgets``): thin ipywidgets + plotly views over
-model objects. Each dashboard's model object (``*_model.py``) is plain Python and is tested
+model objects, and the course palette ``OKABE_ITO`` (colour-blind safe). Each dashboard's model object (``*_model.py``) is plain Python and is tested
 without a browser.
 """
 
+from ._style import OKABE_ITO
 from .chip_explorer import ChipExplorer
 from .chip_model import METRICS, ChipComparison
 from .collective_explorer import CollectiveExplorer
@@ -16,6 +17,7 @@ from .scale_model import ScaleModel
 
 __all__ = [
     "METRICS",
+    "OKABE_ITO",
     "ChipComparison",
     "ChipExplorer",
     "CollectiveExplorer",
