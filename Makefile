@@ -28,8 +28,29 @@ lab: $(STAMP)
 
 # The whole suite: lint, unit and property tests, every lab through papermill, nbval on the
 # committed labs. One pytest run, so one summary line.
-test: $(STAMP) lint
+test: $(STAMP) lint browser
 	$(BIN)/python -m pytest tests labs --nbval-lax --nbval-kernel-name $(KERNEL) $(PYTEST_ARGS)
+
+# The classroom app: the main dashboards on one page, served by Voila (code cells hidden).
+# Notebook 7's JupyterLab extension is left out: Voila cannot load it (a console error otherwise).
+.PHONY: app browser
+APP_PORT ?= 8866
+VOILA_ARGS ?=
+app: $(STAMP)
+	$(BIN)/voila apps/dashboards.ipynb --port=$(APP_PORT) --no-browser \
+		'--VoilaConfiguration.extension_denylist=["@jupyter-notebook/lab-extension"]' $(VOILA_ARGS)
+
+# The browser tests drive Debian's chromium (never a downloaded one). Install it when we can
+# (root with apt-get, e.g. CI); otherwise say how, and the browser tests skip (fail under CI=true).
+browser:
+	@if command -v chromium >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing chromium for the browser tests (apt-get)"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+	else \
+		echo "chromium not found: the browser tests will skip. Install it with: sudo apt-get install chromium"; \
+	fi
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

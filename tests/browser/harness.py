@@ -1,0 +1,532 @@
+"""Real-browser harness: a loopback JupyterLab or Voila server and Debian's Chromium via Playwright.
+
+Used by the browser tests (``tests/browser``) and the browser benchmark
+(``benchmarks/bench_browser.py``). Nothing here downloads a browser: Chromium comes from the
+system (``apt-get install chromium``) and Playwright drives it through ``executable_path``.
+
+Every wait is bounded and every failure says what was expected on the page and what was seen.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+LABS_DIR = ROOT / "labs"
+APP = ROOT / "apps" / "dashboards.ipynb"
+LAB_GLOB = "[0-9][0-9]_*.ipynb"
+KERNEL = "trnlab"
+
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+# Notebook 7's JupyterLab extension needs @jupyterlab/docregistry, which Voila does not share,
+# so Voila would log a module-federation error for it; the Makefile's `app` target passes the same.
+VOILA_ARGS = ['--VoilaConfiguration.extension_denylist=["@jupyter-notebook/lab-extension"]']
+# Voila 0.5's "lab" template links Font Awesome from cdn.jsdelivr.net (its only off-box request;
+# icons only, the page works without them). The only requests allowed to leave the machine.
+VOILA_TEMPLATE_CDN = re.compile(r"^https://cdn\.jsdelivr\.net/npm/@fortawesome/fontawesome-free@")
+SERVER_START_S = 90  # a cold JupyterLab on a busy 2-core machine takes ~5-20 s
+SERVER_STOP_S = 10
+LOCAL_HOSTS = {"127.0.0.1", "localhost", "[::1]", "::1"}
+LOCAL_SCHEMES = {"data", "blob"}
+
+# Console messages that are not failures. Keep this tiny and say why for each entry.
+BENIGN_CONSOLE = (
+    # Chromium logs a 404 for /favicon.ico-like resources as a console error; voila and
+    # JupyterLab both request optional files (e.g. a custom.css / workspace) that may be
+    # absent. These are the server saying "no such optional file", not a broken page.
+    re.compile(r"Failed to load resource: the server responded with a status of 404"),
+)
+
+
+# Finding the browser ---------------------------------------------------------------------------
+def chromium_path() -> str | None:
+    """Debian's Chromium, or None."""
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found:
+        return found
+    return "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
+
+
+def missing() -> str | None:
+    """Why the browser tests cannot run here (with how to fix it), or None if they can."""
+    problems = []
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        problems.append(
+            "the playwright python package is missing (pip install -e '.[test]'; "
+            "never `playwright install`: the system chromium is used)"
+        )
+    if chromium_path() is None:
+        problems.append(
+            "no chromium executable on PATH or at /usr/bin/chromium "
+            "(Debian/Ubuntu: `sudo apt-get install chromium`, or `make browser` as root)"
+        )
+    return "; ".join(problems) or None
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def artifacts_dir() -> Path:
+    out = Path(os.environ.get("TRNLAB_ARTIFACTS") or ROOT / "test-artifacts" / "browser")
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def labs() -> list[Path]:
+    return sorted(LABS_DIR.glob(LAB_GLOB))
+
+
+# Servers ---------------------------------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Server:
+    """A Jupyter or Voila server on loopback, in its own process group."""
+
+    kind: str
+    proc: subprocess.Popen
+    port: int
+    token: str
+    log: Path
+    home: Path
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def url(self, path: str) -> str:
+        sep = "&" if "?" in path else "?"
+        return f"{self.base}/{path.lstrip('/')}" + (
+            f"{sep}token={self.token}" if self.token else ""
+        )
+
+    def log_tail(self, chars: int = 3000) -> str:
+        try:
+            return self.log.read_text(errors="replace")[-chars:]
+        except OSError:
+            return "(no log)"
+
+    def wait_ready(self, probe: str, timeout: float = SERVER_START_S) -> None:
+        deadline = time.monotonic() + timeout
+        last = "no answer yet"
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(
+                    f"{self.kind} exited with code {self.proc.returncode} before answering on "
+                    f"port {self.port}; its log ends:\n{self.log_tail()}"
+                )
+            try:
+                with urllib.request.urlopen(self.url(probe), timeout=5) as r:
+                    if r.status == 200:
+                        return
+                    last = f"HTTP {r.status}"
+            except (urllib.error.URLError, OSError) as err:
+                last = str(err)
+            time.sleep(0.3)
+        self.stop()
+        raise RuntimeError(
+            f"{self.kind} did not answer {probe} on 127.0.0.1:{self.port} within {timeout:.0f} s "
+            f"(last: {last}); its log ends:\n{self.log_tail()}"
+        )
+
+    def stop(self) -> None:
+        if self.proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(SERVER_STOP_S)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(SERVER_STOP_S)
+
+
+def _isolated_env(home: Path) -> dict[str, str]:
+    """Jupyter config, data, runtime and workspaces in ``home``: nothing of the user's leaks in."""
+    env = dict(os.environ)
+    dirs = {
+        "JUPYTER_CONFIG_DIR": home / "config",
+        "JUPYTER_DATA_DIR": home / "data",
+        "JUPYTER_RUNTIME_DIR": home / "runtime",
+        "JUPYTERLAB_WORKSPACES_DIR": home / "workspaces",
+        "JUPYTERLAB_SETTINGS_DIR": home / "settings",
+        "IPYTHONDIR": home / "ipython",
+    }
+    for key, path in dirs.items():
+        path.mkdir(parents=True, exist_ok=True)
+        env[key] = str(path)
+    env["JUPYTER_PLATFORM_DIRS"] = "1"
+    env["PYTHONUNBUFFERED"] = "1"
+    env.pop("JUPYTER_TOKEN", None)
+    # The news/announcements toast would ask to fetch jupyter.org and cover the page.
+    # Start the notebook's own kernel (trnlab) on open instead of asking in a dialog.
+    tracker = home / "settings" / "@jupyterlab" / "notebook-extension"
+    tracker.mkdir(parents=True, exist_ok=True)
+    (tracker / "tracker.jupyterlab-settings").write_text(
+        json.dumps({"autoStartDefaultKernel": True})
+    )
+    (home / "config" / "labconfig").mkdir(parents=True, exist_ok=True)
+    (home / "config" / "labconfig" / "page_config.json").write_text(
+        json.dumps({"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}})
+    )
+    return env
+
+
+def _spawn(kind: str, cmd: list[str], home: Path, port: int, token: str, cwd: Path) -> Server:
+    home.mkdir(parents=True, exist_ok=True)
+    log = home / f"{kind}.log"
+    fh = open(log, "wb")
+    proc = subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        env=_isolated_env(home),
+        stdout=fh,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group: stop() takes the kernels with it
+    )
+    fh.close()
+    return Server(kind, proc, port, token, log, home)
+
+
+def _root_flag() -> list[str]:
+    return ["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
+
+
+def start_lab(root_dir: Path, home: Path) -> Server:
+    """JupyterLab (and Notebook 7, same server) serving ``root_dir`` on a free loopback port."""
+    port, token = free_port(), secrets.token_hex(16)
+    cmd = [
+        sys.executable, "-m", "jupyter", "lab", "--no-browser",
+        "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root_dir}",
+        "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        *_root_flag(),
+    ]  # fmt: skip
+    server = _spawn("jupyterlab", cmd, home, port, token, root_dir)
+    server.wait_ready("api/status")
+    return server
+
+
+def start_voila(notebook: Path, home: Path) -> Server:
+    """Voila serving one notebook on a free loopback port (no token: voila has none)."""
+    port = free_port()
+    cmd = [
+        sys.executable, "-m", "voila", str(notebook), "--no-browser",
+        f"--port={port}", "--Voila.ip=127.0.0.1", "--Voila.port_retries=0", *VOILA_ARGS,
+    ]  # fmt: skip
+    server = _spawn("voila", cmd, home, port, "", notebook.parent)
+    server.wait_ready("")
+    return server
+
+
+# Browser ---------------------------------------------------------------------------------------
+@dataclass
+class Watch:
+    """What a page did that a test must check: console errors, page errors, off-box requests."""
+
+    console_errors: list[str] = field(default_factory=list)
+    page_errors: list[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
+
+    def attach(self, page) -> None:
+        def on_console(msg):
+            url = (msg.location or {}).get("url", "")
+            if any(p.search(url) for p in self.allowed):
+                return
+            if msg.type == "error" and not any(p.search(msg.text) for p in BENIGN_CONSOLE):
+                loc = msg.location or {}
+                self.console_errors.append(f"{msg.text} (at {loc.get('url', '?')})")
+
+        page.on("console", on_console)
+        page.on("pageerror", lambda err: self.page_errors.append(str(err)))
+        page.on("request", lambda req: self.requests.append(req.url))
+
+    allowed: tuple[re.Pattern, ...] = ()  # off-box URLs tolerated (see VOILA_TEMPLATE_CDN)
+
+    def off_box(self) -> list[str]:
+        """Requests that left the machine (anything but loopback, data: and blob:)."""
+        out = []
+        for url in self.requests:
+            if any(p.search(url) for p in self.allowed):
+                continue
+            scheme = url.split(":", 1)[0].lower()
+            if scheme in LOCAL_SCHEMES:
+                continue
+            host = urllib.parse.urlsplit(url).hostname or ""
+            if scheme in ("http", "https", "ws", "wss") and host in LOCAL_HOSTS:
+                continue
+            out.append(url)
+        return out
+
+    def problems(self) -> list[str]:
+        """Everything wrong, one line each (empty when the page behaved)."""
+        out = [f"console error: {m}" for m in self.console_errors]
+        out += [f"page error: {m}" for m in self.page_errors]
+        out += [f"request left the machine: {u}" for u in self.off_box()]
+        return out
+
+
+@contextlib.contextmanager
+def chromium(profile: Path | None = None) -> Iterator[object]:
+    """A Playwright browser context on Debian's Chromium with a fresh profile."""
+    from playwright.sync_api import sync_playwright
+
+    exe = chromium_path()
+    if exe is None:
+        raise RuntimeError(missing() or "chromium not found")
+    with contextlib.ExitStack() as stack:
+        if profile is None:
+            profile = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="trnlab-chr-")))
+        pw = stack.enter_context(sync_playwright())
+        context = pw.chromium.launch_persistent_context(
+            str(profile),
+            executable_path=exe,
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1400, "height": 1000},
+            service_workers="block",
+        )
+        context.set_default_timeout(30_000)
+        try:
+            yield context
+        finally:
+            context.close()
+
+
+def copy_labs(dest: Path) -> Path:
+    """A throwaway copy of labs/ with outputs cleared (the tests run cells in it, never in the
+    committed notebooks; cleared, so every execution count and output on the page is new)."""
+    shutil.copytree(LABS_DIR, dest, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    for nb_path in dest.glob(LAB_GLOB):
+        nb = json.loads(nb_path.read_text())
+        for cell in nb["cells"]:
+            if cell["cell_type"] == "code":
+                cell["outputs"], cell["execution_count"] = [], None
+        nb["metadata"].pop("widgets", None)
+        nb_path.write_text(json.dumps(nb, indent=1))
+    return dest
+
+
+# JupyterLab / Notebook 7 pages -------------------------------------------------------------------
+# Errors in the outputs: JupyterLab renders an error output as stderr text (the same mime type as
+# a warning), so a traceback is told by its text; ipywidgets and the plotly renderer print their
+# own failures into the output area.
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\)|^\w*(Error|Exception)\b", re.M)
+_RENDER_FAILURE = re.compile(
+    r"Error displaying widget|Error rendering output|Javascript Error|Failed to display"
+)
+
+
+def _is_error(output: dict) -> bool:
+    if output["mime"] == "application/vnd.jupyter.stderr" and _TRACEBACK.search(output["text"]):
+        return True
+    return bool(_RENDER_FAILURE.search(output["text"]))
+
+
+# One snapshot of the notebook as a learner sees it: prompts of the code cells, the kernel's
+# status indicator, and the text of every stderr / error-looking output.
+_SNAPSHOT_JS = """() => {
+  const nb = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook')
+          || document.querySelector('.jp-Notebook');
+  if (!nb) return null;
+  const prompts = [...nb.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')]
+      .map(e => e.textContent.trim());
+  const ind = document.querySelector('.jp-Notebook-ExecutionIndicator');
+  const outs = [...nb.querySelectorAll('.jp-OutputArea-output')]
+      .map(e => ({mime: e.dataset.mimeType || '', text: e.innerText || ''}));
+  return {prompts, status: ind ? ind.dataset.status : null, outputs: outs};
+}"""
+
+
+def notebook_url(server: Server, name: str, ui: str = "lab") -> str:
+    if ui == "lab":  # a workspace per notebook: nothing restored from another test's layout
+        return server.url(f"lab/workspaces/t-{Path(name).stem}/tree/{name}")
+    return server.url(f"notebooks/{name}")
+
+
+def kernel_state(server: Server, name: str) -> str | None:
+    """The server's view of the notebook's kernel: its execution state, or None if none runs."""
+    try:
+        with urllib.request.urlopen(server.url("api/sessions"), timeout=5) as r:
+            sessions = json.load(r)
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+    for s in sessions:
+        if s.get("path", "").lstrip("/") == name and s.get("kernel"):
+            return s["kernel"].get("execution_state")
+    return None
+
+
+def open_notebook(page, server: Server, name: str, ui: str = "lab", timeout: float = 90) -> None:
+    """Open a notebook and wait until its kernel (trnlab) is running and idle (server and page)."""
+    page.goto(notebook_url(server, name, ui), wait_until="domcontentloaded")
+    deadline = time.monotonic() + timeout
+    state, indicator = None, None
+    while time.monotonic() < deadline:
+        state = kernel_state(server, name)
+        ind = page.locator(".jp-Notebook-ExecutionIndicator")
+        indicator = ind.first.get_attribute("data-status") if ind.count() else None
+        cells = page.locator(".jp-Notebook .jp-Cell").count()
+        if state == "idle" and indicator in ("idle", None if ui != "lab" else "idle") and cells:
+            return
+        _accept_kernel_dialog(page)
+        time.sleep(0.5)
+    raise AssertionError(
+        f"{name} ({ui}): expected the notebook open with its trnlab kernel idle within "
+        f"{timeout:.0f} s; saw kernel state {state!r} on the server, page indicator "
+        f"{indicator!r}, page title {page.title()!r}"
+    )
+
+
+def _accept_kernel_dialog(page) -> bool:
+    """If JupyterLab asks which kernel to use, keep its preselected choice (the notebook's own)."""
+    dialog = page.locator(".jp-Dialog")
+    if dialog.count() and "kernel" in dialog.first.inner_text().lower():
+        dialog.locator(".jp-mod-accept").first.click()
+        return True
+    return False
+
+
+def run_all_cells(page, name: str, start_timeout: float = 30) -> None:
+    """Run > Run All Cells, through the menu bar as a learner would, and see it start."""
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+    deadline = time.monotonic() + start_timeout
+    while time.monotonic() < deadline:
+        snap = page.evaluate(_SNAPSHOT_JS)
+        if snap and any(p != "[ ]:" for p in snap["prompts"]):
+            return
+        _accept_kernel_dialog(page)
+        time.sleep(0.3)
+    raise AssertionError(
+        f"{name}: Run > Run All Cells did not start within {start_timeout:.0f} s: every prompt "
+        "still shows [ ] (no cell queued or running)"
+    )
+
+
+def error_outputs(page) -> list[str]:
+    snap = page.evaluate(_SNAPSHOT_JS) or {"outputs": []}
+    return [o["text"].strip()[:1500] for o in snap["outputs"] if _is_error(o)]
+
+
+def wait_until_run(page, server: Server, name: str, timeout: float = 240) -> int:
+    """Wait until every code cell shows an execution count and the kernel is idle.
+
+    Fails at once (with the traceback) if an error appears: Run All stops at an error.
+    Returns the number of code cells.
+    """
+    deadline = time.monotonic() + timeout
+    snap, state = None, None
+    while time.monotonic() < deadline:
+        snap = page.evaluate(_SNAPSHOT_JS)
+        if snap:
+            errors = [o["text"] for o in snap["outputs"] if _is_error(o)]
+            if errors:
+                raise AssertionError(f"{name}: an output shows an error:\n{errors[0][:2000]}")
+            done = [re.fullmatch(r"\[\d+\]:", p) for p in snap["prompts"]]
+            if snap["prompts"] and all(done) and snap["status"] in ("idle", None):
+                state = kernel_state(server, name)
+                if state == "idle":
+                    return len(done)
+        time.sleep(0.5)
+    raise AssertionError(
+        f"{name}: expected every code cell to show an execution count [n] and the kernel idle "
+        f"within {timeout:.0f} s; saw prompts {snap and snap['prompts']} "
+        f"(page indicator {snap and snap['status']!r}, server kernel state {state!r})"
+    )
+
+
+def open_and_run(page, server: Server, name: str, ui: str = "lab", timeout: float = 240) -> float:
+    """Open a notebook, Run All Cells, wait for every cell; the seconds the run took."""
+    open_notebook(page, server, name, ui)
+    t0 = time.monotonic()
+    run_all_cells(page, name)
+    wait_until_run(page, server, name, timeout)
+    return time.monotonic() - t0
+
+
+# Reading what is drawn -------------------------------------------------------------------------
+# A plotly figure's drawn content: traces, shapes (e.g. a cursor line), title and annotations;
+# hover labels and the mode bar are left out (they change with the mouse, not the data).
+_FIGURE_JS = """(plot) => {
+  const parts = [...plot.querySelectorAll(
+      '.cartesianlayer .overplot, .shapelayer, .gtitle, .annotation-text, .legend .traces')];
+  return parts.map(p => p.outerHTML).join('\\n');
+}"""
+
+
+def figure(scope, title: str):
+    """The plotly figure in ``scope`` (a page or a locator) whose drawn title contains ``title``."""
+    page = getattr(scope, "page", scope)
+    return scope.locator(".js-plotly-plot").filter(has=page.locator("text.gtitle", has_text=title))
+
+
+def dashboard(page, marker):
+    """The output area holding one dashboard, told by something only it has (a locator made
+    from ``page``: a control's title, a figure's title)."""
+    return page.locator(".jp-OutputArea-output").filter(has=marker)
+
+
+def slider(scope, label: str):
+    """The handle (role=slider) of the ipywidgets slider described as ``label``."""
+    page = getattr(scope, "page", scope)
+    box = scope.locator(".widget-slider").filter(
+        has=page.locator("label.widget-label", has_text=re.compile(rf"^\s*{re.escape(label)}\s*$"))
+    )
+    return box.get_by_role("slider")
+
+
+def drawn(plot) -> str:
+    """What the figure shows, as SVG text (compare two of these to see a change)."""
+    return plot.first.evaluate(_FIGURE_JS)
+
+
+def wait_for_change(read, before, what: str, action: str, timeout: float = 20):
+    """Poll ``read()`` until it differs from ``before``; return it, or fail saying what stayed."""
+    deadline = time.monotonic() + timeout
+    now = read()
+    while now == before and time.monotonic() < deadline:
+        time.sleep(0.2)
+        now = read()
+    if now == before:
+        shown = before if len(str(before)) < 400 else str(before)[:400] + "..."
+        raise AssertionError(
+            f"after {action}, expected {what} to change on the page within {timeout:.0f} s; "
+            f"it still shows: {shown}"
+        )
+    return now
