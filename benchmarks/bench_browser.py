@@ -9,7 +9,8 @@ Figures (seconds, one run each: a cold server and browser are part of what a lea
 - ``lab03_run_all_s``: Run All Cells until every cell has finished;
 - ``voila_request_to_first_figure_s``: the Voila app requested until its first dashboard figure
   is drawn (Voila runs the notebook while the page loads);
-- ``voila_all_dashboards_s``: until every dashboard's figure is drawn.
+- ``voila_all_dashboards_s``: until every dashboard's figure is drawn (None, with
+  ``voila_not_drawn`` naming them, if some never are within 120 s).
 
 Skipped (``{"skipped": reason}``) without chromium or playwright. Uses the browser tests'
 harness (``tests/browser/harness.py``); runs on a throwaway copy of labs/.
@@ -68,8 +69,14 @@ def run() -> dict:
                     out["voila_request_to_first_figure_s"] = round(time.monotonic() - t0, 2)
                     titles = ("Data magnitudes", "Engine timeline", "Ring all-reduce",
                               "Memory per chip")  # fmt: skip
-                    _wait(lambda: all(h.figure(page, t).count() for t in titles), 240)
-                    out["voila_all_dashboards_s"] = round(time.monotonic() - t0, 2)
+                    try:
+                        _wait(lambda: all(h.figure(page, t).count() for t in titles), 120)
+                        out["voila_all_dashboards_s"] = round(time.monotonic() - t0, 2)
+                    except TimeoutError:  # reported, not raised: the other figures still count
+                        out["voila_all_dashboards_s"] = None
+                        out["voila_not_drawn"] = [
+                            t for t in titles if not h.figure(page, t).count()
+                        ]
                 finally:
                     voila.stop()
         finally:
