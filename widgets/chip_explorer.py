@@ -147,11 +147,10 @@ class ChipExplorer(Dashboard):
                 xy.y = [b.value for _, b in pts]
                 xy.text = [b.name for _, b in pts]
                 xy.hovertext = [f"{_hover(b)}<br>{x.label}: {a.text}" for a, b in pts]
-                xy.marker = {
-                    "size": 13,
-                    "color": [colour(i) for i in range(len(pts))],
-                    "symbol": [symbol(i) for i in range(len(pts))],
-                }
+                # Property by property: a whole new marker object trips plotly.js's restyle.
+                xy.marker.size = 13
+                xy.marker.color = [colour(i) for i in range(len(pts))]
+                xy.marker.symbol = [symbol(i) for i in range(len(pts))]
                 self.fig.layout.xaxis.title.text = f"{x.label} ({x.unit})"
                 self.fig.layout.xaxis.type = "log"
                 self.fig.layout.yaxis.type = "log"

@@ -14,7 +14,7 @@ import ipywidgets as W
 import plotly.graph_objects as go
 
 from ._html import table
-from ._style import DASHES, base_layout, colour
+from ._style import base_layout, colour
 from ._view import Dashboard
 from .scale_model import DTYPES, ScaleModel
 
@@ -41,8 +41,13 @@ class ScaleExplorer(Dashboard):
                 marker={"color": colour(i), "pattern": {"shape": _PATTERNS[i]}},
                 hoverinfo="name+y",
             )
+        # The capacity is one value per bar: a wide black tick (a marker), styled once here.
+        # Redraws change only x/y: replacing a whole marker object from Python trips plotly.js
+        # in the browser ("Cannot use 'in' operator to search for 'line'").
         self.memory.add_scatter(
-            name="usable HBM", mode="lines", line={"color": "#000000", "dash": DASHES[1]}
+            name="usable HBM",
+            mode="markers",
+            marker={"symbol": "line-ew-open", "size": 60, "color": "#000000", "line": {"width": 3}},
         )
         self.memory.update_layout(barmode="stack", yaxis_title="GiB per chip")
         self.step = go.FigureWidget(layout=base_layout("Where a training step goes", 380))
@@ -165,18 +170,11 @@ class ScaleExplorer(Dashboard):
                 trace.x, trace.y = label, [stack[kind] / gib]
             cap = self.memory.data[4]
             cap.x, cap.y = label, [stack["capacity"] / gib]
-            cap.mode = "markers"
-            cap.marker = {
-                "symbol": "line-ew-open",
-                "size": 60,
-                "color": "#000000",
-                "line": {"width": 3},
-            }
         steps = {k: v for k, v in m.step_breakdown().items() if v > 0}
         with self.step.batch_update():
             bar = self.step.data[0]
             bar.y, bar.x = list(steps), list(steps.values())
-            bar.marker = {"color": [colour(i) for i in range(len(steps))]}
+            bar.marker.color = [colour(i) for i in range(len(steps))]
         rows = m.compare_chips() if r.feasible else []
         with self.chips.batch_update():
             bar = self.chips.data[0]

@@ -164,10 +164,8 @@ class MemoryMap:
         trace.y = [b.partitions for b in boxes]
         trace.base = [0] * len(boxes)
         trace.marker.opacity = [1.0 if b.live else 0.18 for b in boxes]
-        trace.marker.line = {
-            "color": "#000000",
-            "width": [3 if b.active else 0 for b in boxes],
-        }
+        trace.marker.line.color = "#000000"
+        trace.marker.line.width = [3 if b.active else 0 for b in boxes]
         trace.hovertext = [
             f"<b>{html.escape(b.name)}</b> ({html.escape(b.operand)}, {b.fmt})<br>"
             f"{b.partitions} partitions x {b.size:,} {hover_unit} at {b.start:,}<br>"
