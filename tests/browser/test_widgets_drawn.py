@@ -25,10 +25,8 @@ NOTEBOOK7_SHELL = re.compile(
 )
 
 
-def check_matmul_stepper(page, watch, where: str) -> None:
-    """Step forward and back with the buttons; the step text, cursor and HBM picture follow."""
-    before = len(watch.problems())
-    forward_title, back_title = "one step forward", "one step back"
+def find_stepper(page, where: str):
+    """The MatmulStepper's output area, and a function reading the step number it shows."""
     # KernelProfile has the same step buttons; only the stepper has tile-size controls.
     stepper = h.dashboard(page, page.get_by_label("tile N", exact=True))
     assert stepper.count() == 1, (
@@ -41,6 +39,15 @@ def check_matmul_stepper(page, watch, where: str) -> None:
 
     def step() -> int:
         return int(STEP_TEXT.match(text.first.inner_text().strip()).group(1))
+
+    return stepper, step
+
+
+def check_matmul_stepper(page, watch, where: str) -> None:
+    """Step forward and back with the buttons; the step text, cursor and HBM picture follow."""
+    before = len(watch.problems())
+    forward_title, back_title = "one step forward", "one step back"
+    stepper, step = find_stepper(page, where)
 
     gantt = h.figure(stepper, "Engine timeline")
     assert gantt.count() == 1, f"{where}: expected the stepper's 'Engine timeline' chart"
@@ -81,12 +88,7 @@ def check_matmul_stepper(page, watch, where: str) -> None:
 def check_stepper_keyboard(page, watch, where: str) -> None:
     """Focus the stepper's 'Step' slider; ArrowRight / ArrowLeft move one step each way."""
     before = len(watch.problems())
-    stepper = h.dashboard(page, page.get_by_label("tile N", exact=True))
-    stepper.scroll_into_view_if_needed()
-    text = stepper.locator("b").filter(has_text=STEP_TEXT)
-
-    def step() -> int:
-        return int(STEP_TEXT.match(text.first.inner_text().strip()).group(1))
+    stepper, step = find_stepper(page, where)
 
     gantt = h.figure(stepper, "Engine timeline")
 
@@ -145,12 +147,7 @@ def test_matmul_stepper_keyboard_in_notebook7(executed):
     """
     page, watch, _ = executed.get("notebook7/03_tiled_matmul.ipynb", ui="notebook")
     before = len(watch.problems())
-    stepper = h.dashboard(page, page.get_by_label("tile N", exact=True))
-    stepper.scroll_into_view_if_needed()
-    text = stepper.locator("b").filter(has_text=STEP_TEXT)
-
-    def step() -> int:
-        return int(STEP_TEXT.match(text.first.inner_text().strip()).group(1))
+    stepper, step = find_stepper(page, "lab 03 in Notebook 7")
 
     s = step()
     stepper.get_by_title("one step forward").focus()
@@ -165,21 +162,26 @@ def test_matmul_stepper_keyboard_in_notebook7(executed):
     assert not problems, "lab 03 in Notebook 7, keyboard:\n" + "\n".join(problems)
 
 
+def check_choice_redraws(page, watch, where: str, title, control: str, what: str) -> None:
+    """Choose the next option of the dashboard's ``control``; the figure titled ``title`` and
+    the dashboard's text (summary, table) must both change on the page."""
+    explorer = h.dashboard(page, page.locator("text.gtitle", has_text=title))
+    assert explorer.count() == 1, f"{where}: expected one dashboard with a {title!r} chart"
+    explorer.scroll_into_view_if_needed()
+    fig = h.figure(explorer, title)
+    before, text = h.drawn(fig), explorer.inner_text()
+    label = choose_another(explorer.get_by_label(control, exact=True))
+    action = f"choosing {control} = {label!r}"
+    h.wait_for_change(lambda: h.drawn(fig), before, what, action)
+    h.wait_for_change(explorer.inner_text, text, "the summary and table text", action)
+    assert not watch.problems(), "\n".join(watch.problems())
+
+
 @pytest.mark.browser
 def test_format_explorer_redraws_when_the_data_changes(executed):
     page, watch, _ = executed.get("05_numeric_formats.ipynb")
-    explorer = h.dashboard(page, page.locator("text.gtitle", has_text="Data magnitudes"))
-    assert explorer.count() == 1, "lab 05: expected one FormatExplorer ('Data magnitudes' chart)"
-    explorer.scroll_into_view_if_needed()
-    hist = h.figure(explorer, "Data magnitudes")
-    before, text = h.drawn(hist), explorer.inner_text()
-    data = explorer.get_by_label("Data", exact=True)
-    label = choose_another(data)
-    h.wait_for_change(lambda: h.drawn(hist), before, "the data-magnitude histogram",
-                      f"choosing Data = {label!r}")  # fmt: skip
-    h.wait_for_change(explorer.inner_text, text, "the summary and table text",
-                      f"choosing Data = {label!r}")  # fmt: skip
-    assert not watch.problems(), "\n".join(watch.problems())
+    check_choice_redraws(page, watch, "lab 05 FormatExplorer", "Data magnitudes", "Data",
+                         "the data-magnitude histogram")  # fmt: skip
 
 
 @pytest.mark.browser
@@ -187,17 +189,8 @@ def test_scale_explorer_redraws_when_the_sequence_changes(executed):
     page, watch, _ = executed.get("08_scale_to_ultraservers.ipynb")
     # Exact title: the lab's own chart "... training memory per chip, 64 chips" must not match.
     title = re.compile(r"^\s*Memory per chip\s*$")
-    explorer = h.dashboard(page, page.locator("text.gtitle", has_text=title))
-    assert explorer.count() == 1, "lab 08: expected one ScaleExplorer ('Memory per chip' chart)"
-    explorer.scroll_into_view_if_needed()
-    memory = h.figure(explorer, "Memory per chip")
-    before, text = h.drawn(memory), explorer.inner_text()
-    label = choose_another(explorer.get_by_label("sequence", exact=True))
-    h.wait_for_change(lambda: h.drawn(memory), before, "the memory-per-chip bars",
-                      f"choosing sequence = {label}")  # fmt: skip
-    h.wait_for_change(explorer.inner_text, text, "the summary text",
-                      f"choosing sequence = {label}")  # fmt: skip
-    assert not watch.problems(), "\n".join(watch.problems())
+    check_choice_redraws(page, watch, "lab 08 ScaleExplorer", title, "sequence",
+                         "the memory-per-chip bars")  # fmt: skip
 
 
 @pytest.mark.browser
