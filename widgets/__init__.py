@@ -3,6 +3,7 @@ model objects, and the course palette ``OKABE_ITO`` (colour-blind safe). Each da
 without a browser.
 """
 
+from . import _plotly_esm
 from ._style import OKABE_ITO
 from .chip_explorer import ChipExplorer
 from .chip_model import METRICS, ChipComparison
@@ -14,6 +15,8 @@ from .kernel_profile import KernelProfile
 from .matmul_stepper import MatmulStepper
 from .scale_explorer import ScaleExplorer
 from .scale_model import ScaleModel
+
+_plotly_esm.install()  # one plotly.js per page for every FigureWidget (see the module)
 
 __all__ = [
     "METRICS",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 from abc import ABC, abstractmethod
+from copy import deepcopy
 
 import ipywidgets as W
 from plotly.basewidget import BaseFigureWidget
@@ -78,12 +79,28 @@ class Dashboard(ABC):
         self._syncing = False
 
     def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
+        self._snapshot_figures()
         bundle = dict(self.widget._repr_mimebundle_(**kwargs) or {})
         bundle["text/plain"] = self.summary_text()
         bundle["text/html"] = self.static_html()
         if include:
             bundle = {k: v for k, v in bundle.items() if k in include or k == _WIDGET_VIEW}
         return {k: v for k, v in bundle.items() if k not in (exclude or ())}
+
+    def _snapshot_figures(self) -> None:
+        """Put each figure's whole current picture into its synced widget state.
+
+        A FigureWidget's synced state (``_widget_data`` / ``_widget_layout``) is its picture as
+        built; later edits (``add_trace``, ``batch_update``, ...) travel only as one-shot
+        ``_py2js_*`` messages, which only a front end already holding the widget receives.
+        plotly refreshes that state in ``FigureWidget._repr_mimebundle_``, but a figure inside
+        a box is never displayed on its own, so we do it here. Without it, a front end that
+        fetches the widgets' state after the cells ran (Voila; a reloaded JupyterLab page)
+        draws every figure as it was built: empty, or without its title.
+        """
+        for fig in self.figures():
+            fig._widget_layout = deepcopy(fig._layout_obj._props)
+            fig._widget_data = deepcopy(fig._data)
 
     # What the dashboard shows, for the static fallback and for tests -------------------------
     def figures(self) -> list[BaseFigureWidget]:

@@ -61,11 +61,13 @@ def test_voila_app_shows_every_dashboard_and_they_respond(voila_server, browser,
         stepper = h.dashboard(page, page.get_by_label("tile N", exact=True))
         stepper.scroll_into_view_if_needed()
         gantt = h.figure(stepper, "Engine timeline")
-        text = stepper.locator("b").filter(has_text=re.compile(r"^Step \d+ of"))
+        # "Step k of n ..." until the end of the run, then "End of the run: ..."
+        text = stepper.locator("b").filter(has_text=re.compile(r"^(Step \d+ of|End of the run)"))
         before = text.first.inner_text()
         stepper.get_by_title("end of the run").click()
         h.wait_for_change(lambda: text.first.inner_text(), before, "the step text",
                           "clicking '>|' (end of the run)")  # fmt: skip
+        assert text.first.inner_text().startswith("End of the run"), text.first.inner_text()
         assert gantt.locator(".shapelayer path").count(), "the cursor line is not drawn"
 
         problems = watch.problems()
