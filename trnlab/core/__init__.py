@@ -27,6 +27,7 @@ from ._engines import ACTIVATIONS
 from ._errors import (
     FormatNotSupportedError,
     HardwareRuleError,
+    KernelArgumentError,
     OperandPlacementError,
     PsumBankOverflowError,
     SbufCapacityError,
@@ -37,7 +38,7 @@ from ._params import CoreParams, core_params
 from ._program import ENGINES, OPS, Program, engine_name
 from ._run import HBM, Run, hbm, record, run, simulate
 from ._schedule import costs, dma_efficiency, schedule
-from ._tiles import HBMTensor, HBMView, Tile, View, format_bits
+from ._tiles import HBMTensor, HBMView, Tile, TilePool, View, format_bits
 
 __all__ = [
     "ACTIVATIONS",
@@ -49,6 +50,7 @@ __all__ = [
     "HBMTensor",
     "HBMView",
     "HardwareRuleError",
+    "KernelArgumentError",
     "KernelContext",
     "OperandPlacementError",
     "Program",
@@ -56,6 +58,7 @@ __all__ = [
     "Run",
     "SbufCapacityError",
     "Tile",
+    "TilePool",
     "TileTooLargeError",
     "UnwrittenReadError",
     "View",

@@ -1,49 +1,79 @@
 """The kernel API: a context that allocates tiles, checks the hardware rules, records
-instructions (with their dependencies) and, unless timing only, executes their numerics.
+instructions and, unless timing only, executes their numerics.
 
 A kernel is a plain Python function ``kernel(ctx, a, b, c, ...)`` receiving HBM tensors and a
-:class:`KernelContext`. The names follow the hardware (and NKI's concepts, not its API):
-SBUF and PSUM tiles ``[partition, free]``, DMA load/store, a Tensor Engine matmul of a
-*stationary* tile ``[K, M]`` against a *moving* tile ``[K, N]`` into PSUM ``[M, N]``,
-Scalar-engine activation ``f(x * scale + bias)``, Vector-engine elementwise ops and reductions,
-GpSimd ops, and copies with a cast.
+:class:`KernelContext`. The names follow the hardware (and NKI's concepts): SBUF and PSUM tiles
+``[partition, free]``, DMA load/store, a Tensor Engine matmul of a *stationary* tile ``[K, M]``
+against a *moving* tile ``[K, N]`` into PSUM ``[M, N]``, Scalar-engine activation
+``f(x * scale + bias)``, Vector-engine elementwise ops and reductions, GpSimd ops, and copies
+with a cast.
 
-Buffers are explicit: a tile is one buffer; writing it again waits for every earlier reader
-of the overlapped region (write-after-read), so a kernel double-buffers by allocating two tiles
-and alternating. Dependencies are tracked on rectangular regions of tiles and HBM tensors.
+Buffers: a tile is one buffer; writing it again waits for every earlier reader of the
+overlapped bytes (write-after-read). ``ctx.sbuf(shape, fmt, bufs=3)`` gives a
+:class:`TilePool` of rotating buffers (``pool.next()`` each iteration), which is what the NKI
+compiler gives a tile declared inside an ``affine_range`` loop.
+
+Recording is the hot path of a large timing-only run: every instruction method checks its
+rules and appends one flat tuple of integers; dependencies are found afterwards, in one numba
+pass over physical memory (:mod:`trnlab.core._deps`).
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
 from . import _program as P
-from ._deps import Tracker
 from ._engines import EngineOps, quantize
 from ._errors import (
     FormatNotSupportedError,
     HardwareRuleError,
+    KernelArgumentError,
     OperandPlacementError,
     TileTooLargeError,
+    UnwrittenReadError,
 )
 from ._memory import Memory
 from ._params import CoreParams
-from ._tiles import HBMTensor, HBMView, Tile, View, format_bits
+from ._tiles import HBMTensor, HBMView, Tile, TilePool, View, format_bits
 
 __all__ = ["KernelContext"]
 
+_NO = P.NO_REGION
+
 
 def _catalog_dtype(fmt: str) -> str:
-    try:
-        from trnlab import formats
+    from trnlab import formats
 
-        return formats.catalog_dtype(fmt)
-    except (ImportError, AttributeError):  # pragma: no cover - formats present
-        from trnlab import catalog
+    return formats.catalog_dtype(fmt)
 
-        return catalog.dtype_name(fmt)
+
+def _shape2(shape, what: str) -> tuple[int, int]:
+    """``shape`` as two positive integers, or a teaching error."""
+    if (
+        not isinstance(shape, tuple | list)
+        or len(shape) != 2
+        or not all(isinstance(x, numbers.Integral) and not isinstance(x, bool) for x in shape)
+    ):
+        raise KernelArgumentError(
+            f"{what} shape must be two integers (partitions, free), e.g. (128, 512); got {shape!r}"
+        )
+    p, f = int(shape[0]), int(shape[1])
+    if p <= 0 or f <= 0:
+        raise KernelArgumentError(
+            f"{what} shape {(p, f)} has a dimension of {min(p, f)}; both must be at least 1"
+        )
+    return p, f
+
+
+def _bufs(bufs) -> int:
+    if isinstance(bufs, bool) or not isinstance(bufs, numbers.Integral) or not 1 <= bufs <= 64:
+        raise KernelArgumentError(
+            f"bufs (rotating buffers of a tile) must be a whole number from 1 to 64; got {bufs!r}"
+        )
+    return int(bufs)
 
 
 class KernelContext(EngineOps):
@@ -63,16 +93,27 @@ class KernelContext(EngineOps):
         self.params = params
         self.numerics = bool(numerics)
         self._rows: list[tuple] = []
-        self._deps: list[list[int]] = []
         self._tiles: list[Tile] = []
-        self._tile_alloc: dict[int, int] = {}
+        self._tile_alloc: list[int] = []
         self._tile_free: dict[int, int] = {}
         self._tensors: list[HBMTensor] = []
         self._memory = Memory(params, lambda tid: self._tiles[tid].name)
-        self._tracker = Tracker()
         self._dma_next = 0
         self._last_stationary: tuple | None = None
-        self._freed: list[Tile] = []
+        self._formats: list[str] = []
+        self._fmt_ids: dict[str, int] = {}
+        self._rates: dict[str, tuple[float, int]] = {}
+        self._n_queues = int(params.dma_engines)
+        self._store_queue = P.FIRST_DMA + self._n_queues - 1
+        self._load_queues = max(1, self._n_queues - 1)
+
+    def _fmt(self, fmt: str) -> int:
+        i = self._fmt_ids.get(fmt)
+        if i is None:
+            format_bits(fmt)  # unknown names raise here, with trnlab.formats' hints
+            i = self._fmt_ids[fmt] = len(self._formats)
+            self._formats.append(fmt)
+        return i
 
     # ------------------------------------------------------------------------------------------
     # Memory
@@ -82,155 +123,161 @@ class KernelContext(EngineOps):
     ) -> HBMTensor:
         """An HBM tensor. ``data`` (if given) is rounded to ``fmt`` as a host-side cast would;
         ``written`` (default: data given) says whether it holds an input."""
+        shape = _shape2(tuple(shape), f"HBM tensor {name!r}")
+        self._fmt(fmt)
         values = None
-        written = data is not None if written is None else written
+        written = data is not None if written is None else bool(written)
         if self.numerics:
             if written and data is None:
-                raise ValueError(f"HBM input {name!r} needs values when numerics are on")
+                raise KernelArgumentError(
+                    f"HBM input {name!r} needs values when numerics are on (or run with "
+                    f"numerics=False for a timing-only run)"
+                )
             if data is not None:
                 values = quantize(np.asarray(data, np.float32), fmt, axis=0)
             else:
-                values = np.zeros(shape, np.float32)
+                values = np.full(shape, np.nan, np.float32)
         t = HBMTensor(len(self._tensors), name, shape, fmt, values, written=written)
         self._tensors.append(t)
-        self._tracker.add_tensor(t)
         return t
 
-    def sbuf(self, shape, fmt: str = "bf16", name: str | None = None) -> Tile:
-        """Allocate an SBUF tile ``[partitions, free]`` of format ``fmt``.
+    def _tile(self, space: str, shape, fmt: str, name: str | None) -> Tile:
+        parts, free = _shape2(shape, f"{space.upper()} tile")
+        tid = len(self._tiles)
+        if name is None:
+            name = f"{space}{tid}"
+        elif not isinstance(name, str):
+            raise KernelArgumentError(f"a tile name must be a string, not {name!r}")
+        self._memory.check_partitions(space.upper(), name, parts)
+        if space == "sbuf":
+            fid = self._fmt(fmt)
+            need = math.ceil(free * format_bits(fmt) / 8)
+            offset = self._memory.place_sbuf(tid, name, need)
+            lo, hi = offset, offset + need
+        else:
+            fid = self._fmt("fp32")
+            need = free * 4
+            offset = self._memory.take_bank(tid, name, free)
+            lo, hi = offset, offset + -(-need // self.params.psum_bank_bytes)
+        tile = Tile(tid, name, space, (parts, free), fmt, offset, need, self.numerics, fid)
+        tile.span = (lo, hi)
+        self._tiles.append(tile)
+        self._tile_alloc.append(len(self._rows))
+        return tile
+
+    def _pool(self, space, shape, fmt, name, bufs) -> TilePool:
+        n = _bufs(bufs)
+        name = name or f"{space}{len(self._tiles)}"
+        return TilePool(name, [self._tile(space, shape, fmt, f"{name}[{i}]") for i in range(n)])
+
+    def sbuf(self, shape, fmt: str = "bf16", name: str | None = None, bufs: int | None = None):
+        """Allocate an SBUF tile ``[partitions, free]`` of format ``fmt``; with ``bufs=N`` a
+        :class:`TilePool` of N rotating buffers (take one per iteration with ``pool.next()``).
 
         Raises
         ------
         TileTooLargeError
             More partitions than the core has (128).
         SbufCapacityError
-            Not enough bytes left in each partition for ``free x bits / 8`` more.
+            Not enough bytes left in each partition for ``free x bits / 8`` more (per buffer).
+        KernelArgumentError
+            A shape that is not two positive integers, a buffer count outside 1..64.
         """
-        parts, free = int(shape[0]), int(shape[1])
-        tid = len(self._tiles)
-        name = name or f"sbuf{tid}"
-        self._memory.check_partitions("SBUF", name, parts)
-        need = math.ceil(free * format_bits(fmt) / 8)
-        offset = self._memory.place_sbuf(tid, name, need)
-        tile = Tile(tid, name, "sbuf", (parts, free), fmt, offset, need, self.numerics)
-        return self._register(tile, offset, offset + need)
+        if bufs is not None:
+            return self._pool("sbuf", shape, fmt, name, bufs)
+        return self._tile("sbuf", shape, fmt, name)
 
-    def psum(self, shape, name: str | None = None) -> Tile:
-        """Allocate a PSUM tile ``[partitions, free]`` of fp32 accumulators in one bank.
+    def psum(self, shape, name: str | None = None, bufs: int | None = None):
+        """Allocate a PSUM tile ``[partitions, free]`` of fp32 accumulators (one bank, or
+        several where the generation allows); ``bufs=N`` gives N rotating tiles.
 
         Raises
         ------
         PsumBankOverflowError
             More than one bank (2 KiB = 512 fp32 per partition) asked, or all 8 banks taken.
         """
-        parts, free = int(shape[0]), int(shape[1])
-        tid = len(self._tiles)
-        name = name or f"psum{tid}"
-        self._memory.check_partitions("PSUM", name, parts)
-        bank = self._memory.take_bank(tid, name, free)
-        tile = Tile(tid, name, "psum", (parts, free), "fp32", bank, free * 4, self.numerics)
-        banks = -(-free * 4 // self.params.psum_bank_bytes)
-        return self._register(tile, bank, bank + banks)
+        if bufs is not None:
+            return self._pool("psum", shape, "fp32", name, bufs)
+        return self._tile("psum", shape, "fp32", name)
 
-    def free(self, *tiles: Tile) -> None:
-        """Release tiles; their SBUF bytes or PSUM bank can be allocated again."""
-        for t in tiles:
-            if t.freed:
-                continue
-            t.freed = True
-            self._tile_free[t.id] = len(self._rows)
-            self._memory.release(t.id, t.space, t.offset)
-            self._freed.append(t)
-
-    def _register(self, tile: Tile, lo: int, hi: int) -> Tile:
-        # Memory reuse: the first access to the new tile waits for the last accesses of freed
-        # tiles whose bytes (or banks) it takes over.
-        tile.span = (lo, hi)
-        keep = []
-        for old in self._freed:
-            o_lo, o_hi = old.span
-            if old.space != tile.space or o_hi <= lo or hi <= o_lo:
-                keep.append(old)
-                continue
-            tile.inherited.extend(a[4] for a in (*old.writes, *old.reads))
-            if not (lo <= o_lo and o_hi <= hi):
-                keep.append(old)  # partly covered: a later tile may take the rest
-        self._freed = keep
-        self._tiles.append(tile)
-        self._tile_alloc[tile.id] = len(self._rows)
-        self._tracker.add_tile(tile.id)
-        return tile
+    def free(self, *tiles) -> None:
+        """Release tiles (or every buffer of a pool); their SBUF bytes or PSUM banks can be
+        allocated again (a new tile there waits for the old one's last readers and writers)."""
+        for x in tiles:
+            for t in x.buffers if isinstance(x, TilePool) else (x,):
+                if not isinstance(t, Tile):
+                    raise KernelArgumentError(f"ctx.free takes tiles or pools, not {t!r}")
+                if t.freed:
+                    continue
+                t.freed = True
+                self._tile_free[t.id] = len(self._rows)
+                self._memory.release(t.id, t.space, t.offset)
 
     # ------------------------------------------------------------------------------------------
     # Recording
     # ------------------------------------------------------------------------------------------
     @staticmethod
     def _view(x, what: str) -> View:
-        if isinstance(x, Tile):
-            x = x.full
-        if not isinstance(x, View):
+        if type(x) is View:
+            v = x
+        elif type(x) is Tile:
+            v = x.full
+        elif isinstance(x, TilePool):
+            raise OperandPlacementError(
+                f"{what} is a pool of {x.bufs} rotating buffers ({x.name!r}); take one buffer "
+                f"with pool.next() (once per iteration) and use that tile"
+            )
+        else:
             raise OperandPlacementError(
                 f"{what} must be an SBUF or PSUM tile (or a view of one), not {type(x).__name__}; "
                 f"HBM data reaches the engines only through a DMA load into SBUF."
             )
-        if x.tile.freed:
-            raise HardwareRuleError(f"{what}: tile {x.tile.name!r} was freed; allocate a new one.")
-        return x
+        if v.tile.freed:
+            raise HardwareRuleError(f"{what}: tile {v.tile.name!r} was freed; allocate a new one.")
+        return v
 
     @staticmethod
     def _hview(x, what: str) -> HBMView:
-        if isinstance(x, HBMTensor):
-            x = x.full
-        if not isinstance(x, HBMView):
-            raise OperandPlacementError(f"{what} must be an HBM tensor or a slice of one")
-        return x
+        if type(x) is HBMView:
+            return x
+        if type(x) is HBMTensor:
+            return x.full
+        raise OperandPlacementError(
+            f"{what} must be an HBM tensor or a slice of one, not {type(x).__name__}"
+        )
 
-    def _record(self, row: dict, engine: int, reads=(), writes=(), hreads=(), hwrites=()) -> int:
-        i = len(self._rows)
-        self._deps.append(
-            self._tracker.access(i, P.OPS[row["op"]], engine, reads, writes, hreads, hwrites)
-        )
-        self._rows.append(
-            (
-                row["op"],
-                engine,
-                row.get("out", -1),
-                row.get("in0", -1),
-                row.get("in1", -1),
-                row.get("hbm", -1),
-                row.get("partitions", 0),
-                row.get("free", 0),
-                row.get("k", 0),
-                row.get("m", 0),
-                row.get("n_inputs", 0),
-                row.get("bits", 0.0),
-                row.get("rate", 0.0),
-                row.get("dtype", -1),
-                row.get("reload", 0),
-                row.get("bytes", 0),
-                row.get("flops", 0.0),
-                row.get("out_region", (-1, -1, -1, -1)),
-                row.get("in0_region", (-1, -1, -1, -1)),
-                row.get("in1_region", (-1, -1, -1, -1)),
-                row.get("hbm_region", (-1, -1, -1, -1)),
+    def _check_read(self, v: View, what: str) -> None:
+        t = v.tile
+        if not t.fully_written and not t.is_written(v.region):
+            p0, p1, f0, f1 = v.region
+            raise UnwrittenReadError(
+                f"instruction #{len(self._rows)} ({what}) reads {t.space.upper()} tile "
+                f"{t.name!r}[{p0}:{p1}, {f0}:{f1}], part of which nothing has written yet. "
+                f"Load it (DMA), compute it, or memset it before reading."
             )
-        )
-        return i
+
+    def _wrote(self, v: View) -> None:
+        t = v.tile
+        t.version += 1
+        if not t.fully_written:
+            t.mark_written(v.region)
 
     def _dma_queue(self, queue: int | None, store: bool = False) -> int:
         """Default queues: loads round-robin over all queues but the last, stores on the last
         (queues run in order, so a store waiting for compute would hold up the loads behind it)."""
-        n = int(self.params.dma_engines)
         if queue is None:
             if store:
-                return P.FIRST_DMA + n - 1
-            queue = self._dma_next
-            self._dma_next = (self._dma_next + 1) % max(1, n - 1)
-        elif not 0 <= queue < n:
+                return self._store_queue
+            q = self._dma_next
+            self._dma_next = (q + 1) % self._load_queues
+            return P.FIRST_DMA + q
+        if isinstance(queue, bool) or not isinstance(queue, numbers.Integral):
+            raise KernelArgumentError(f"a DMA queue is a whole number, not {queue!r}")
+        if not 0 <= queue < self._n_queues:
             raise HardwareRuleError(
-                f"DMA queue {queue} does not exist; {self.params.name} has 0..{n - 1}"
+                f"DMA queue {queue} does not exist; {self.params.name} has 0..{self._n_queues - 1}"
             )
-        return P.FIRST_DMA + queue
+        return P.FIRST_DMA + int(queue)
 
     # ------------------------------------------------------------------------------------------
     # DMA
@@ -242,70 +289,131 @@ class KernelContext(EngineOps):
         """
         d = self._view(dst, "load destination")
         s = self._hview(src, "load source")
-        if d.tile.space != "sbuf":
+        dt = d.tile
+        if dt.space != "sbuf":
             raise OperandPlacementError(
-                f"load into {d.tile.space.upper()} tile {d.tile.name!r}: DMA writes SBUF; only the "
+                f"load into {dt.space.upper()} tile {dt.name!r}: DMA writes SBUF; only the "
                 f"Tensor Engine writes PSUM. Load into an SBUF tile."
             )
-        if d.shape != s.shape:
+        p0, p1, f0, f1 = d.region
+        r0, r1, c0, c1 = s.r0, s.r1, s.c0, s.c1
+        if p1 - p0 != r1 - r0 or f1 - f0 != c1 - c0:
             raise HardwareRuleError(
                 f"load: SBUF region {d.shape} and HBM region {s.shape} differ in shape"
             )
-        nbytes = math.ceil(s.shape[0] * s.shape[1] * s.tensor.bits / 8)
-        row = dict(
-            op=P.DMA_LOAD,
-            out=d.tile.id,
-            hbm=s.tensor.id,
-            partitions=d.partitions,
-            free=d.free,
-            bits=s.tensor.bits,
-            bytes=nbytes,
-            out_region=d.region,
-            hbm_region=(s.r0, s.r1, s.c0, s.c1),
+        tensor = s.tensor
+        if not tensor.written:
+            self._check_stored(tensor, s, "load")
+        i = len(self._rows)
+        self._rows.append(
+            (
+                P.DMA_LOAD,
+                self._dma_queue(queue),
+                dt.id,
+                -1,
+                -1,
+                tensor.id,
+                p1 - p0,
+                f1 - f0,
+                0,
+                0,
+                0,
+                self._fmt_ids[tensor.fmt],
+                -1,
+                0,
+                0,
+                p0,
+                p1,
+                f0,
+                f1,
+                *_NO,
+                *_NO,
+                r0,
+                r1,
+                c0,
+                c1,
+            )
         )
-        i = self._record(row, self._dma_queue(queue), writes=(d,), hreads=(s,))
+        self._wrote(d)
         if self.numerics:
-            x = s.tensor.data[s.r0 : s.r1, s.c0 : s.c1]
-            d.set(x if d.tile.fmt == s.tensor.fmt else quantize(x, d.tile.fmt, axis=0))
+            x = tensor.data[r0:r1, c0:c1]
+            d.set(x if dt.fmt == tensor.fmt else quantize(x, dt.fmt, axis=0))
         return i
+
+    def _check_stored(self, tensor: HBMTensor, s: HBMView, what: str) -> None:
+        """An output tensor counts as written where any store overlapped (not exact cover)."""
+        for a, b, c, d in tensor.stored:
+            if a < s.r1 and s.r0 < b and c < s.c1 and s.c0 < d:
+                return
+        raise UnwrittenReadError(
+            f"instruction #{len(self._rows)} {what}s HBM tensor {tensor.name!r}"
+            f"[{s.r0}:{s.r1}, {s.c0}:{s.c1}], which no instruction has stored yet."
+        )
 
     def store(self, dst, src, queue: int | None = None) -> int:
         """DMA SBUF ``src`` to HBM ``dst`` (rounded to the tensor's format if it differs)."""
         d = self._hview(dst, "store destination")
         s = self._view(src, "store source")
-        if s.tile.space != "sbuf":
+        st = s.tile
+        if st.space != "sbuf":
             raise OperandPlacementError(
-                f"store from PSUM tile {s.tile.name!r}: copy it to SBUF first "
+                f"store from PSUM tile {st.name!r}: copy it to SBUF first "
                 f"(ctx.copy(sbuf_tile, psum_tile), a cast on the Vector or Scalar engine)."
             )
-        if d.shape != s.shape:
+        p0, p1, f0, f1 = s.region
+        r0, r1, c0, c1 = d.r0, d.r1, d.c0, d.c1
+        if p1 - p0 != r1 - r0 or f1 - f0 != c1 - c0:
             raise HardwareRuleError(
                 f"store: HBM region {d.shape} and SBUF region {s.shape} differ in shape"
             )
-        nbytes = math.ceil(d.shape[0] * d.shape[1] * d.tensor.bits / 8)
-        row = dict(
-            op=P.DMA_STORE,
-            in0=s.tile.id,
-            hbm=d.tensor.id,
-            partitions=s.partitions,
-            free=s.free,
-            bits=d.tensor.bits,
-            bytes=nbytes,
-            in0_region=s.region,
-            hbm_region=(d.r0, d.r1, d.c0, d.c1),
+        self._check_read(s, "dma_store")
+        tensor = d.tensor
+        if not tensor.written:
+            tensor.stored.append((r0, r1, c0, c1))
+        i = len(self._rows)
+        self._rows.append(
+            (
+                P.DMA_STORE,
+                self._dma_queue(queue, store=True),
+                -1,
+                st.id,
+                -1,
+                tensor.id,
+                p1 - p0,
+                f1 - f0,
+                0,
+                0,
+                0,
+                self._fmt_ids[tensor.fmt],
+                -1,
+                0,
+                0,
+                *_NO,
+                p0,
+                p1,
+                f0,
+                f1,
+                *_NO,
+                r0,
+                r1,
+                c0,
+                c1,
+            )
         )
-        i = self._record(row, self._dma_queue(queue, store=True), reads=(s,), hwrites=(d,))
         if self.numerics:
             x = s.get()
-            if s.tile.fmt != d.tensor.fmt:
-                x = quantize(x, d.tensor.fmt, axis=0)
-            d.tensor.data[d.r0 : d.r1, d.c0 : d.c1] = x
+            if st.fmt != tensor.fmt:
+                x = quantize(x, tensor.fmt, axis=0)
+            tensor.data[r0:r1, c0:c1] = x
         return i
 
     # ------------------------------------------------------------------------------------------
     # Tensor Engine
     # ------------------------------------------------------------------------------------------
     def _tensor_rate(self, fmt: str, what: str) -> tuple[float, int]:
+        got = self._rates.get(fmt)
+        if got is not None:
+            return got
         from trnlab.catalog import DTYPES
 
         p = self.params
@@ -325,7 +433,8 @@ class KernelContext(EngineOps):
                 f"{hint} It multiplies {have}; cast the tile (ctx.copy into a tile of one of "
                 f"those formats) or pick a chip that has {d}."
             )
-        return p.tensor_rate[d], DTYPES.index(d)
+        got = self._rates[fmt] = (p.tensor_rate[d], DTYPES.index(d))
+        return got
 
     def matmul(self, out, stationary, moving, accumulate: bool = False) -> int:
         """Tensor Engine: ``out[M, N] (+)= stationary[K, M].T @ moving[K, N]`` in fp32 PSUM.
@@ -346,19 +455,22 @@ class KernelContext(EngineOps):
         o = self._view(out, "matmul output")
         st = self._view(stationary, "matmul stationary operand")
         mv = self._view(moving, "matmul moving operand")
-        for v, what in ((st, "stationary"), (mv, "moving")):
-            if v.tile.space != "sbuf":
-                raise OperandPlacementError(
-                    f"matmul {what} operand {v.tile.name!r} is in {v.tile.space.upper()}; the "
-                    f"Tensor Engine reads its inputs from SBUF. Copy it to an SBUF tile first."
-                )
-        if o.tile.space != "psum":
+        stt, mvt, ot = st.tile, mv.tile, o.tile
+        if stt.space != "sbuf" or mvt.space != "sbuf":
+            v, what = (st, "stationary") if stt.space != "sbuf" else (mv, "moving")
             raise OperandPlacementError(
-                f"matmul output {o.tile.name!r} is in SBUF; the Tensor Engine writes PSUM. "
+                f"matmul {what} operand {v.tile.name!r} is in {v.tile.space.upper()}; the "
+                f"Tensor Engine reads its inputs from SBUF. Copy it to an SBUF tile first."
+            )
+        if ot.space != "psum":
+            raise OperandPlacementError(
+                f"matmul output {ot.name!r} is in SBUF; the Tensor Engine writes PSUM. "
                 f"Allocate the output with ctx.psum(...) and copy it to SBUF afterwards."
             )
-        k, m = st.shape
-        k2, n = mv.shape
+        sp0, sp1, sf0, sf1 = st.region
+        mp0, mp1, mf0, mf1 = mv.region
+        k, m = sp1 - sp0, sf1 - sf0
+        k2, n = mp1 - mp0, mf1 - mf0
         if k > p.pe_rows or k2 > p.pe_rows:
             raise TileTooLargeError(
                 f"matmul contracts over {max(k, k2)} partitions; the {p.pe_rows}x{p.pe_cols} PE "
@@ -382,36 +494,55 @@ class KernelContext(EngineOps):
                 f"matmul: stationary has K={k} partitions but moving has {k2}; both must hold the "
                 f"same contraction rows on the same partitions."
             )
-        if o.shape != (m, n):
+        op0, op1, of0, of1 = o.region
+        if op1 - op0 != m or of1 - of0 != n:
             raise HardwareRuleError(
                 f"matmul output region is {o.shape}; it must be [M, N] = {(m, n)}"
             )
-        r1, d1 = self._tensor_rate(st.tile.fmt, "matmul stationary")
-        r2, d2 = self._tensor_rate(mv.tile.fmt, "matmul moving")
-        rate, dt = (r1, d1) if r1 <= r2 else (r2, d2)
-        key = (st.tile.id, st.region, self._tracker.versions[st.tile.id])
+        r1, d1 = self._tensor_rate(stt.fmt, "matmul stationary")
+        r2, d2 = self._tensor_rate(mvt.fmt, "matmul moving")
+        fmt, dt = (stt.fmt, d1) if r1 <= r2 else (mvt.fmt, d2)
+        self._check_read(st, "matmul")
+        self._check_read(mv, "matmul")
+        if accumulate:
+            self._check_read(o, "matmul (accumulate)")
+        key = (stt.id, sp0, sp1, sf0, sf1, stt.version)
         reload = int(key != self._last_stationary)
         self._last_stationary = key
-        row = dict(
-            op=P.MATMUL,
-            out=o.tile.id,
-            in0=st.tile.id,
-            in1=mv.tile.id,
-            partitions=k,
-            free=n,
-            k=k,
-            m=m,
-            bits=st.tile.bits,
-            rate=rate,
-            dtype=dt,
-            reload=reload,
-            flops=2.0 * k * m * n,
-            out_region=o.region,
-            in0_region=st.region,
-            in1_region=mv.region,
+        i = len(self._rows)
+        self._rows.append(
+            (
+                P.MATMUL,
+                P.TENSOR,
+                ot.id,
+                stt.id,
+                mvt.id,
+                -1,
+                k,
+                n,
+                k,
+                m,
+                0,
+                self._fmt_ids[fmt],
+                dt,
+                reload,
+                P.FLAG_OUT_READ if accumulate else 0,
+                op0,
+                op1,
+                of0,
+                of1,
+                sp0,
+                sp1,
+                sf0,
+                sf1,
+                mp0,
+                mp1,
+                mf0,
+                mf1,
+                *_NO,
+            )
         )
-        reads = (st, mv, o) if accumulate else (st, mv)
-        i = self._record(row, P.TENSOR, reads=reads, writes=(o,))
+        self._wrote(o)
         if self.numerics:
             prod = st.get().T @ mv.get()  # float32 products, fp32 accumulation
             o.set(o.get() + prod if accumulate else prod)
@@ -438,25 +569,34 @@ class KernelContext(EngineOps):
             raise HardwareRuleError(
                 f"transpose output region is {o.shape}; it must be {(free, parts)}"
             )
-        rate, dt = self._tensor_rate(s.tile.fmt, "transpose input")
+        _, dt = self._tensor_rate(s.tile.fmt, "transpose input")
+        self._check_read(s, "transpose")
         self._last_stationary = None
-        row = dict(
-            op=P.TRANSPOSE,
-            out=o.tile.id,
-            in0=s.tile.id,
-            partitions=parts,
-            free=parts,
-            k=parts,
-            m=free,
-            bits=s.tile.bits,
-            rate=rate,
-            dtype=dt,
-            reload=1,
-            flops=0.0,
-            out_region=o.region,
-            in0_region=s.region,
+        i = len(self._rows)
+        self._rows.append(
+            (
+                P.TRANSPOSE,
+                P.TENSOR,
+                o.tile.id,
+                s.tile.id,
+                -1,
+                -1,
+                parts,
+                parts,
+                parts,
+                free,
+                0,
+                s.tile.fmt_id,
+                dt,
+                1,
+                0,
+                *o.region,
+                *s.region,
+                *_NO,
+                *_NO,
+            )
         )
-        i = self._record(row, P.TENSOR, reads=(s,), writes=(o,))
+        self._wrote(o)
         if self.numerics:
             o.set(s.get().T)
         return i
@@ -464,15 +604,12 @@ class KernelContext(EngineOps):
     # ------------------------------------------------------------------------------------------
     def program(self) -> P.Program:
         """The recorded program (flat table + CSR dependencies + tile and tensor records)."""
-        table = (
-            np.array(self._rows, dtype=P.INSTRUCTION_DTYPE)
-            if self._rows
-            else np.zeros(0, P.INSTRUCTION_DTYPE)
-        )
-        counts = np.fromiter((len(d) for d in self._deps), np.int64, len(self._deps))
-        ptr = np.zeros(len(self._deps) + 1, np.int64)
-        np.cumsum(counts, out=ptr[1:])
-        idx = np.fromiter((x for d in self._deps for x in d), np.int32, int(ptr[-1]))
+        from ._deps import dependencies
+
+        rates = {dt: r for (r, dt) in self._rates.values()}
+        table = P.build_table(self._rows, tuple(self._formats), rates)
+        n_engines = P.FIRST_DMA + self._n_queues
+        ptr, idx = dependencies(table, self._tiles, self._tensors, self.params, n_engines)
         tiles = tuple(
             P.TileRecord(
                 id=t.id,
@@ -484,6 +621,8 @@ class KernelContext(EngineOps):
                 bytes_per_partition=t.bytes_per_partition,
                 alloc_instr=self._tile_alloc[t.id],
                 free_instr=self._tile_free.get(t.id, -1),
+                pool=t.pool,
+                buffer=t.buffer,
             )
             for t in self._tiles
         )
@@ -495,5 +634,6 @@ class KernelContext(EngineOps):
             tiles=tiles,
             tensors=tensors,
             chip=self.params.chip,
-            dma_queues=int(self.params.dma_engines),
+            dma_queues=self._n_queues,
+            formats=tuple(self._formats),
         )

@@ -1,115 +1,315 @@
-"""Dependencies between instructions, tracked on rectangular regions of tiles and HBM tensors.
+"""Dependencies between instructions, on physical memory, in one linear numba pass.
 
-An instruction that reads a region waits for the earlier writes overlapping it (read after
-write); one that writes waits for earlier writes and reads of the region (write after write,
-write after read: the explicit buffer reuse a kernel makes by writing a tile again). Engines
-and DMA queues run in order, so only the latest dependency on each engine is kept, and an
-access subsumes earlier ones it contains on the same engine, which keeps the lists short.
+Every operand is a rectangle of physical memory: SBUF and PSUM as ``[partition, byte offset]``
+(a tile takes the same byte range in each of its partitions), an HBM tensor as ``[row, col]``.
+An instruction that reads a rectangle waits for the earlier writes overlapping it (read after
+write); one that writes waits for the earlier writes and reads of it (write after write, write
+after read: buffer reuse, including a new tile placed on the bytes of a freed one). Engines and
+DMA queues run in order, so only the latest dependency on each engine is kept.
+
+The pass keeps, per memory object, a grid of cells with the recent accesses that touch each
+cell; a write that covers an older access retires it, and a read that covers an older read of
+the same engine replaces it. A kernel's cost is then linear in its instructions (the old
+per-tile lists grew with every store to a new region of a tensor: quadratic).
 """
 
 from __future__ import annotations
 
-from ._errors import UnwrittenReadError
-from ._tiles import HBMTensor
+import numpy as np
 
-__all__ = ["Tracker"]
+from . import _program as P
+
+__all__ = ["dependencies"]
+
+SBUF, PSUM = 0, 1
+_SBUF_CELL_BYTES = 1024
+_ROW_CELL = 32  # partitions per cell (a quadrant)
+_HBM_MAX_CELLS = 1 << 20
 
 
-def _overlap(a, b) -> bool:
-    return a[0] < b[1] and b[0] < a[1] and a[2] < b[3] and b[2] < a[3]
+def _grow_py(a, n):
+    b = np.empty(n, a.dtype)
+    b[: a.shape[0]] = a
+    return b
 
 
-def _contains(outer, inner) -> bool:
-    return (
-        outer[0] <= inner[0]
-        and inner[1] <= outer[1]
-        and outer[2] <= inner[2]
-        and inner[3] <= outer[3]
+_grow = _grow_py  # replaced by its compiled form before the pass compiles
+
+
+def _deps_py(
+    op,
+    engine,
+    flags,
+    ids,  # (n, 4): out, in0, in1, hbm
+    regions,  # (n, 4, 4): region of each operand
+    tile_space,
+    tile_offset,
+    tile_bits,
+    obj_rows,
+    obj_cols,
+    obj_rb,
+    obj_cb,
+    obj_ncol,
+    obj_base,
+    obj_track_reads,
+    n_cells,
+    n_engines,
+    psum_bank_bytes,
+):
+    n = op.shape[0]
+    head = np.full(n_cells, -1, np.int64)
+    cap = max(1024, 4 * n)
+    r0 = np.empty(cap, np.int64)
+    r1 = np.empty(cap, np.int64)
+    c0 = np.empty(cap, np.int64)
+    c1 = np.empty(cap, np.int64)
+    rinstr = np.empty(cap, np.int64)
+    reng = np.empty(cap, np.int64)
+    rwrite = np.empty(cap, np.uint8)
+    rnext = np.empty(cap, np.int64)
+    nrec = 0
+    ptr = np.zeros(n + 1, np.int64)
+    dcap = max(1024, 2 * n)
+    didx = np.empty(dcap, np.int32)
+    nd = 0
+    seen = np.full(n, -1, np.int64)
+    last = np.full(n_engines, -1, np.int64)
+    touched = np.empty(n_engines, np.int64)
+    found = np.empty(64, np.int64)
+    acc_obj = np.empty(4, np.int64)
+    acc_rect = np.empty((4, 4), np.int64)
+    acc_write = np.empty(4, np.uint8)
+    for i in range(n):
+        e = engine[i]
+        # The accesses of instruction i: (object, rectangle, write?).
+        na = 0
+        for slot in range(4):
+            t = ids[i, slot]
+            if t < 0:
+                continue
+            rg = regions[i, slot]
+            if slot < 3:  # a tile
+                sp = tile_space[t]
+                b = tile_bits[t]
+                if sp == SBUF:
+                    lo = tile_offset[t] + int(np.floor(rg[2] * b / 8.0))
+                    hi = tile_offset[t] + int(np.ceil(rg[3] * b / 8.0))
+                else:
+                    lo = tile_offset[t] * psum_bank_bytes + rg[2] * 4
+                    hi = tile_offset[t] * psum_bank_bytes + rg[3] * 4
+                acc_obj[na] = sp
+                acc_rect[na, 0] = rg[0]
+                acc_rect[na, 1] = rg[1]
+                acc_rect[na, 2] = lo
+                acc_rect[na, 3] = hi
+                acc_write[na] = 1 if slot == 0 else 0
+            else:  # an HBM tensor: loads read it, stores write it
+                acc_obj[na] = 2 + t
+                acc_rect[na, 0] = rg[0]
+                acc_rect[na, 1] = rg[1]
+                acc_rect[na, 2] = rg[2]
+                acc_rect[na, 3] = rg[3]
+                acc_write[na] = 1 if op[i] == P.DMA_STORE else 0
+            na += 1
+        nf = 0
+        for a in range(na):
+            ob = acc_obj[a]
+            wr = acc_write[a]
+            if wr == 0 and not obj_track_reads[ob]:
+                continue  # never written during the kernel: nothing to wait for, no WAR
+            ar0 = acc_rect[a, 0]
+            ar1 = acc_rect[a, 1]
+            ac0 = acc_rect[a, 2]
+            ac1 = acc_rect[a, 3]
+            rb = obj_rb[ob]
+            cb = obj_cb[ob]
+            for cr in range(ar0 // rb, (ar1 - 1) // rb + 1):
+                for cc in range(ac0 // cb, (ac1 - 1) // cb + 1):
+                    cell = obj_base[ob] + cr * obj_ncol[ob] + cc
+                    prev = -1
+                    k = head[cell]
+                    while k >= 0:
+                        nxt = rnext[k]
+                        overl = r0[k] < ar1 and ar0 < r1[k] and c0[k] < ac1 and ac0 < c1[k]
+                        kill = False
+                        if overl and (wr == 1 or rwrite[k] == 1) and rinstr[k] != i:
+                            d = rinstr[k]
+                            if seen[d] != i:
+                                seen[d] = i
+                                if nf == found.shape[0]:
+                                    found = _grow(found, 2 * nf)
+                                found[nf] = d
+                                nf += 1
+                        contained = ar0 <= r0[k] and r1[k] <= ar1 and ac0 <= c0[k] and c1[k] <= ac1
+                        if contained and (wr == 1 or (rwrite[k] == 0 and reng[k] == e)):
+                            kill = True
+                        if kill:
+                            if prev < 0:
+                                head[cell] = nxt
+                            else:
+                                rnext[prev] = nxt
+                        else:
+                            prev = k
+                        k = nxt
+                    # record this access in the cell
+                    if nrec == cap:
+                        cap *= 2
+                        r0 = _grow(r0, cap)
+                        r1 = _grow(r1, cap)
+                        c0 = _grow(c0, cap)
+                        c1 = _grow(c1, cap)
+                        rinstr = _grow(rinstr, cap)
+                        reng = _grow(reng, cap)
+                        rwrite = _grow(rwrite, cap)
+                        rnext = _grow(rnext, cap)
+                    r0[nrec] = ar0
+                    r1[nrec] = ar1
+                    c0[nrec] = ac0
+                    c1[nrec] = ac1
+                    rinstr[nrec] = i
+                    reng[nrec] = e
+                    rwrite[nrec] = wr
+                    rnext[nrec] = head[cell]
+                    head[cell] = nrec
+                    nrec += 1
+            # A read-modify-write of the output (PSUM accumulation) also reads it: covered by
+            # the write's RAW/WAW checks above.
+        # Keep the latest dependency per engine (engines and queues complete in order).
+        nt = 0
+        for j in range(nf):
+            d = found[j]
+            ed = engine[d]
+            if last[ed] < 0:
+                touched[nt] = ed
+                nt += 1
+                last[ed] = d
+            elif d > last[ed]:
+                last[ed] = d
+        if nd + nt > dcap:
+            dcap = 2 * (nd + nt)
+            didx = _grow(didx, dcap)
+        # sorted by instruction index
+        for j in range(nt):
+            touched[j] = last[touched[j]]
+        for j in range(nt):
+            m = j
+            for q in range(j + 1, nt):
+                if touched[q] < touched[m]:
+                    m = q
+            v = touched[m]
+            touched[m] = touched[j]
+            touched[j] = v
+            didx[nd] = v
+            nd += 1
+            last[engine[v]] = -1
+        ptr[i + 1] = nd
+    return ptr, didx[:nd].copy()
+
+
+_compiled = None
+
+
+def _kernel():
+    global _compiled, _grow
+    if _compiled is None:
+        from numba import njit
+
+        _grow = njit(cache=True)(_grow_py)
+        _compiled = njit(cache=True)(_deps_py)
+    return _compiled
+
+
+def _grid(rows: int, cols: int, rb: int, cb: int) -> tuple[int, int, int, int]:
+    rb = max(1, rb)
+    cb = max(1, cb)
+    return rb, cb, -(-rows // rb), -(-cols // cb)
+
+
+def _hbm_grid(shape, regions) -> tuple[int, int, int, int]:
+    """Cells of an HBM tensor shaped like its smallest accesses (a kernel that moves 128 x 512
+    tiles gets 128 x 512 cells, one that stores single rows gets one-row cells), so an access
+    touches few cells and a cell holds few accesses; at most about a million cells."""
+    r, c = shape
+    if len(regions):
+        rb = int((regions[:, 1] - regions[:, 0]).min())
+        cb = int((regions[:, 3] - regions[:, 2]).min())
+    else:
+        rb, cb = r, c
+    rb, cb = max(1, rb), max(1, cb)
+    while -(-r // rb) * -(-c // cb) > _HBM_MAX_CELLS:
+        if -(-r // rb) >= -(-c // cb):
+            rb *= 2
+        else:
+            cb *= 2
+    return _grid(r, c, rb, cb)
+
+
+def dependencies(table: np.ndarray, tiles, tensors, params, n_engines: int):
+    """CSR dependencies (``dep_ptr``, ``dep_idx``) of a recorded instruction table.
+
+    Parameters
+    ----------
+    table : numpy.ndarray
+        The structured instruction table (:data:`trnlab.core._program.INSTRUCTION_DTYPE`).
+    tiles : sequence of Tile or TileRecord
+        Tiles by id (space, byte offset or PSUM bank, format).
+    tensors : sequence of HBMTensor or TensorRecord
+    params : CoreParams
+    n_engines : int
+        Compute engines plus DMA queues.
+    """
+    n = len(table)
+    if n == 0:
+        return np.zeros(1, np.int64), np.zeros(0, np.int32)
+    from ._tiles import format_bits
+
+    tile_space = np.array([0 if t.space == "sbuf" else 1 for t in tiles] or [0], np.int64)
+    tile_offset = np.array([int(t.offset) for t in tiles] or [0], np.int64)
+    tile_bits = np.array([format_bits(t.fmt) for t in tiles] or [32.0], np.float64)
+    # Memory objects: SBUF, PSUM, then each HBM tensor, each with a grid of cells.
+    sbuf_bytes = int(params.sbuf_usable_partition_bytes) + 4096
+    psum_bytes = int(params.psum_partition_bytes)
+    grids = [
+        _grid(int(params.sbuf_partitions), sbuf_bytes, _ROW_CELL, _SBUF_CELL_BYTES),
+        _grid(int(params.sbuf_partitions), psum_bytes, _ROW_CELL, int(params.psum_bank_bytes)),
+    ]
+    hid = table["hbm"]
+    hreg = table["hbm_region"]
+    for t in tensors:
+        grids.append(_hbm_grid(t.shape, hreg[hid == t.id]))
+    rb = np.array([g[0] for g in grids], np.int64)
+    cb = np.array([g[1] for g in grids], np.int64)
+    nrow = np.array([g[2] for g in grids], np.int64)
+    ncol = np.array([g[3] for g in grids], np.int64)
+    base = np.zeros(len(grids), np.int64)
+    np.cumsum((nrow * ncol)[:-1], out=base[1:])
+    n_cells = int((nrow * ncol).sum())
+    # Reads of an HBM tensor matter only if the kernel also writes it (WAR, RAW).
+    track = np.ones(len(grids), np.bool_)
+    stored = np.unique(table["hbm"][table["op"] == P.DMA_STORE])
+    track[2:] = False
+    track[2 + stored[stored >= 0]] = True
+    ids = np.stack([table["out"], table["in0"], table["in1"], table["hbm"]], 1).astype(np.int64)
+    regions = np.stack(
+        [table["out_region"], table["in0_region"], table["in1_region"], table["hbm_region"]], 1
+    ).astype(np.int64)
+    return _kernel()(
+        table["op"].astype(np.int64),
+        table["engine"].astype(np.int64),
+        table["flags"].astype(np.int64),
+        ids,
+        regions,
+        tile_space,
+        tile_offset,
+        tile_bits,
+        nrow * rb,
+        ncol * cb,
+        rb,
+        cb,
+        ncol,
+        base,
+        track,
+        n_cells,
+        n_engines,
+        int(params.psum_bank_bytes),
     )
-
-
-class Tracker:
-    """Region bookkeeping of one recording: per-tile lists live on the tiles, per-tensor here."""
-
-    def __init__(self):
-        self.engines: list[int] = []  # engine of every recorded instruction
-        self.versions: dict[int, int] = {}  # tile id -> number of writes so far
-        self.hbm: dict[int, tuple[list, list]] = {}  # tensor id -> (writes, reads)
-
-    def add_tensor(self, t: HBMTensor) -> None:
-        self.hbm[t.id] = ([], [])
-
-    def add_tile(self, tid: int) -> None:
-        self.versions[tid] = 0
-
-    def access(self, i: int, what: str, engine: int, reads, writes, hreads, hwrites) -> list[int]:
-        """Check and record instruction ``i``'s accesses; return what it waits for.
-
-        Raises
-        ------
-        UnwrittenReadError
-            A read of a tile region (or an output tensor region) nothing has written.
-        """
-        deps: set[int] = set()
-        for v in (*reads, *writes):
-            if v.tile.inherited:  # memory of freed tiles: wait until they are done with it
-                deps.update(v.tile.inherited)
-                v.tile.inherited = []
-        for v in reads:
-            t, reg = v.tile, v.region
-            if not t.fully_written and not t.written_mask[reg[0] : reg[1], reg[2] : reg[3]].all():
-                raise UnwrittenReadError(
-                    f"instruction #{i} ({what}) reads {t.space.upper()} tile "
-                    f"{t.name!r}[{reg[0]}:{reg[1]}, {reg[2]}:{reg[3]}], part of which nothing has "
-                    f"written yet. Load it (DMA), compute it, or memset it before reading."
-                )
-            deps.update(w[4] for w in t.writes if _overlap(w, reg))
-        for v in writes:
-            t, reg = v.tile, v.region
-            deps.update(w[4] for w in t.writes if _overlap(w, reg))
-            deps.update(r[4] for r in t.reads if _overlap(r, reg))
-        for h in hreads:
-            reg = (h.r0, h.r1, h.c0, h.c1)
-            w_list, _ = self.hbm[h.tensor.id]
-            # An output tensor counts as written where any store overlapped (not exact cover).
-            if not h.tensor.written and not any(_overlap(w, reg) for w in w_list):
-                raise UnwrittenReadError(
-                    f"instruction #{i} loads HBM tensor {h.tensor.name!r}[{reg[0]}:{reg[1]}, "
-                    f"{reg[2]}:{reg[3]}], which no instruction has stored yet."
-                )
-            deps.update(w[4] for w in w_list if _overlap(w, reg))
-        for h in hwrites:
-            reg = (h.r0, h.r1, h.c0, h.c1)
-            w_list, r_list = self.hbm[h.tensor.id]
-            deps.update(w[4] for w in w_list if _overlap(w, reg))
-            deps.update(r[4] for r in r_list if _overlap(r, reg))
-        # Bookkeeping: a later access on the same in-order engine subsumes an earlier one.
-        for v in reads:
-            t, reg = v.tile, v.region
-            t.reads = [r for r in t.reads if not (r[5] == engine and _contains(reg, r))]
-            t.reads.append((*reg, i, engine))
-        for v in writes:
-            t, reg = v.tile, v.region
-            t.writes = [w for w in t.writes if not _contains(reg, w)]
-            t.writes.append((*reg, i, engine))
-            t.reads = [r for r in t.reads if not _contains(reg, r)]
-            if not t.fully_written:
-                t.written_mask[reg[0] : reg[1], reg[2] : reg[3]] = True
-                t.fully_written = bool(t.written_mask.all())
-            self.versions[t.id] += 1
-        for h in hreads:  # appended only: HBM inputs are read often and rarely written
-            self.hbm[h.tensor.id][1].append((h.r0, h.r1, h.c0, h.c1, i, engine))
-        for h in hwrites:
-            reg = (h.r0, h.r1, h.c0, h.c1)
-            w_list, r_list = self.hbm[h.tensor.id]
-            w_list[:] = [w for w in w_list if not _contains(reg, w)]
-            w_list.append((*reg, i, engine))
-            r_list[:] = [r for r in r_list if not _contains(reg, r)]
-        # One dependency per engine is enough: engines (and DMA queues) run in order.
-        last: dict[int, int] = {}
-        for d in deps:
-            e = self.engines[d]
-            if d > last.get(e, -1):
-                last[e] = d
-        self.engines.append(engine)
-        return sorted(last.values())

@@ -4,16 +4,21 @@ Scalar: ``f(x * scale + bias)`` with a per-partition bias, reading SBUF or PSUM 
 out of PSUM, fused with an epilogue). Vector: elementwise ops of one or two tensors and
 reductions along the free dimension. GpSimd: general-purpose SIMD ops on SBUF data (it has no
 PSUM port). Every result is written to SBUF, rounded to the output tile's format.
+
+These methods are on the recording's hot path: the numerics closures are made only when
+numerics are on, and error messages are composed only when there is an error.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
 
 from . import _program as P
-from ._errors import HardwareRuleError, OperandPlacementError
+from ._errors import HardwareRuleError, KernelArgumentError, OperandPlacementError
+from ._tiles import View
 
 __all__ = ["ACTIVATIONS", "EngineOps", "quantize"]
 
@@ -54,143 +59,166 @@ _BINARY = {
 }
 _REDUCE = {"add": np.sum, "maximum": np.max, "minimum": np.min}
 _COPY_ENGINES = {"vector": P.VECTOR, "scalar": P.SCALAR, "gpsimd": P.GPSIMD}
+_NO8 = (-1,) * 8
+
+
+def _choice(value, table, what: str):
+    """``table[value]``, or a teaching error listing the choices."""
+    try:
+        return table[value]
+    except (KeyError, TypeError):
+        raise KernelArgumentError(
+            f"unknown {what} {value!r}; choose one of: {', '.join(table)}"
+        ) from None
+
+
+def _number(value, what: str) -> float:
+    """A finite real number (an instruction immediate), or a teaching error."""
+    if type(value) is float or type(value) is int:
+        if math.isfinite(value):
+            return value
+    elif isinstance(value, int | float | np.floating | np.integer) and not isinstance(value, bool):
+        if math.isfinite(float(value)):
+            return float(value)
+    raise KernelArgumentError(f"{what} must be a finite number; got {value!r}")
 
 
 class EngineOps:
-    """Elementwise engine instructions; relies on KernelContext's ``_view`` and ``_record``."""
+    """Elementwise engine instructions; relies on KernelContext's ``_view``, ``_check_read``,
+    ``_wrote`` and ``_rows``."""
 
-    # ------------------------------------------------------------------------------------------
-    # Vector, Scalar and GpSimd engines
-    # ------------------------------------------------------------------------------------------
-    def _elementwise(self, op, engine, out, ins, fn, what) -> int:
-        o = self._view(out, f"{what} output")
-        views = [self._view(x, f"{what} input") for x in ins]
-        if o.tile.space == "psum":
+    def _elementwise(self, op, engine, out, ins, fn, what: str) -> int:
+        """Check and record one Vector / Scalar / GpSimd instruction ``out = fn(*ins)``;
+        ``fn`` is called only when numerics are on."""
+        o = out if type(out) is View and not out.tile.freed else self._view(out, what)
+        ot = o.tile
+        if ot.space == "psum":
             raise OperandPlacementError(
-                f"{what} writes PSUM tile {o.tile.name!r}; only the Tensor Engine writes PSUM. "
+                f"{what} writes PSUM tile {ot.name!r}; only the Tensor Engine writes PSUM. "
                 f"Write an SBUF tile."
             )
-        if engine == P.GPSIMD and any(v.tile.space == "psum" for v in views):
-            raise OperandPlacementError(
-                f"{what} on GpSimd reads PSUM; GpSimd has no PSUM port. Use the Vector or Scalar engine."
-            )
-        for v in views:
-            if v.partitions != o.partitions or (op != P.REDUCE and v.free not in (o.free, 1)):
+        op0, op1, of0, of1 = o.region
+        parts = op1 - op0
+        free = of1 - of0
+        fid = ot.fmt_id
+        bits = -1.0
+        flags = 0
+        views = []
+        for x in ins:
+            v = x if type(x) is View and not x.tile.freed else self._view(x, what)
+            t = v.tile
+            vp0, vp1, vf0, vf1 = v.region
+            vfree = vf1 - vf0
+            if vp1 - vp0 != parts or (op != P.REDUCE and vfree != free and vfree != 1):
                 raise HardwareRuleError(
                     f"{what}: input region {v.shape} does not match output {o.shape}"
                 )
-        row = dict(
-            op=op,
-            out=o.tile.id,
-            partitions=o.partitions,
-            free=max(v.free for v in views) if views else o.free,
-            n_inputs=len(views),
-            bits=max((v.tile.bits for v in views), default=o.tile.bits),
-            out_region=o.region,
-        )
-        if views:
-            row.update(in0=views[0].tile.id, in0_region=views[0].region)
-        if len(views) > 1:
-            row.update(in1=views[1].tile.id, in1_region=views[1].region)
-        i = self._record(row, engine, reads=views, writes=(o,))
+            if t.space == "psum":
+                if engine == P.GPSIMD:
+                    raise OperandPlacementError(
+                        f"{what} on GpSimd reads PSUM; GpSimd has no PSUM port. Use the Vector "
+                        f"or Scalar engine."
+                    )
+                flags = P.FLAG_PSUM_IN
+            if not t.fully_written:
+                self._check_read(v, what)
+            if t.bits > bits:
+                bits = t.bits
+                fid = t.fmt_id
+            if op == P.REDUCE:
+                free = vfree
+            views.append(v)
+        n_in = len(views)
+        if n_in == 0:
+            row = (op, engine, ot.id, -1, -1, -1, parts, free, 0, 0, 0, fid, -1, 0, flags,
+                   op0, op1, of0, of1, *_NO8, -1, -1, -1, -1)  # fmt: skip
+        elif n_in == 1:
+            a = views[0]
+            row = (op, engine, ot.id, a.tile.id, -1, -1, parts, free, 0, 0, 1, fid, -1, 0,
+                   flags, op0, op1, of0, of1, *a.region, *_NO8)  # fmt: skip
+        else:
+            a, b = views[0], views[1]
+            row = (op, engine, ot.id, a.tile.id, b.tile.id, -1, parts, free, 0, 0, n_in, fid,
+                   -1, 0, flags, op0, op1, of0, of1, *a.region, *b.region, -1, -1, -1, -1)  # fmt: skip
+        i = len(self._rows)
+        self._rows.append(row)
         if self.numerics:
-            o.set(quantize(np.asarray(fn(*[v.get() for v in views]), np.float32), o.tile.fmt))
+            o.set(quantize(np.asarray(fn()(*[v.get() for v in views]), np.float32), ot.fmt))
+        self._wrote(o)
         return i
 
     def activation(self, out, src, func: str = "identity", scale: float = 1.0, bias=None) -> int:
         """Scalar engine: ``out = func(src * scale + bias)``; ``bias`` is a number or a
         per-partition ``[P, 1]`` SBUF view. Reads SBUF or PSUM, writes SBUF (with a cast)."""
-        if func not in ACTIVATIONS:
-            raise ValueError(f"unknown activation {func!r}; known: {', '.join(ACTIVATIONS)}")
-        f = ACTIVATIONS[func]
-        ins = [src]
-        if bias is not None and not isinstance(bias, int | float):
-            ins.append(bias)
+        f = _choice(func, ACTIVATIONS, "activation")
+        scale = _number(scale, "activation scale")
+        if bias is None or type(bias) is int or type(bias) is float:
+            b0 = 0.0 if bias is None else _number(bias, "activation bias")
 
-            def fn(x, b):
-                return f(x * np.float32(scale) + b)
+            def fn():
+                return lambda x: f(x * np.float32(scale) + np.float32(b0))
 
-        else:
-            b0 = np.float32(bias or 0.0)
+            return self._elementwise(P.ACTIVATION, P.SCALAR, out, (src,), fn, "activation")
 
-            def fn(x):
-                return f(x * np.float32(scale) + b0)
+        def fn2():
+            return lambda x, b: f(x * np.float32(scale) + b)
 
-        return self._elementwise(P.ACTIVATION, P.SCALAR, out, ins, fn, f"activation {func}")
+        return self._elementwise(P.ACTIVATION, P.SCALAR, out, (src, bias), fn2, "activation")
 
     def tensor_tensor(self, out, a, b, op: str = "add") -> int:
         """Vector engine: ``out = a <op> b`` elementwise (add, subtract, multiply, maximum, ...)."""
-        if op not in _BINARY:
-            raise ValueError(f"unknown op {op!r}; known: {', '.join(_BINARY)}")
-        return self._elementwise(
-            P.TENSOR_TENSOR, P.VECTOR, out, [a, b], _BINARY[op], f"tensor_tensor {op}"
-        )
+        g = _choice(op, _BINARY, "tensor_tensor op")
+        return self._elementwise(P.TENSOR_TENSOR, P.VECTOR, out, (a, b), lambda: g, "tensor_tensor")
 
     def tensor_scalar(self, out, src, op: str = "multiply", value: float = 1.0) -> int:
         """Vector engine: ``out = src <op> value``."""
-        if op not in _BINARY:
-            raise ValueError(f"unknown op {op!r}; known: {', '.join(_BINARY)}")
-        v = np.float32(value)
-        return self._elementwise(
-            P.TENSOR_SCALAR,
-            P.VECTOR,
-            out,
-            [src],
-            lambda x: _BINARY[op](x, v),
-            f"tensor_scalar {op}",
-        )
+        g = _choice(op, _BINARY, "tensor_scalar op")
+        value = _number(value, "tensor_scalar value")
+
+        def fn():
+            v = np.float32(value)
+            return lambda x: g(x, v)
+
+        return self._elementwise(P.TENSOR_SCALAR, P.VECTOR, out, (src,), fn, "tensor_scalar")
 
     def reduce(self, out, src, op: str = "add") -> int:
         """Vector engine: reduce ``src[P, F]`` along the free dimension into ``out[P, 1]``."""
-        if op not in _REDUCE:
-            raise ValueError(f"unknown reduction {op!r}; known: {', '.join(_REDUCE)}")
-        o = self._view(out, "reduce output")
+        g = _choice(op, _REDUCE, "reduction")
+        o = self._view(out, "reduce")
         if o.free != 1:
             raise HardwareRuleError(f"reduce output must be [P, 1], got {o.shape}")
         return self._elementwise(
             P.REDUCE,
             P.VECTOR,
             out,
-            [src],
-            lambda x: _REDUCE[op](x, axis=1, keepdims=True),
-            f"reduce {op}",
+            (src,),
+            lambda: lambda x: g(x, axis=1, keepdims=True),
+            "reduce",
         )
 
     def copy(self, out, src, engine: str = "vector") -> int:
         """Copy ``src`` to SBUF ``out`` with a cast to its format: the way out of PSUM.
         ``engine`` is ``"vector"``, ``"scalar"`` or ``"gpsimd"`` (GpSimd cannot read PSUM)."""
-        if engine not in _COPY_ENGINES:
-            raise ValueError(
-                f"copy engine must be one of {', '.join(_COPY_ENGINES)}, not {engine!r}"
-            )
-        return self._elementwise(
-            P.COPY, _COPY_ENGINES[engine], out, [src], lambda x: x, f"copy ({engine})"
-        )
+        e = _choice(engine, _COPY_ENGINES, "copy engine")
+        return self._elementwise(P.COPY, e, out, (src,), lambda: lambda x: x, "copy")
 
     def memset(self, out, value: float = 0.0, engine: str = "vector") -> int:
         """Fill an SBUF region with ``value`` (Vector or GpSimd engine)."""
         if engine not in ("vector", "gpsimd"):
-            raise ValueError(f"memset runs on 'vector' or 'gpsimd', not {engine!r}")
-        o = self._view(out, "memset output")
-        v = np.float32(value)
-        return self._elementwise(
-            P.MEMSET,
-            _COPY_ENGINES[engine],
-            out,
-            [],
-            lambda: np.full(o.shape, v, np.float32),
-            "memset",
-        )
+            raise KernelArgumentError(f"memset runs on 'vector' or 'gpsimd', not {engine!r}")
+        value = _number(value, "memset value")
+        o = self._view(out, "memset")
+
+        def fn():
+            return lambda: np.full(o.shape, np.float32(value), np.float32)
+
+        return self._elementwise(P.MEMSET, _COPY_ENGINES[engine], out, (), fn, "memset")
 
     def gpsimd(self, out, a, b=None, op: str = "add") -> int:
         """GpSimd engine (8 general-purpose SIMD cores): elementwise ``a <op> b`` (or ``op(a)``
         for ``op`` in the activation table) on SBUF data."""
         if b is not None:
-            if op not in _BINARY:
-                raise ValueError(f"unknown op {op!r}; known: {', '.join(_BINARY)}")
-            return self._elementwise(
-                P.GPSIMD_OP, P.GPSIMD, out, [a, b], _BINARY[op], f"gpsimd {op}"
-            )
-        if op not in ACTIVATIONS:
-            raise ValueError(f"unknown unary op {op!r}; known: {', '.join(ACTIVATIONS)}")
-        return self._elementwise(P.GPSIMD_OP, P.GPSIMD, out, [a], ACTIVATIONS[op], f"gpsimd {op}")
+            g = _choice(op, _BINARY, "gpsimd binary op")
+            return self._elementwise(P.GPSIMD_OP, P.GPSIMD, out, (a, b), lambda: g, "gpsimd")
+        g = _choice(op, ACTIVATIONS, "gpsimd unary op")
+        return self._elementwise(P.GPSIMD_OP, P.GPSIMD, out, (a,), lambda: g, "gpsimd")

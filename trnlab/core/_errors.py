@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "FormatNotSupportedError",
     "HardwareRuleError",
+    "KernelArgumentError",
     "OperandPlacementError",
     "PsumBankOverflowError",
     "SbufCapacityError",
@@ -39,3 +40,8 @@ class OperandPlacementError(HardwareRuleError):
 
 class UnwrittenReadError(HardwareRuleError):
     """An instruction reads part of a tile that nothing has written yet."""
+
+
+class KernelArgumentError(ValueError):
+    """A kernel-API call got an argument of the wrong kind or out of range (a shape that is not
+    two positive integers, a buffer count of zero, a figure that is not a positive number...)."""

@@ -1,60 +1,104 @@
-"""Tensors in HBM and tiles in SBUF / PSUM, and rectangular views of them.
+"""Tensors in HBM and tiles in SBUF / PSUM, rectangular views of them, and rotating buffers.
 
 A tile is 2-D: ``[partitions, free]``. Its size in SBUF is counted in bytes per partition
 (free elements x the format's bits / 8), because SBUF is addressed along the free dimension of
 each partition and a tile occupies the same byte range in every partition it uses
 (NDOC NKI architecture guides: SBUF access rules).
+
+A :class:`TilePool` is a tile with N rotating buffers, what the NKI compiler gives a tile that a
+kernel declares inside an ``affine_range`` loop body: each ``pool.next()`` hands out the next
+buffer, so iteration i + 1 can load its data while iteration i still computes on its own copy.
+Every buffer occupies SBUF (or PSUM) for the whole pool's life.
+
+Views are small ``__slots__`` objects (a kernel makes one or two per instruction, so they are
+on the recording's hot path); their ``region`` is ``(p0, p1, f0, f1)``.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["HBMTensor", "HBMView", "Tile", "View", "format_bits"]
+__all__ = ["HBMTensor", "HBMView", "Tile", "TilePool", "View", "format_bits"]
 
 # Storage bits of the formats, used only if trnlab.formats cannot answer (it is the authority).
 _FALLBACK_BITS = {"fp32": 32.0, "tf32": 32.0, "bf16": 16.0, "fp16": 16.0, "int8": 8.0}
+_BITS: dict[str, float] = {}
 
 
 def format_bits(fmt: str) -> float:
     """Storage bits per element of ``fmt`` (MX formats include their share of the block scale)."""
+    b = _BITS.get(fmt)
+    if b is not None:
+        return b
     try:
         from trnlab import formats
 
-        return float(formats.spec(fmt).bits_per_value)
+        b = float(formats.spec(fmt).bits_per_value)
     except ImportError:  # pragma: no cover - formats is part of the package
-        if fmt in _FALLBACK_BITS:
-            return _FALLBACK_BITS[fmt]
-        raise
+        if fmt not in _FALLBACK_BITS:
+            raise
+        b = _FALLBACK_BITS[fmt]
+    _BITS[fmt] = b
+    return b
 
 
-def _norm(key, shape: tuple[int, int], what: str) -> tuple[int, int, int, int]:
-    """Normalise ``[a:b, c:d]`` (or ``[a:b]``) to (p0, p1, f0, f1) within ``shape``."""
-    if type(key) is tuple and len(key) == 2:
-        a, b = key
-        if type(a) is slice and type(b) is slice and a.step is None and b.step is None:
-            p0, p1, _ = a.indices(shape[0])
-            f0, f1, _ = b.indices(shape[1])
-            if p1 > p0 and f1 > f0:
-                return p0, p1, f0, f1
+def _bad_index(key, shape, what: str) -> tuple[int, int, int, int]:
+    """The slow path of :func:`_norm`: integers, open slices, and the errors that teach."""
     if not isinstance(key, tuple):
         key = (key, slice(None))
     if len(key) != 2:
-        raise IndexError(f"{what} is 2-D [partition, free]; index it with two slices")
+        raise IndexError(
+            f"{what} is 2-D [partition, free]; index it with two slices, e.g. t[0:128, 0:512]"
+        )
     out = []
-    for k, n in zip(key, shape, strict=True):
+    for k, n, axis in zip(key, shape, ("partition", "free"), strict=True):
+        if isinstance(k, bool) or not isinstance(k, int | np.integer | slice):
+            raise IndexError(
+                f"{what}: index the {axis} dimension with an integer or a slice a:b, "
+                f"not {type(k).__name__} {k!r}"
+            )
         if isinstance(k, int | np.integer):
-            k = slice(int(k), int(k) + 1)
-        if not isinstance(k, slice) or k.step not in (None, 1):
-            raise IndexError(f"{what}: use contiguous slices a:b, not {k!r}")
+            i = int(k)
+            if not -n <= i < n:
+                raise IndexError(f"{what}: {axis} index {i} is outside 0..{n - 1}")
+            i %= n
+            k = slice(i, i + 1)
+        if k.step not in (None, 1):
+            raise IndexError(f"{what}: use contiguous slices a:b (step 1), not {k!r}")
+        for bound in (k.start, k.stop):
+            if bound is not None and not -n <= int(bound) <= n:
+                raise IndexError(
+                    f"{what}: slice {k.start}:{k.stop} of the {axis} dimension reaches outside "
+                    f"its size {n}; trnlab does not clip slices (NumPy would, silently)."
+                )
         a, b, _ = k.indices(n)
         if b <= a:
-            raise IndexError(f"{what}: empty slice {k!r} of a dimension of size {n}")
+            raise IndexError(f"{what}: empty slice {k!r} of the {axis} dimension (size {n})")
         out += [a, b]
     return out[0], out[1], out[2], out[3]
+
+
+def _norm(key, shape: tuple[int, int], what: str) -> tuple[int, int, int, int]:
+    """Normalise ``[a:b, c:d]`` (or ``[a:b]``, integers) to (p0, p1, f0, f1) within ``shape``."""
+    if type(key) is tuple and len(key) == 2:
+        a, b = key
+        if type(a) is slice and type(b) is slice and a.step is None and b.step is None:
+            p0 = 0 if a.start is None else a.start
+            p1 = shape[0] if a.stop is None else a.stop
+            f0 = 0 if b.start is None else b.start
+            f1 = shape[1] if b.stop is None else b.stop
+            if (
+                type(p0) is int
+                and type(p1) is int
+                and type(f0) is int
+                and type(f1) is int
+                and 0 <= p0 < p1 <= shape[0]
+                and 0 <= f0 < f1 <= shape[1]
+            ):
+                return p0, p1, f0, f1
+    return _bad_index(key, shape, what)
 
 
 class HBMTensor:
@@ -69,6 +113,8 @@ class HBMTensor:
         Format of the stored values (``"bf16"``...).
     data : numpy.ndarray or None
         float32 values (already representable in ``fmt``); None in timing-only runs.
+    written : bool
+        Holds an input (False: an output, which the kernel must store before reading it).
     """
 
     def __init__(self, tid: int, name: str, shape, fmt: str, data, written: bool):
@@ -79,9 +125,11 @@ class HBMTensor:
         self.data = data
         self.written = written
         self.bits = format_bits(fmt)
+        self.stored: list[tuple[int, int, int, int]] = []  # regions stored (outputs only)
 
     def __getitem__(self, key) -> HBMView:
-        return HBMView(self, *_norm(key, self.shape, f"HBM tensor {self.name!r}"))
+        r0, r1, c0, c1 = _norm(key, self.shape, f"HBM tensor {self.name!r}")
+        return HBMView(self, r0, r1, c0, c1)
 
     @property
     def full(self) -> HBMView:
@@ -91,70 +139,104 @@ class HBMTensor:
         return f"HBMTensor({self.name!r}, {self.shape}, {self.fmt})"
 
 
-@dataclass(frozen=True)
 class HBMView:
     """Rows ``r0:r1`` and columns ``c0:c1`` of an HBM tensor."""
 
-    tensor: HBMTensor
-    r0: int
-    r1: int
-    c0: int
-    c1: int
+    __slots__ = ("c0", "c1", "r0", "r1", "tensor")
+
+    def __init__(self, tensor: HBMTensor, r0: int, r1: int, c0: int, c1: int):
+        self.tensor = tensor
+        self.r0 = r0
+        self.r1 = r1
+        self.c0 = c0
+        self.c1 = c1
 
     @property
     def shape(self) -> tuple[int, int]:
         return (self.r1 - self.r0, self.c1 - self.c0)
 
+    @property
+    def region(self) -> tuple[int, int, int, int]:
+        return (self.r0, self.r1, self.c0, self.c1)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, HBMView) and (self.tensor, *self.region) == (
+            other.tensor,
+            *other.region,
+        )
+
+    def __hash__(self) -> int:
+        return hash((id(self.tensor), self.r0, self.r1, self.c0, self.c1))
+
+    def __repr__(self) -> str:
+        return f"{self.tensor.name}[{self.r0}:{self.r1}, {self.c0}:{self.c1}]"
+
 
 class Tile:
     """A tile in SBUF or PSUM: ``[partitions, free]`` elements of one format.
 
-    Created by :meth:`KernelContext.sbuf` / :meth:`KernelContext.psum`; index it to get a view
-    (``tile[:k, :n]``). ``offset`` is the byte offset in each partition (SBUF) or the bank
-    number (PSUM).
+    Created by :meth:`KernelContext.sbuf` / :meth:`KernelContext.psum` (or handed out by a
+    :class:`TilePool`); index it to get a view (``tile[:k, :n]``). ``offset`` is the byte
+    offset in each partition (SBUF) or the first bank (PSUM); ``pool`` and ``buffer`` name the
+    rotating buffer it is, if any.
     """
 
-    def __init__(self, tid, name, space, shape, fmt, offset, bytes_pp, numerics):
+    def __init__(self, tid, name, space, shape, fmt, offset, bytes_pp, numerics, fmt_id=0):
         self.id = tid
         self.name = name
         self.space = space
         self.shape = (int(shape[0]), int(shape[1]))
         self.fmt = fmt
+        self.fmt_id = fmt_id
         self.offset = offset
         self.bytes_per_partition = bytes_pp
         self.bits = format_bits(fmt)
-        self.data = np.zeros(self.shape, np.float32) if numerics else None
+        self.data = np.full(self.shape, np.nan, np.float32) if numerics else None
         self.written_mask = np.zeros(self.shape, bool)
         self.fully_written = False
         self.freed = False
-        # Dependency bookkeeping: (p0, p1, f0, f1, instruction, engine) of recent accesses.
-        self.writes: list[tuple[int, int, int, int, int, int]] = []
-        self.reads: list[tuple[int, int, int, int, int, int]] = []
-        # Last accesses of freed tiles whose memory this one reuses (waited for on first use).
-        self.inherited: list[int] = []
-        self.span = (0, 0)
+        self.version = 0  # writes so far (a stationary tile written again must be reloaded)
+        self.pool: str | None = None
+        self.buffer = 0
+        self.full = View(self, 0, self.shape[0], 0, self.shape[1])
 
     def __getitem__(self, key) -> View:
-        return View(self, *_norm(key, self.shape, f"tile {self.name!r}"))
+        p0, p1, f0, f1 = _norm(key, self.shape, f"tile {self.name!r}")
+        return View(self, p0, p1, f0, f1)
 
-    @property
-    def full(self) -> View:
-        return View(self, 0, self.shape[0], 0, self.shape[1])
+    def mark_written(self, region) -> None:
+        """Record that ``region`` now holds values (reads of unwritten regions are refused)."""
+        if not self.fully_written:
+            p0, p1, f0, f1 = region
+            self.written_mask[p0:p1, f0:f1] = True
+            if p0 == 0 and f0 == 0 and p1 == self.shape[0] and f1 == self.shape[1]:
+                self.fully_written = True
+            else:
+                self.fully_written = bool(self.written_mask.all())
+
+    def is_written(self, region) -> bool:
+        if self.fully_written:
+            return True
+        p0, p1, f0, f1 = region
+        return bool(self.written_mask[p0:p1, f0:f1].all())
 
     def __repr__(self) -> str:
         where = f"bank {self.offset}" if self.space == "psum" else f"@{self.offset} B"
         return f"Tile({self.name!r}, {self.space} {self.shape} {self.fmt}, {where})"
 
 
-@dataclass(frozen=True)
 class View:
     """Partitions ``p0:p1`` and free elements ``f0:f1`` of a tile."""
 
-    tile: Tile
-    p0: int
-    p1: int
-    f0: int
-    f1: int
+    __slots__ = ("f0", "f1", "p0", "p1", "region", "tile")
+
+    def __init__(self, tile: Tile, p0: int, p1: int, f0: int, f1: int):
+        self.tile = tile
+        self.p0 = p0
+        self.p1 = p1
+        self.f0 = f0
+        self.f1 = f1
+        self.region = (p0, p1, f0, f1)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -169,10 +251,6 @@ class View:
         return self.f1 - self.f0
 
     @property
-    def region(self) -> tuple[int, int, int, int]:
-        return (self.p0, self.p1, self.f0, self.f1)
-
-    @property
     def bytes_per_partition(self) -> int:
         return math.ceil(self.free * self.tile.bits / 8)
 
@@ -181,3 +259,65 @@ class View:
 
     def set(self, values: np.ndarray) -> None:
         self.tile.data[self.p0 : self.p1, self.f0 : self.f1] = values
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, View) and self.tile is other.tile and self.region == other.region
+
+    def __hash__(self) -> int:
+        return hash((id(self.tile), self.region))
+
+    def __repr__(self) -> str:
+        return f"{self.tile.name}[{self.p0}:{self.p1}, {self.f0}:{self.f1}]"
+
+
+class TilePool:
+    """A tile with ``bufs`` rotating buffers (``ctx.sbuf(shape, fmt, bufs=3)``).
+
+    ``pool.next()`` returns the next buffer (a :class:`Tile`), cycling through them; the
+    buffer a write lands in waits only for the readers of *that* buffer, so a loop that takes
+    a fresh buffer each iteration overlaps its iterations, as the NKI compiler's rotating
+    buffers for tiles declared in an ``affine_range`` body do. ``pool[i]`` is buffer ``i``.
+    """
+
+    def __init__(self, name: str, buffers: list[Tile]):
+        self.name = name
+        self.buffers = buffers
+        self._next = 0
+        for i, t in enumerate(buffers):
+            t.pool = name
+            t.buffer = i
+
+    @property
+    def bufs(self) -> int:
+        return len(self.buffers)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.buffers[0].shape
+
+    @property
+    def fmt(self) -> str:
+        return self.buffers[0].fmt
+
+    @property
+    def space(self) -> str:
+        return self.buffers[0].space
+
+    def next(self) -> Tile:
+        """The next buffer in rotation."""
+        t = self.buffers[self._next]
+        self._next = (self._next + 1) % len(self.buffers)
+        return t
+
+    def __getitem__(self, i: int) -> Tile:
+        return self.buffers[i]
+
+    def __len__(self) -> int:
+        return len(self.buffers)
+
+    def __iter__(self):
+        return iter(self.buffers)
+
+    def __repr__(self) -> str:
+        t = self.buffers[0]
+        return f"TilePool({self.name!r}, {t.space} {t.shape} {t.fmt}, bufs={len(self.buffers)})"
