@@ -25,7 +25,12 @@ def _rects(prog: P.Program, i: int):
     t = prog.table[i]
     tiles = {r.id: r for r in prog.tiles}
     out = []
-    for slot, col in (("out", "out_region"), ("in0", "in0_region"), ("in1", "in1_region")):
+    for slot, col in (
+        ("out", "out_region"),
+        ("in0", "in0_region"),
+        ("in1", "in1_region"),
+        ("in2", "in2_region"),
+    ):
         tid = int(t[slot])
         if tid < 0:
             continue

@@ -130,9 +130,13 @@ def test_memory_maps_agree_with_the_runs_occupancy(model):
     assert checked > 10
     c.first().next_op("matmul")
     psum = c.tiles("psum")
-    assert [(b.operand, b.start, b.size, b.active) for b in psum] == [("partial sums", 0, 1, True)]
+    # the compiler's two rotating buffers of each tile: the matmul accumulates into the first
+    assert [(b.operand, b.start, b.size, b.active) for b in psum] == [
+        ("partial sums", 0, 1, True),
+        ("partial sums", 1, 1, False),
+    ]
     ops = {b.name: b.operand for b in c.tiles("sbuf")}
-    assert ops == {"a_t tile": "a_t", "b tile": "b", "c tile": "c"}
+    assert ops == {f"{t} tile[{i}]": t for t in ("a_t", "b", "c") for i in (0, 1)}
     assert c.operands()[:3] == ["a_t", "b", "c"]
 
 

@@ -81,11 +81,13 @@ def test_memory_map_shows_the_live_tiles_by_operand(stepper):
     names = [t.name for t in stepper.memory.fig.data[:3]]
     assert names == ["a_t", "b", "c"]
     a_bar, b_bar = stepper.memory.fig.data[0], stepper.memory.fig.data[1]
-    # a bf16 [128 x 128] tile takes 256 B = 0.25 KiB of each partition, B's [128 x 512] 1 KiB
-    assert list(a_bar.width) == [0.25] and list(b_bar.width) == [1.0]
-    assert list(a_bar.marker.line.width) == [3], "the matmul in flight reads it"
+    # a bf16 [128 x 128] tile takes 256 B = 0.25 KiB of each partition, B's [128 x 512] 1 KiB;
+    # each has the compiler's two rotating buffers: the matmul reads one, the next load fills
+    # the other (both in use, drawn with the thick outline)
+    assert list(a_bar.width) == [0.25, 0.25] and list(b_bar.width) == [1.0, 1.0]
+    assert list(a_bar.marker.line.width) == [3, 3], "read by the matmul / written by a load"
     psum = stepper.memory.fig.data[-1]
-    assert list(psum.x) == [0.5] and list(psum.width) == [1]
+    assert list(psum.x) == [0.5, 1.5] and list(psum.width) == [1, 1]
 
 
 def test_a_control_change_reruns_and_redraws(stepper):

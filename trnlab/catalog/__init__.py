@@ -17,6 +17,7 @@ from ._chips import Chip, NeuronCoreSpec
 from ._dtypes import DTYPES, dtype_name
 from ._figures import Alternative, CatalogError, Figure, Source
 from ._load import load
+from ._measurements import measurements
 from ._systems import Comparison, System, stated_tolerance
 from ._systems import cluster as _cluster
 
@@ -37,6 +38,7 @@ __all__ = [
     "cores",
     "dtype_name",
     "figure",
+    "measurements",
     "sources",
     "stated_tolerance",
     "system",

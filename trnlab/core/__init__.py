@@ -37,7 +37,7 @@ from ._errors import (
 from ._params import CoreParams, core_params
 from ._program import ENGINES, OPS, Program, engine_name
 from ._run import HBM, Run, hbm, record, run, simulate
-from ._schedule import costs, dma_efficiency, schedule
+from ._schedule import Costs, costs, schedule
 from ._tiles import HBMTensor, HBMView, Tile, TilePool, View, format_bits
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "HBM",
     "OPS",
     "CoreParams",
+    "Costs",
     "FormatNotSupportedError",
     "HBMTensor",
     "HBMView",
@@ -64,7 +65,6 @@ __all__ = [
     "View",
     "core_params",
     "costs",
-    "dma_efficiency",
     "engine_name",
     "format_bits",
     "hbm",

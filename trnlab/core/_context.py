@@ -41,8 +41,6 @@ from ._tiles import HBMTensor, HBMView, Tile, TilePool, View, format_bits
 
 __all__ = ["KernelContext"]
 
-_NO = P.NO_REGION
-
 
 def _catalog_dtype(fmt: str) -> str:
     from trnlab import formats
@@ -98,7 +96,6 @@ class KernelContext(EngineOps):
         self._tile_free: dict[int, int] = {}
         self._tensors: list[HBMTensor] = []
         self._memory = Memory(params, lambda tid: self._tiles[tid].name)
-        self._dma_next = 0
         self._last_stationary: tuple | None = None
         self._formats: list[str] = []
         self._fmt_ids: dict[str, int] = {}
@@ -106,6 +103,7 @@ class KernelContext(EngineOps):
         self._n_queues = int(params.dma_engines)
         self._store_queue = P.FIRST_DMA + self._n_queues - 1
         self._load_queues = max(1, self._n_queues - 1)
+        self._default_dge: int | None = None
 
     def _fmt(self, fmt: str) -> int:
         i = self._fmt_ids.get(fmt)
@@ -138,6 +136,7 @@ class KernelContext(EngineOps):
             else:
                 values = np.full(shape, np.nan, np.float32)
         t = HBMTensor(len(self._tensors), name, shape, fmt, values, written=written)
+        t.fmt_id = self._fmt_ids[fmt]
         self._tensors.append(t)
         return t
 
@@ -199,6 +198,11 @@ class KernelContext(EngineOps):
         if bufs is not None:
             return self._pool("psum", shape, "fp32", name, bufs)
         return self._tile("psum", shape, "fp32", name)
+
+    def sbuf_available(self) -> int:
+        """Bytes per partition of the largest free run of SBUF now (usable capacity less the
+        live tiles): the most a new tile, or all the buffers of a pool together, can take."""
+        return self._memory.largest_free()
 
     def free(self, *tiles) -> None:
         """Release tiles (or every buffer of a pool); their SBUF bytes or PSUM banks can be
@@ -262,15 +266,15 @@ class KernelContext(EngineOps):
         if not t.fully_written:
             t.mark_written(v.region)
 
-    def _dma_queue(self, queue: int | None, store: bool = False) -> int:
-        """Default queues: loads round-robin over all queues but the last, stores on the last
-        (queues run in order, so a store waiting for compute would hold up the loads behind it)."""
+    def _dma_queue(self, queue: int | None, store: bool = False, tensor: int = 0) -> int:
+        """Default queues, the model's stand-in for the compiler's choice (which no source
+        documents): loads of each HBM tensor on a queue of their own (tensor i on queue
+        ``i mod (queues - 1)``), stores on the last queue, so a store waiting for compute never
+        holds up the loads behind it. A queue sets up one transfer at a time, in order."""
         if queue is None:
             if store:
                 return self._store_queue
-            q = self._dma_next
-            self._dma_next = (q + 1) % self._load_queues
-            return P.FIRST_DMA + q
+            return P.FIRST_DMA + tensor % self._load_queues
         if isinstance(queue, bool) or not isinstance(queue, numbers.Integral):
             raise KernelArgumentError(f"a DMA queue is a whole number, not {queue!r}")
         if not 0 <= queue < self._n_queues:
@@ -282,13 +286,35 @@ class KernelContext(EngineOps):
     # ------------------------------------------------------------------------------------------
     # DMA
     # ------------------------------------------------------------------------------------------
-    def load(self, dst, src, queue: int | None = None) -> int:
+    def _dge(self, dge: str | None) -> int:
+        """The flags of a DMA's descriptor generation mode (None: the generation's default)."""
+        if dge is None:
+            if self._default_dge is None:
+                self._default_dge = self._dge(self.params.dma_default_dge)
+            return self._default_dge
+        flag = P.DGE_MODES.get(dge) if isinstance(dge, str) else None
+        if flag is None:
+            raise KernelArgumentError(
+                f"dge must be one of {', '.join(map(repr, P.DGE_MODES))} (None: the "
+                f"generation's default); got {dge!r}"
+            )
+        if flag == P.FLAG_DGE_HW and not self.params.dge_instances:
+            raise HardwareRuleError(
+                f"{self.params.name} ({self.params.chip}) has no hardware DGE (it arrived with "
+                f"NeuronCore-v3); use dge='none' (descriptors prepared in HBM) or 'sw' (GpSimd)."
+            )
+        return flag
+
+    def load(self, dst, src, queue: int | None = None, dge: str | None = None) -> int:
         """DMA ``src`` (HBM rows x cols) into SBUF ``dst`` (rows onto partitions).
 
         A format change on the way is a cast (the values are rounded to the tile's format).
+        ``dge`` picks how the descriptors are made: ``"none"`` (prepared in HBM before the
+        run), ``"hw"`` (the hardware DGE of NeuronCore-v3+, ~600 ns per DMA) or ``"sw"`` (GpSimd
+        writes them); None takes the generation's default.
         """
-        d = self._view(dst, "load destination")
-        s = self._hview(src, "load source")
+        d = dst if type(dst) is View and not dst.tile.freed else self._view(dst, "load destination")
+        s = src if type(src) is HBMView else self._hview(src, "load source")
         dt = d.tile
         if dt.space != "sbuf":
             raise OperandPlacementError(
@@ -305,36 +331,20 @@ class KernelContext(EngineOps):
         if not tensor.written:
             self._check_stored(tensor, s, "load")
         i = len(self._rows)
-        self._rows.append(
-            (
-                P.DMA_LOAD,
-                self._dma_queue(queue),
-                dt.id,
-                -1,
-                -1,
-                tensor.id,
-                p1 - p0,
-                f1 - f0,
-                0,
-                0,
-                0,
-                self._fmt_ids[tensor.fmt],
-                -1,
-                0,
-                0,
-                p0,
-                p1,
-                f0,
-                f1,
-                *_NO,
-                *_NO,
-                r0,
-                r1,
-                c0,
-                c1,
-            )
+        if queue is None:
+            eng = P.FIRST_DMA + tensor.id % self._load_queues
+        else:
+            eng = self._dma_queue(queue, tensor=tensor.id)
+        dge_flag = (
+            self._default_dge if dge is None and self._default_dge is not None else self._dge(dge)
         )
-        self._wrote(d)
+        self._rows.append(
+            (P.DMA_LOAD, eng, dt.id, -1, -1, tensor.id, p1 - p0, f1 - f0, 0, 0, 0,
+             tensor.fmt_id, -1, 0, dge_flag, d.key, -1, -1, s.rkey, s.ckey, -1, -1)
+        )  # fmt: skip
+        dt.version += 1
+        if not dt.fully_written:
+            dt.mark_written(d.region)
         if self.numerics:
             x = tensor.data[r0:r1, c0:c1]
             d.set(x if dt.fmt == tensor.fmt else quantize(x, dt.fmt, axis=0))
@@ -350,10 +360,11 @@ class KernelContext(EngineOps):
             f"[{s.r0}:{s.r1}, {s.c0}:{s.c1}], which no instruction has stored yet."
         )
 
-    def store(self, dst, src, queue: int | None = None) -> int:
-        """DMA SBUF ``src`` to HBM ``dst`` (rounded to the tensor's format if it differs)."""
-        d = self._hview(dst, "store destination")
-        s = self._view(src, "store source")
+    def store(self, dst, src, queue: int | None = None, dge: str | None = None) -> int:
+        """DMA SBUF ``src`` to HBM ``dst`` (rounded to the tensor's format if it differs);
+        ``dge`` as for :meth:`load`."""
+        d = dst if type(dst) is HBMView else self._hview(dst, "store destination")
+        s = src if type(src) is View and not src.tile.freed else self._view(src, "store source")
         st = s.tile
         if st.space != "sbuf":
             raise OperandPlacementError(
@@ -366,40 +377,20 @@ class KernelContext(EngineOps):
             raise HardwareRuleError(
                 f"store: HBM region {d.shape} and SBUF region {s.shape} differ in shape"
             )
-        self._check_read(s, "dma_store")
+        if not st.fully_written:
+            self._check_read(s, "dma_store")
         tensor = d.tensor
         if not tensor.written:
             tensor.stored.append((r0, r1, c0, c1))
         i = len(self._rows)
-        self._rows.append(
-            (
-                P.DMA_STORE,
-                self._dma_queue(queue, store=True),
-                -1,
-                st.id,
-                -1,
-                tensor.id,
-                p1 - p0,
-                f1 - f0,
-                0,
-                0,
-                0,
-                self._fmt_ids[tensor.fmt],
-                -1,
-                0,
-                0,
-                *_NO,
-                p0,
-                p1,
-                f0,
-                f1,
-                *_NO,
-                r0,
-                r1,
-                c0,
-                c1,
-            )
+        q = self._store_queue if queue is None else self._dma_queue(queue, store=True)
+        dge_flag = (
+            self._default_dge if dge is None and self._default_dge is not None else self._dge(dge)
         )
+        self._rows.append(
+            (P.DMA_STORE, q, -1, st.id, -1, tensor.id, p1 - p0, f1 - f0, 0, 0, 0,
+             tensor.fmt_id, -1, 0, dge_flag, -1, s.key, -1, d.rkey, d.ckey, -1, -1)
+        )  # fmt: skip
         if self.numerics:
             x = s.get()
             if st.fmt != tensor.fmt:
@@ -511,37 +502,10 @@ class KernelContext(EngineOps):
         self._last_stationary = key
         i = len(self._rows)
         self._rows.append(
-            (
-                P.MATMUL,
-                P.TENSOR,
-                ot.id,
-                stt.id,
-                mvt.id,
-                -1,
-                k,
-                n,
-                k,
-                m,
-                0,
-                self._fmt_ids[fmt],
-                dt,
-                reload,
-                P.FLAG_OUT_READ if accumulate else 0,
-                op0,
-                op1,
-                of0,
-                of1,
-                sp0,
-                sp1,
-                sf0,
-                sf1,
-                mp0,
-                mp1,
-                mf0,
-                mf1,
-                *_NO,
-            )
-        )
+            (P.MATMUL, P.TENSOR, ot.id, stt.id, mvt.id, -1, k, n, k, m, 0, self._fmt_ids[fmt],
+             dt, reload, P.FLAG_OUT_READ if accumulate else 0, o.key, st.key, mv.key,
+             -1, -1, -1, -1)
+        )  # fmt: skip
         self._wrote(o)
         if self.numerics:
             prod = st.get().T @ mv.get()  # float32 products, fp32 accumulation
@@ -574,28 +538,9 @@ class KernelContext(EngineOps):
         self._last_stationary = None
         i = len(self._rows)
         self._rows.append(
-            (
-                P.TRANSPOSE,
-                P.TENSOR,
-                o.tile.id,
-                s.tile.id,
-                -1,
-                -1,
-                parts,
-                parts,
-                parts,
-                free,
-                0,
-                s.tile.fmt_id,
-                dt,
-                1,
-                0,
-                *o.region,
-                *s.region,
-                *_NO,
-                *_NO,
-            )
-        )
+            (P.TRANSPOSE, P.TENSOR, o.tile.id, s.tile.id, -1, -1, parts, parts, parts, free, 0,
+             s.tile.fmt_id, dt, 1, 0, o.key, s.key, -1, -1, -1, -1, -1)
+        )  # fmt: skip
         self._wrote(o)
         if self.numerics:
             o.set(s.get().T)

@@ -4,8 +4,10 @@ Every operand is a rectangle of physical memory: SBUF and PSUM as ``[partition, 
 (a tile takes the same byte range in each of its partitions), an HBM tensor as ``[row, col]``.
 An instruction that reads a rectangle waits for the earlier writes overlapping it (read after
 write); one that writes waits for the earlier writes and reads of it (write after write, write
-after read: buffer reuse, including a new tile placed on the bytes of a freed one). Engines and
-DMA queues run in order, so only the latest dependency on each engine is kept.
+after read: buffer reuse, including a new tile placed on the bytes of a freed one). DMA queues
+complete in order, so only the latest dependency on each queue is kept; compute engines may run
+independent instructions out of program order (the compiler's scheduling), so every dependency
+on them is kept.
 
 The pass keeps, per memory object, a grid of cells with the recent accesses that touch each
 cell; a write that covers an older access retires it, and a read that covers an older read of
@@ -40,8 +42,8 @@ def _deps_py(
     op,
     engine,
     flags,
-    ids,  # (n, 4): out, in0, in1, hbm
-    regions,  # (n, 4, 4): region of each operand
+    ids,  # (n, 5): out, in0, in1, hbm, in2
+    regions,  # (n, 5, 4): region of each operand
     tile_space,
     tile_offset,
     tile_bits,
@@ -76,19 +78,19 @@ def _deps_py(
     last = np.full(n_engines, -1, np.int64)
     touched = np.empty(n_engines, np.int64)
     found = np.empty(64, np.int64)
-    acc_obj = np.empty(4, np.int64)
-    acc_rect = np.empty((4, 4), np.int64)
-    acc_write = np.empty(4, np.uint8)
+    acc_obj = np.empty(5, np.int64)
+    acc_rect = np.empty((5, 4), np.int64)
+    acc_write = np.empty(5, np.uint8)
     for i in range(n):
         e = engine[i]
         # The accesses of instruction i: (object, rectangle, write?).
         na = 0
-        for slot in range(4):
+        for slot in range(5):
             t = ids[i, slot]
             if t < 0:
                 continue
             rg = regions[i, slot]
-            if slot < 3:  # a tile
+            if slot != 3:  # a tile
                 sp = tile_space[t]
                 b = tile_bits[t]
                 if sp == SBUF:
@@ -174,34 +176,36 @@ def _deps_py(
                     nrec += 1
             # A read-modify-write of the output (PSUM accumulation) also reads it: covered by
             # the write's RAW/WAW checks above.
-        # Keep the latest dependency per engine (engines and queues complete in order).
+        # DMA queues complete in order: the latest dependency on a queue implies the earlier
+        # ones. Compute engines may run their instructions out of program order (the compiler
+        # schedules them), so every dependency on them is kept.
         nt = 0
         for j in range(nf):
             d = found[j]
             ed = engine[d]
-            if last[ed] < 0:
-                touched[nt] = ed
+            if ed < 4:
+                if nt == touched.shape[0]:
+                    touched = _grow(touched, 2 * nt)
+                touched[nt] = d
                 nt += 1
+            elif last[ed] < 0 or d > last[ed]:
                 last[ed] = d
-            elif d > last[ed]:
-                last[ed] = d
+        for j in range(nf):
+            d = found[j]
+            ed = engine[d]
+            if ed >= 4 and last[ed] == d:
+                if nt == touched.shape[0]:
+                    touched = _grow(touched, 2 * nt)
+                touched[nt] = d
+                nt += 1
+                last[ed] = -1
         if nd + nt > dcap:
             dcap = 2 * (nd + nt)
             didx = _grow(didx, dcap)
-        # sorted by instruction index
+        touched[:nt].sort()
         for j in range(nt):
-            touched[j] = last[touched[j]]
-        for j in range(nt):
-            m = j
-            for q in range(j + 1, nt):
-                if touched[q] < touched[m]:
-                    m = q
-            v = touched[m]
-            touched[m] = touched[j]
-            touched[j] = v
-            didx[nd] = v
+            didx[nd] = touched[j]
             nd += 1
-            last[engine[v]] = -1
         ptr[i + 1] = nd
     return ptr, didx[:nd].copy()
 
@@ -289,9 +293,18 @@ def dependencies(table: np.ndarray, tiles, tensors, params, n_engines: int):
     stored = np.unique(table["hbm"][table["op"] == P.DMA_STORE])
     track[2:] = False
     track[2 + stored[stored >= 0]] = True
-    ids = np.stack([table["out"], table["in0"], table["in1"], table["hbm"]], 1).astype(np.int64)
+    ids = np.stack(
+        [table["out"], table["in0"], table["in1"], table["hbm"], table["in2"]], 1
+    ).astype(np.int64)
     regions = np.stack(
-        [table["out_region"], table["in0_region"], table["in1_region"], table["hbm_region"]], 1
+        [
+            table["out_region"],
+            table["in0_region"],
+            table["in1_region"],
+            table["hbm_region"],
+            table["in2_region"],
+        ],
+        1,
     ).astype(np.int64)
     return _kernel()(
         table["op"].astype(np.int64),

@@ -18,7 +18,7 @@ import numpy as np
 
 from . import _program as P
 from ._errors import HardwareRuleError, KernelArgumentError, OperandPlacementError
-from ._tiles import View
+from ._tiles import Tile, View
 
 __all__ = ["ACTIVATIONS", "EngineOps", "quantize"]
 
@@ -58,8 +58,14 @@ _BINARY = {
     "divide": np.divide,
 }
 _REDUCE = {"add": np.sum, "maximum": np.max, "minimum": np.min}
+_FUNC_IDS = {name: i for i, name in enumerate(ACTIVATIONS)}
+
+
+def _is_tile(x) -> bool:
+    return type(x) is View or type(x) is Tile
+
+
 _COPY_ENGINES = {"vector": P.VECTOR, "scalar": P.SCALAR, "gpsimd": P.GPSIMD}
-_NO8 = (-1,) * 8
 
 
 def _choice(value, table, what: str):
@@ -87,7 +93,7 @@ class EngineOps:
     """Elementwise engine instructions; relies on KernelContext's ``_view``, ``_check_read``,
     ``_wrote`` and ``_rows``."""
 
-    def _elementwise(self, op, engine, out, ins, fn, what: str) -> int:
+    def _elementwise(self, op, engine, out, ins, fn, what: str, aux: int = -1) -> int:
         """Check and record one Vector / Scalar / GpSimd instruction ``out = fn(*ins)``;
         ``fn`` is called only when numerics are on."""
         o = out if type(out) is View and not out.tile.freed else self._view(out, what)
@@ -130,16 +136,17 @@ class EngineOps:
             views.append(v)
         n_in = len(views)
         if n_in == 0:
-            row = (op, engine, ot.id, -1, -1, -1, parts, free, 0, 0, 0, fid, -1, 0, flags,
-                   op0, op1, of0, of1, *_NO8, -1, -1, -1, -1)  # fmt: skip
+            row = (op, engine, ot.id, -1, -1, -1, parts, free, 0, 0, 0, fid, aux, 0, flags,
+                   o.key, -1, -1, -1, -1, -1, -1)  # fmt: skip
         elif n_in == 1:
             a = views[0]
-            row = (op, engine, ot.id, a.tile.id, -1, -1, parts, free, 0, 0, 1, fid, -1, 0,
-                   flags, op0, op1, of0, of1, *a.region, *_NO8)  # fmt: skip
+            row = (op, engine, ot.id, a.tile.id, -1, -1, parts, free, 0, 0, 1, fid, aux, 0,
+                   flags, o.key, a.key, -1, -1, -1, -1, -1)  # fmt: skip
         else:
             a, b = views[0], views[1]
+            c_id, c_key = (views[2].tile.id, views[2].key) if n_in > 2 else (-1, -1)
             row = (op, engine, ot.id, a.tile.id, b.tile.id, -1, parts, free, 0, 0, n_in, fid,
-                   -1, 0, flags, op0, op1, of0, of1, *a.region, *b.region, -1, -1, -1, -1)  # fmt: skip
+                   aux, 0, flags, o.key, a.key, b.key, -1, -1, c_id, c_key)  # fmt: skip
         i = len(self._rows)
         self._rows.append(row)
         if self.numerics:
@@ -147,23 +154,72 @@ class EngineOps:
         self._wrote(o)
         return i
 
-    def activation(self, out, src, func: str = "identity", scale: float = 1.0, bias=None) -> int:
-        """Scalar engine: ``out = func(src * scale + bias)``; ``bias`` is a number or a
-        per-partition ``[P, 1]`` SBUF view. Reads SBUF or PSUM, writes SBUF (with a cast)."""
+    def activation(self, out, src, func: str = "identity", scale=1.0, bias=None) -> int:
+        """Scalar engine: ``out = func(src * scale + bias)``; ``scale`` and ``bias`` are numbers
+        or per-partition ``[P, 1]`` SBUF views (the Scalar engine's pipelined multiply-add, at
+        no extra cost). Reads SBUF or PSUM, writes SBUF (with a cast). A function other than
+        the one the engine used last first loads its table (``act_table_load``)."""
         f = _choice(func, ACTIVATIONS, "activation")
-        scale = _number(scale, "activation scale")
-        if bias is None or type(bias) is int or type(bias) is float:
-            b0 = 0.0 if bias is None else _number(bias, "activation bias")
+        fid = _FUNC_IDS[func]
+        tiles = []
+        s_num = b_num = None
+        if _is_tile(scale):
+            tiles.append(scale)
+        else:
+            s_num = _number(scale, "activation scale")
+        if bias is not None and _is_tile(bias):
+            tiles.append(bias)
+        else:
+            b_num = 0.0 if bias is None else _number(bias, "activation bias")
+        if len(tiles) == 2:
+            raise KernelArgumentError(
+                "activation takes a per-partition scale tile or a bias tile, not both at once "
+                "(the engine reads one extra operand); fold one into a number or a separate op"
+            )
 
-            def fn():
-                return lambda x: f(x * np.float32(scale) + np.float32(b0))
+        def fn():
+            if not tiles:
+                return lambda x: f(x * np.float32(s_num) + np.float32(b_num))
+            if s_num is None:
+                return lambda x, s: f(x * s + np.float32(b_num))
+            return lambda x, b: f(x * np.float32(s_num) + b)
 
-            return self._elementwise(P.ACTIVATION, P.SCALAR, out, (src,), fn, "activation")
+        return self._elementwise(
+            P.ACTIVATION, P.SCALAR, out, (src, *tiles), fn, "activation", aux=fid
+        )
 
-        def fn2():
-            return lambda x, b: f(x * np.float32(scale) + b)
+    def tensor_tensor_scan(
+        self, out, a, b, initial=0.0, op0: str = "multiply", op1: str = "add"
+    ) -> int:
+        """Vector engine scan along the free dimension:
+        ``out[:, j] = op1(op0(a[:, j], out[:, j - 1]), b[:, j])`` with ``out[:, -1]`` =
+        ``initial`` (a number or a ``[P, 1]`` view): a linear recurrence such as Mamba's
+        selective scan in one instruction (ISA cost ~2N cycles)."""
+        g0 = _choice(op0, _BINARY, "tensor_tensor_scan op0")
+        g1 = _choice(op1, _BINARY, "tensor_tensor_scan op1")
+        ins = [a, b]
+        init_num = None
+        if _is_tile(initial):
+            ins.append(initial)
+        else:
+            init_num = _number(initial, "tensor_tensor_scan initial")
 
-        return self._elementwise(P.ACTIVATION, P.SCALAR, out, (src, bias), fn2, "activation")
+        def fn():
+            def scan(x, y, init=None):
+                prev = (
+                    np.full(x.shape[0], init_num, np.float32)
+                    if init is None
+                    else np.asarray(init, np.float32)[:, 0]
+                )
+                res = np.empty_like(x, dtype=np.float32)
+                for j in range(x.shape[1]):
+                    prev = g1(g0(x[:, j], prev), y[:, j]).astype(np.float32)
+                    res[:, j] = prev
+                return res
+
+            return scan
+
+        return self._elementwise(P.TENSOR_SCAN, P.VECTOR, out, ins, fn, "tensor_tensor_scan")
 
     def tensor_tensor(self, out, a, b, op: str = "add") -> int:
         """Vector engine: ``out = a <op> b`` elementwise (add, subtract, multiply, maximum, ...)."""

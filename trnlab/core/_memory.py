@@ -57,6 +57,15 @@ class Memory:
         self.sbuf_live[tid] = (at, need)
         return at
 
+    def largest_free(self) -> int:
+        """Bytes per partition of the largest free run of SBUF (what one new tile can take)."""
+        cap = int(self.params.sbuf_usable_partition_bytes)
+        at, best = 0, 0
+        for off, size in sorted(self.sbuf_live.values()):
+            best = max(best, off - at)
+            at = max(at, off + size)
+        return max(best, cap - at)
+
     def _sbuf_full(self, name, need, cap, in_use, count):
         biggest = sorted(self.sbuf_live.items(), key=lambda kv: -kv[1][1])[:3]
         who = ", ".join(f"{self.name_of(t)} {b} B" for t, (_, b) in biggest)

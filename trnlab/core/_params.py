@@ -3,55 +3,109 @@
 :func:`core_params` gathers every figure the scheduler needs into a frozen record. Nothing
 here is a constant: the figures come from ``trnlab/catalog/data/hardware.toml`` and
 ``neuroncore.toml``; those marked ``assumption = true`` there are model parameters no source
-gives as a number, and any figure can be overridden per run (``core_params("trn1",
-dma_efficiency_at_overhead=0.5)``) to ask "what if".
+gives as a number for that generation, and any figure can be overridden per run
+(``core_params("trn1", dma_queue_interval=0.5e-6)``) to ask "what if". An override is checked:
+a count must be a whole number >= 1, a time or rate a finite number in its range, a rule a
+boolean; anything else is refused with the figure's name and its valid range.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._errors import KernelArgumentError
+
 __all__ = ["CoreParams", "core_params"]
 
-#: Figures of the core read by the model (name in the catalogue = field name).
-_CORE_FIGURES = (
-    "sbuf_partitions",
-    "sbuf_usable_partition_bytes",
-    "psum_partition_bytes",
-    "psum_banks",
-    "pe_rows",
-    "pe_cols",
-    "tensor_clock",
-    "stationary_free_max",
-    "moving_free_max",
-    "matmul_min_cycles",
-    "fast_weight_load",
-    "vector_clock",
-    "vector_lanes",
-    "vector_lanes_32bit",
-    "vector_fixed_cycles",
-    "vector_min_cycles",
-    "scalar_clock",
-    "scalar_lanes",
-    "scalar_min_cycles",
-    "sbuf_access_cycles",
-    "gpsimd_clock",
-    "gpsimd_cores",
-    "gpsimd_core_bits",
-    "gpsimd_start_cycles",
-    "vector_gpsimd_share_sbuf",
-    "dma_engines",
-    "dma_bandwidth",
-    "dma_setup",
-    "dma_partitions_per_engine",
-    "dma_overhead_bytes",
-    "dma_efficient_bytes",
-    "dma_saturating_bytes",
-    "dma_efficiency_at_efficient",
-    "dma_efficiency_at_overhead",
-)
+# Figures of the core read by the model (name in the catalogue = field name), each with the
+# kind of value it takes: "count" (whole number >= 1), "positive" (finite > 0), "nonneg"
+# (finite >= 0), "bool".
+_CORE_FIGURES: dict[str, str] = {
+    "sbuf_partitions": "count",
+    "sbuf_usable_partition_bytes": "count",
+    "psum_partition_bytes": "count",
+    "psum_banks": "count",
+    "pe_rows": "count",
+    "pe_cols": "count",
+    "tensor_clock": "positive",
+    "stationary_free_max": "count",
+    "moving_free_max": "count",
+    "matmul_min_cycles": "nonneg",
+    "fast_weight_load": "positive",
+    "tensor_latency_cycles": "nonneg",
+    "vector_clock": "positive",
+    "vector_lanes": "count",
+    "vector_min_cycles": "nonneg",
+    "vector_latency_cycles": "nonneg",
+    "scalar_clock": "positive",
+    "scalar_lanes": "count",
+    "scalar_min_cycles": "nonneg",
+    "scalar_latency_cycles": "nonneg",
+    "gpsimd_clock": "positive",
+    "gpsimd_cores": "count",
+    "gpsimd_core_bits": "count",
+    "gpsimd_start_cycles": "nonneg",
+    "vector_gpsimd_share_sbuf": "bool",
+    "vector_scalar_share_psum": "bool",
+    "dma_engines": "count",
+    "dma_bandwidth": "positive",
+    "dma_partitions_per_engine": "count",
+    "dma_queue_interval": "nonneg",
+    "dma_completion_latency": "nonneg",
+    "engine_sync_latency": "nonneg",
+    "launch_preamble": "nonneg",
+    "launch_postamble": "nonneg",
+    "compiler_rotating_buffers": "count",
+    "dge_instances": "countable",
+    "dma_default_dge": "dge",
+    "dge_instruction_time": "nonneg",
+    "swdge_gpsimd_time": "nonneg",
+    "act_table_load": "nonneg",
+    "compiler_schedule_window": "count",
+    "vector_static_cycles": "nonneg",
+    "scalar_static_cycles": "nonneg",
+}
+_DERIVED_KINDS = {"psum_free_max": "count"}
+# Figures a generation may lack, and the documented figure that stands in (an assumption).
+_STAND_INS = {"dma_queue_interval": "dma_setup"}
+_RANGES = {
+    "countable": "a whole number >= 0",
+    "dge": "one of 'none', 'hw', 'sw'",
+    "count": "a whole number >= 1",
+    "positive": "a finite number > 0",
+    "nonneg": "a finite number >= 0",
+    "bool": "True or False",
+}
+
+
+def _check(name: str, value: Any) -> Any:
+    """``value`` if it is a valid value of figure ``name``, else a teaching error."""
+    kind = _CORE_FIGURES.get(name) or _DERIVED_KINDS[name]
+    ok = False
+    if kind == "bool":
+        ok = isinstance(value, bool)
+    elif kind == "dge":
+        ok = value in ("none", "hw", "sw")
+    elif kind == "countable":
+        ok = isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 0
+    elif isinstance(value, numbers.Real) and not isinstance(value, bool):
+        v = float(value)
+        if kind == "count":
+            ok = isinstance(value, numbers.Integral) and value >= 1
+        elif kind == "positive":
+            ok = math.isfinite(v) and v > 0
+        else:
+            ok = math.isfinite(v) and v >= 0
+    if not ok:
+        raise KernelArgumentError(
+            f"figure {name!r} must be {_RANGES[kind]}; got {value!r}. "
+            f"(core_params(chip, {name}=...) overrides a catalogue figure for 'what if' runs.)"
+        )
+    return value
 
 
 @dataclass(frozen=True)
@@ -102,8 +156,14 @@ class CoreParams:
 
     @property
     def dma_engine_bandwidth(self) -> float:
-        """Sustained bandwidth of one DMA engine: the per-core figure shared by the engines."""
+        """Streaming rate of one DMA engine: the core's figure over its engines (17, 23 and
+        33 B/ns on v2, v3, v4: the NKI DMA guides' table)."""
         return self.dma_bandwidth / self.dma_engines
+
+    @property
+    def launch_overhead(self) -> float:
+        """Pre-amble plus post-amble of a kernel launch (s), outside the kernel's own timeline."""
+        return self.launch_preamble + self.launch_postamble
 
     def peak_flops(self, dtype: str) -> float:
         """Tensor-engine peak of the core for ``dtype``: rows x cols x 2 x clock x rate."""
@@ -114,7 +174,8 @@ class CoreParams:
         lines = [f"{self.name} on {self.chip}: figures from trnlab.catalog"]
         if self.assumptions:
             lines.append(
-                "  model assumptions (no source gives a number): " + ", ".join(self.assumptions)
+                "  model assumptions (no source gives the number for this generation): "
+                + ", ".join(self.assumptions)
             )
         if self.overrides:
             lines.append(
@@ -123,10 +184,21 @@ class CoreParams:
         return "\n".join(lines)
 
     def replace(self, **overrides: Any) -> CoreParams:
-        """A copy with some figures replaced (``params.replace(dma_bandwidth=400e9)``)."""
+        """A copy with some figures replaced (``params.replace(dma_bandwidth=400e9)``).
+
+        Raises
+        ------
+        KeyError
+            An unknown figure name (the message lists the figures).
+        KernelArgumentError
+            A value outside the figure's range (a count below 1, a negative or NaN time, a
+            string...).
+        """
         unknown = sorted(set(overrides) - set(self.values))
         if unknown:
             raise KeyError(f"unknown figure(s) {unknown}; figures: {sorted(self.values)}")
+        for k, v in overrides.items():
+            _check(k, v)
         return dataclasses.replace(
             self,
             values={**self.values, **overrides},
@@ -143,7 +215,7 @@ def core_params(chip: str | CoreParams = "trn1", **overrides: Any) -> CoreParams
         A Neuron chip of the catalogue (``"trn1"``, ``"trn2"``, ``"trn3"``, ``"inf2"``); a
         CoreParams is passed through (with the overrides applied).
     **overrides
-        Replace any figure by name, e.g. ``dma_efficiency_at_overhead=0.5``.
+        Replace any figure by name, e.g. ``dma_queue_interval=0.5e-6``.
 
     Raises
     ------
@@ -165,10 +237,14 @@ def core_params(chip: str | CoreParams = "trn1", **overrides: Any) -> CoreParams
     values = {}
     assumed = []
     for name in _CORE_FIGURES:
-        fig = core.figure(name)
+        if name not in core.figures and name in _STAND_INS:
+            fig = core.figure(_STAND_INS[name])
+            assumed.append(f"{name} (= {_STAND_INS[name]})")
+        else:
+            fig = core.figure(name)
+            if fig.extra.get("assumption"):
+                assumed.append(name)
         values[name] = fig.value
-        if fig.extra.get("assumption"):
-            assumed.append(name)
     # Free size of one PSUM tile / one matmul output: a bank, or more where the generation
     # lets a matmul span banks (NeuronCore-v4).
     if "psum_free_max" in core.figures:

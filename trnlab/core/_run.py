@@ -14,7 +14,7 @@ from trnlab._threads import one_blas_thread
 from . import _program as P
 from ._context import KernelContext
 from ._params import CoreParams, core_params
-from ._schedule import costs, schedule
+from ._schedule import costs, schedule, tile_bits
 
 __all__ = ["HBM", "Run", "hbm", "record", "run", "simulate"]
 
@@ -54,11 +54,17 @@ class Run:
     params : CoreParams
         The core it ran on (figures from the catalogue).
     start, end : numpy.ndarray
-        Start and end time (s) of each instruction on its engine.
+        Start of each instruction on its engine (a DMA: its set-up on the queue) and the time
+        its result can be read (a DMA: the consumer has been signalled).
+    issue_end : numpy.ndarray
+        When each instruction's engine is free again (a DMA: its last byte has moved); the
+        engine bars of a timeline span ``start .. issue_end``.
     outputs : dict
         Name -> float32 array of every HBM tensor the kernel stored to (empty in timing-only runs).
     latency : float
-        Seconds from the first instruction to the last.
+        Seconds from the first instruction to the last result: the kernel's own timeline.
+        ``total_latency`` adds the launch pre- and post-amble (what a benchmark of the kernel
+        measures end to end).
     busy : dict
         Engine -> fraction of the latency it was busy ("DMA": fraction of the time at least
         one transfer is in flight; ``extra["dma_bandwidth_fraction"]``: share of the core's
@@ -73,6 +79,7 @@ class Run:
     params: CoreParams
     start: np.ndarray
     end: np.ndarray
+    issue_end: np.ndarray
     outputs: dict[str, np.ndarray]
     latency: float
     busy: dict[str, float]
@@ -199,28 +206,59 @@ class Run:
             else 0.0,
         }
 
+    @property
+    def launch_overhead(self) -> float:
+        """The launch pre-amble and post-amble (s): outside the kernel's own timeline, inside
+        every end-to-end measurement of it (catalogue: ``launch_preamble``, ``launch_postamble``)."""
+        return float(self.params.launch_overhead)
+
+    @property
+    def total_latency(self) -> float:
+        """The kernel's latency plus its launch overhead: what ``nki.benchmark`` reports."""
+        return self.latency + self.launch_overhead
+
     def summary(self) -> str:
-        """Where the time goes, in words and a small table (the text beside a timeline chart)."""
+        """Where the time goes, in words and a small table (the text beside a timeline chart).
+
+        Engine time is the sum of the engine's issue intervals; the DMA row counts every
+        transfer's time from its set-up on a queue to its last byte, summed over transfers (so
+        over the queues, which run in parallel: it can exceed the latency).
+        """
         t = self.program.table
-        dur = self.end - self.start
+        occ = self.issue_end - self.start
         lines = [
             f"{self.params.name} ({self.params.chip}): {len(t)} instructions in "
-            f"{self.latency * 1e6:,.1f} us; Tensor Engine at {self.utilisation:.1%} of peak; "
-            f"{self.bound}-bound (roofline {self.roofline_bound * 1e6:,.1f} us, intensity "
-            f"{self.arithmetic_intensity:,.0f} FLOP/B).",
+            f"{self.latency * 1e6:,.1f} us (plus {self.launch_overhead * 1e6:,.1f} us launch "
+            f"overhead = {self.total_latency * 1e6:,.1f} us end to end); Tensor Engine at "
+            f"{self.utilisation:.1%} of peak; {self.bound}-bound (roofline "
+            f"{self.roofline_bound * 1e6:,.1f} us, intensity {self.arithmetic_intensity:,.0f} FLOP/B).",
             f"{'engine':<8} {'busy':>6} {'instr':>7} {'time us':>10}",
         ]
         for e, name in enumerate(P.ENGINES):
             sel = t["engine"] == e
             lines.append(
-                f"{name:<8} {self.busy[name]:>6.1%} {int(sel.sum()):>7} {dur[sel].sum() * 1e6:>10,.1f}"
+                f"{name:<8} {self.busy[name]:>6.1%} {int(sel.sum()):>7} {occ[sel].sum() * 1e6:>10,.1f}"
             )
         sel = t["engine"] >= P.FIRST_DMA
+        queues = len(np.unique(t["engine"][sel]))
         lines.append(
-            f"{'DMA':<8} {self.busy['DMA']:>6.1%} {int(sel.sum()):>7} {dur[sel].sum() * 1e6:>10,.1f}"
-            f"  ({self.hbm_bytes / 1e6:,.2f} MB, "
+            f"{'DMA':<8} {self.busy['DMA']:>6.1%} {int(sel.sum()):>7} {occ[sel].sum() * 1e6:>10,.1f}"
+            f"  (summed over {queues} queue{'s' if queues != 1 else ''}; "
+            f"{self.hbm_bytes / 1e6:,.2f} MB, "
             f"{self.extra.get('dma_bandwidth_fraction', 0):.0%} of the DMA bandwidth)"
         )
+        return "\n".join(lines)
+
+    def describe(self) -> str:
+        """How this run was modelled: the core, the figures that are assumptions, overrides,
+        and the mechanisms charged (the text to read before trusting a number)."""
+        lines = [
+            self.params.describe(),
+            "  mechanisms: engine issue intervals and pipeline latencies; background "
+            "LoadStationary; DMA queue set-up, engine streaming by partitions and completion "
+            "signal; cross-engine semaphores; launch pre/post-amble (reported apart).",
+            "  how close this model is to measured hardware: docs/fidelity.md",
+        ]
         return "\n".join(lines)
 
     def counters(self) -> dict[str, Any]:
@@ -230,6 +268,8 @@ class Run:
             "core": self.params.name,
             "instructions": len(self.program),
             "latency_s": self.latency,
+            "launch_overhead_s": self.launch_overhead,
+            "total_latency_s": self.total_latency,
             "flops": self.flops,
             "achieved_flops": self.achieved_flops,
             "utilisation": self.utilisation,
@@ -272,16 +312,16 @@ def record(
 
 def simulate(program: P.Program, params: CoreParams, outputs=None, numerics=False) -> Run:
     """Schedule a recorded program and measure it."""
-    start, end = schedule(program, params)
     t = program.table
+    c = costs(t, params, tile_bits(program))
+    start, issue_end, end = schedule(program, params, c)
     latency = float(end.max() - start.min()) if len(t) else 0.0
-    dur, _, pipe = costs(t, params)
     busy = {}
     for e, name in enumerate(P.ENGINES):
         sel = t["engine"] == e
-        busy[name] = float(dur[sel].sum() / latency) if latency else 0.0
+        busy[name] = float(c.busy[sel].sum() / latency) if latency else 0.0
     dma = t["engine"] >= P.FIRST_DMA
-    busy["DMA"] = _union(start[dma], end[dma]) / latency if latency else 0.0
+    busy["DMA"] = _union(start[dma], issue_end[dma]) / latency if latency else 0.0
     flops = float(t["flops"].sum())
     from trnlab.catalog import DTYPES
 
@@ -295,6 +335,7 @@ def simulate(program: P.Program, params: CoreParams, outputs=None, numerics=Fals
         params=params,
         start=start,
         end=end,
+        issue_end=issue_end,
         outputs=outputs or {},
         latency=latency,
         busy=busy,
@@ -303,7 +344,9 @@ def simulate(program: P.Program, params: CoreParams, outputs=None, numerics=Fals
         compute_bound_s=compute,
         memory_bound_s=nbytes / params.dma_bandwidth,
         numerics=numerics,
-        extra={"dma_bandwidth_fraction": float(pipe.sum() / latency) if latency else 0.0},
+        extra={
+            "dma_bandwidth_fraction": nbytes / (params.dma_bandwidth * latency) if latency else 0.0
+        },
     )
 
 

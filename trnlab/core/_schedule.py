@@ -1,113 +1,234 @@
 """Costs of instructions and the engine scheduler (a numba loop over the flat table).
 
-Cost rules (each from the catalogue; see ``data/neuroncore.toml`` for sources):
+Each compute instruction has two times: how long it occupies its engine (its *issue
+interval*: the next instruction on that engine can start after it) and how long until its
+result is in SBUF or PSUM (its *latency*: an instruction that depends on it waits for that).
+Independent instructions issue back to back; dependent ones pay the pipeline latency. Every rule
+below reads its figures from the catalogue (``trnlab/catalog/data/neuroncore.toml`` says where
+each comes from):
 
-- Tensor Engine matmul: ``max(N, matmul_min_cycles) / rate`` cycles at the tensor clock, where
-  ``rate`` is the input type's rate relative to bf16 (fp32 0.25 -> 4x the cycles, fp8 2 on
-  NeuronCore-v3, MX 4 on v4), plus ``ceil(K / fast_weight_load)`` cycles when the stationary
-  tile is (re)loaded. A transpose is a matmul against an identity, N = partitions.
-- Vector: ``vector_fixed_cycles + max(vector_min_cycles, inputs x F x 128 / lanes)`` cycles
-  (lanes: ``vector_lanes`` for <= 16-bit data, ``vector_lanes_32bit`` otherwise).
-- Scalar: ``sbuf_access_cycles + max(scalar_min_cycles, F x 128 / scalar_lanes)``.
-- GpSimd: ``gpsimd_start_cycles + inputs x 128 x F x bits / (gpsimd_cores x gpsimd_core_bits)``.
-- DMA: ``dma_setup`` on its queue, then the data moves at
-  ``min(dma_bandwidth, ceil(P / dma_partitions_per_engine) x dma_bandwidth / dma_engines) x eff``
-  while holding ``bytes / (dma_bandwidth x eff)`` of the core's shared DMA bandwidth;
-  ``eff`` is the per-partition efficiency (1 from ``dma_saturating_bytes`` up, the assumed
-  fractions at ``dma_efficient_bytes`` and ``dma_overhead_bytes``, linear in log2 of the size
-  in between, proportional to size below the overhead threshold).
+- Tensor Engine matmul (MultiplyMoving): ``max(N, min(64, M)) / rate`` cycles at the tensor
+  clock (ISA cost formula; ``rate`` is the input type's rate relative to bf16: fp32 0.25, fp8 2 on
+  NeuronCore-v3, MX 4 on v4). A new stationary tile is loaded (LoadStationary, ``M /
+  fast_weight_load`` cycles) in the background while the previous matmul streams; only what
+  cannot hide is charged. The result reaches PSUM ``tensor_latency_cycles`` later; matmuls
+  accumulating into the same PSUM bank pipeline without waiting for it. A transpose costs
+  ``max(P, min(64, F))`` cycles (fp32 at its rate; NeuronCore-v3's transpose mode doubles it).
+- Vector: ``max(vector_min_cycles, work + vector_static_cycles)`` to issue (the documented
+  ~100-cycle static overhead), ``work + vector_latency_cycles`` to the result, with work from the ISA cost formulas (tensor_tensor 2N, N with one PSUM input or
+  all-16-bit SBUF operands; N for one-input ops) and NeuronCore-v3/v4's performance modes
+  for 16-bit data (tensor_copy / tensor_scalar 4x in SBUF, 2x through PSUM; tensor_tensor 2x).
+- Scalar: ``max(scalar_min_cycles, N / per_cycle + scalar_static_cycles)`` to issue (``per_cycle`` = 2 for 16-bit
+  data on NeuronCore-v4), plus ``scalar_latency_cycles`` to the result; an activation whose
+  function differs from the engine's last one first loads its table (``act_table_load``).
+- GpSimd: ``gpsimd_start_cycles + inputs x 128 x N x bits / (cores x core bits)``.
+- DMA: a queue sets up one transfer at a time (``dma_queue_interval``; the set-up of the next
+  overlaps the data of the previous); with the hardware DGE (NeuronCore-v3+) the Sync engine's
+  DGE instance makes each DMA's descriptors instead (``dge_instruction_time``, one DMA at a
+  time); with software DGE GpSimd spends ``swdge_gpsimd_time`` first. Then each DMA engine
+  moves the rows of the partitions it
+  serves (``dma_partitions_per_engine``) at its streaming rate (``dma_bandwidth / dma_engines``);
+  engines are shared by all queues and move one transfer at a time. The consumer sees the data
+  ``dma_completion_latency`` after the last byte. A queue completes in order.
+- A dependency between two different compute engines costs ``engine_sync_latency`` (semaphore).
+- NeuronCore-v2 rules: Vector and GpSimd never access SBUF at the same time, Vector and Scalar
+  never access PSUM at the same time.
 
-The scheduler runs every engine (and each DMA queue) in order; across engines it is a list
-scheduler: it repeatedly starts, among the engines whose next instruction has its dependencies
-done, the one that can start earliest. So a latency is never below the busy time of any
-engine, nor below the core's DMA bytes over its bandwidth.
+The scheduler is a list scheduler standing in for the NKI compiler's: it repeatedly starts, of
+all the instructions whose dependencies are done, the one that can start earliest. The Vector,
+Scalar and GpSimd engines may take any of their next ``compiler_schedule_window`` instructions
+in program order (the compiler interleaves independent iterations; 1 = strict program order);
+the Tensor Engine (its stationary reloads follow program order) and each DMA queue only their
+next. A latency is never below the busy time of any engine,
+nor below the core's DMA bytes over its bandwidth.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from . import _program as P
 from ._params import CoreParams
 
-__all__ = ["costs", "dma_efficiency", "schedule"]
+__all__ = ["Costs", "costs", "schedule"]
 
 
-def dma_efficiency(bytes_per_partition, params: CoreParams) -> np.ndarray:
-    """Fraction of the DMA bandwidth reached by transfers of this many bytes per partition."""
-    b = np.asarray(bytes_per_partition, np.float64)
-    lo, mid, hi = params.dma_overhead_bytes, params.dma_efficient_bytes, params.dma_saturating_bytes
-    e_lo, e_mid = params.dma_efficiency_at_overhead, params.dma_efficiency_at_efficient
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lb = np.log2(np.maximum(b, 1.0))
-        out = np.where(
-            b >= hi,
-            1.0,
-            np.where(
-                b >= mid,
-                e_mid + (1 - e_mid) * (lb - np.log2(mid)) / (np.log2(hi) - np.log2(mid)),
-                np.where(
-                    b >= lo,
-                    e_lo + (e_mid - e_lo) * (lb - np.log2(lo)) / (np.log2(mid) - np.log2(lo)),
-                    e_lo * b / lo,
-                ),
-            ),
-        )
-    return np.clip(out, 1e-6, 1.0)
+@dataclass(frozen=True)
+class Costs:
+    """Per-instruction costs (seconds) that the scheduler charges.
+
+    Attributes
+    ----------
+    busy : numpy.ndarray
+        Compute instructions: time on the engine (issue interval). DMA: 0.
+    done : numpy.ndarray
+        Compute instructions: time from start to the result being readable.
+    load_stationary : numpy.ndarray
+        Matmuls that (re)load their stationary tile: LoadStationary time, else 0.
+    row_time : numpy.ndarray
+        DMA: time for one DMA engine to move one partition's row of the transfer.
+    p0, p1 : numpy.ndarray
+        DMA: the SBUF partitions of the transfer (which engines it keeps busy).
+    psum : numpy.ndarray
+        Instruction reads PSUM (Vector / Scalar; the NeuronCore-v2 PSUM port rule).
+    dge : numpy.ndarray
+        DMA descriptor generation: 0 prepared in HBM, 1 hardware DGE, 2 GpSimd (software).
+    """
+
+    busy: np.ndarray
+    done: np.ndarray
+    load_stationary: np.ndarray
+    row_time: np.ndarray
+    p0: np.ndarray
+    p1: np.ndarray
+    psum: np.ndarray
+    dge: np.ndarray
 
 
-def costs(table: np.ndarray, params: CoreParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Duration, DMA setup and DMA shared-bandwidth time (seconds) of every instruction."""
+def _out_bits(table: np.ndarray, tile_bits: np.ndarray | None) -> np.ndarray:
+    out = table["out"]
+    if tile_bits is None or not len(tile_bits):
+        return table["bits"].astype(np.float64)
+    return np.where(out >= 0, tile_bits[np.maximum(out, 0)], 32.0)
+
+
+def costs(table: np.ndarray, params: CoreParams, tile_bits: np.ndarray | None = None) -> Costs:
+    """The cost of every instruction of ``table`` on one NeuronCore (vectorised).
+
+    ``tile_bits`` (bits per element of each tile, by id) lets the 16-bit performance modes see
+    the output's format; without it the input's is used.
+    """
     p = params
+    n = len(table)
     op = table["op"]
+    eng = table["engine"]
     free = table["free"].astype(np.float64)
     n_in = table["n_inputs"].astype(np.float64)
     bits = table["bits"].astype(np.float64)
-    parts_total = float(p.sbuf_partitions)
-    dur = np.zeros(len(table))
-    setup = np.zeros(len(table))
-    pipe = np.zeros(len(table))
+    flags = table["flags"]
+    psum_in = (flags & P.FLAG_PSUM_IN) != 0
+    busy = np.zeros(n)
+    done = np.zeros(n)
+    ls = np.zeros(n)
+    row_time = np.zeros(n)
+    sixteen = (bits <= 16) & (_out_bits(table, tile_bits) <= 16)
+    gen_modes = p.vector_lanes // p.sbuf_partitions  # 4 on NeuronCore-v3/v4 (512 lanes), 1 on v2
 
-    te = (op == P.MATMUL) | (op == P.TRANSPOSE)
-    if te.any():
-        rate = table["rate"][te].astype(np.float64)
-        cyc = np.maximum(free[te], p.matmul_min_cycles) / rate
-        cyc += table["reload"][te] * np.ceil(table["k"][te] / p.fast_weight_load)
-        dur[te] = cyc / p.tensor_clock
+    # Tensor Engine ---------------------------------------------------------------------------
+    mm = op == P.MATMUL
+    if mm.any():
+        rate = table["rate"][mm].astype(np.float64)
+        cyc = np.maximum(free[mm], np.minimum(p.matmul_min_cycles, table["m"][mm])) / rate
+        busy[mm] = cyc / p.tensor_clock
+        done[mm] = (cyc + p.tensor_latency_cycles) / p.tensor_clock
+        lsc = np.ceil(table["m"][mm] / p.fast_weight_load) * np.maximum(1.0, 1.0 / rate)
+        ls[mm] = table["reload"][mm] * lsc / p.tensor_clock
+    tr = op == P.TRANSPOSE
+    if tr.any():
+        rate = table["rate"][tr].astype(np.float64)
+        if gen_modes > 1:  # NeuronCore-v3 transpose mode: fp32 transposes twice as fast
+            rate = np.where(rate < 1, rate * 2, rate)
+        cyc = np.maximum(table["partitions"][tr], np.minimum(64, table["m"][tr])) / rate
+        busy[tr] = cyc / p.tensor_clock
+        done[tr] = (cyc + p.tensor_latency_cycles) / p.tensor_clock
 
-    eng = table["engine"]
+    # Vector ----------------------------------------------------------------------------------
     vec = eng == P.VECTOR
     if vec.any():
-        lanes = np.where(bits[vec] <= 16, p.vector_lanes, p.vector_lanes_32bit)
-        work = np.maximum(n_in[vec], 1) * free[vec] * parts_total / lanes
-        dur[vec] = (p.vector_fixed_cycles + np.maximum(p.vector_min_cycles, work)) / p.vector_clock
+        o = op[vec]
+        N = free[vec]
+        s16 = sixteen[vec]
+        ps = psum_in[vec]
+        tt = o == P.TENSOR_TENSOR
+        # ISA cost formulas (NeuronCore-v2): tensor_tensor 2N, or N with one PSUM input or all
+        # 16-bit SBUF operands; tensor_tensor_scan 2N; one-input ops N.
+        work = np.where(tt, np.where(ps | s16, N, 2 * N), np.where(o == P.TENSOR_SCAN, 2 * N, N))
+        if gen_modes > 1:  # v3/v4 performance modes for 16-bit data (arch guide)
+            copyish = (o == P.TENSOR_SCALAR) | (o == P.COPY)
+            speed = np.where(copyish & s16, np.where(ps, gen_modes / 2, gen_modes), 1.0) * np.where(
+                tt & s16 & ~ps, gen_modes / 2, 1.0
+            )
+            work = work / speed
+        busy[vec] = np.maximum(p.vector_min_cycles, work + p.vector_static_cycles) / p.vector_clock
+        done[vec] = np.maximum(busy[vec], (work + p.vector_latency_cycles) / p.vector_clock)
+
+    # Scalar ----------------------------------------------------------------------------------
     sca = eng == P.SCALAR
     if sca.any():
-        work = free[sca] * parts_total / p.scalar_lanes
-        dur[sca] = (p.sbuf_access_cycles + np.maximum(p.scalar_min_cycles, work)) / p.scalar_clock
+        per_cycle = np.where(sixteen[sca], p.scalar_lanes / p.sbuf_partitions, 1.0)
+        work = free[sca] / per_cycle
+        busy[sca] = np.maximum(p.scalar_min_cycles, work + p.scalar_static_cycles) / p.scalar_clock
+        done[sca] = np.maximum(busy[sca], (work + p.scalar_latency_cycles) / p.scalar_clock)
+        # A function other than the last one the engine used loads its table first.
+        act = np.flatnonzero(sca & (op == P.ACTIVATION))
+        func = table["dtype"][act].astype(np.int64)
+        seq = act[func > 0]  # identity (index 0) needs no table
+        f = func[func > 0]
+        load = seq[f != np.concatenate([[-1], f[:-1]])]
+        busy[load] += p.act_table_load
+        done[load] += p.act_table_load
+
+    # GpSimd ----------------------------------------------------------------------------------
     gps = eng == P.GPSIMD
     if gps.any():
         width = p.gpsimd_cores * p.gpsimd_core_bits
-        work = np.ceil(np.maximum(n_in[gps], 1) * parts_total * free[gps] * bits[gps] / width)
-        dur[gps] = (p.gpsimd_start_cycles + work) / p.gpsimd_clock
+        work = np.ceil(np.maximum(n_in[gps], 1) * p.sbuf_partitions * free[gps] * bits[gps] / width)
+        busy[gps] = (p.gpsimd_start_cycles + work) / p.gpsimd_clock
+        done[gps] = busy[gps]
 
+    # DMA -------------------------------------------------------------------------------------
     dma = (op == P.DMA_LOAD) | (op == P.DMA_STORE)
+    p0 = np.zeros(n, np.int64)
+    p1 = np.zeros(n, np.int64)
     if dma.any():
-        nbytes = table["bytes"][dma].astype(np.float64)
-        parts = np.maximum(table["partitions"][dma], 1)
-        eff = dma_efficiency(nbytes / parts, p)
-        engines = np.minimum(p.dma_engines, np.ceil(parts / p.dma_partitions_per_engine))
-        own_bw = np.minimum(p.dma_bandwidth, engines * p.dma_engine_bandwidth) * eff
-        setup[dma] = p.dma_setup
-        pipe[dma] = nbytes / (p.dma_bandwidth * eff)
-        dur[dma] = np.maximum(nbytes / own_bw, pipe[dma])
-    return dur, setup, pipe
+        row_bytes = np.ceil(free[dma] * bits[dma] / 8)
+        row_time[dma] = row_bytes / p.dma_engine_bandwidth
+        reg = np.where(
+            (op[dma] == P.DMA_LOAD)[:, None], table["out_region"][dma], table["in0_region"][dma]
+        )
+        p0[dma] = reg[:, 0]
+        p1[dma] = reg[:, 1]
+    dge = np.where(
+        (flags & P.FLAG_DGE_HW) != 0, 1, np.where((flags & P.FLAG_DGE_SW) != 0, 2, 0)
+    ).astype(np.int64)
+    return Costs(busy, done, ls, row_time, p0, p1, psum_in & (vec | sca), dge)
 
 
-def _schedule_py(engine, dur, setup, pipe, dep_ptr, dep_idx, n_engines, share, start, end):
+def _schedule_py(
+    engine,
+    busy,
+    done,
+    ls,
+    row_time,
+    p0,
+    p1,
+    psum,
+    dge,
+    dep_ptr,
+    dep_idx,
+    n_engines,
+    n_dma,
+    per_engine,
+    queue_interval,
+    dge_time,
+    swdge_time,
+    completion,
+    sync,
+    share_sbuf,
+    share_psum,
+    window,
+    start,
+    issue_end,
+    end,
+):
     """Schedule in place; returns the number of scheduled instructions.
 
-    ``share`` >= 0 makes GpSimd and Vector exclusive (NeuronCore-v2 SBUF port rule).
+    Engines 0..3 are Tensor, Vector, Scalar, GpSimd; 4.. are DMA queues. ``n_dma`` DMA engines
+    serve ``per_engine`` partitions each. ``dge``: 0 static descriptors (the queue sets up each
+    transfer), 1 hardware DGE (one DGE instance, ``dge_time`` per DMA), 2 software DGE (GpSimd
+    spends ``swdge_time``, then the queue sets up).
     """
     n = engine.shape[0]
     count = np.zeros(n_engines, np.int64)
@@ -122,16 +243,41 @@ def _schedule_py(engine, dur, setup, pipe, dep_ptr, dep_idx, n_engines, share, s
         e = engine[i]
         order[fill[e]] = i
         fill[e] += 1
-    pos = ptr[:-1].copy()
-    free_at = np.zeros(n_engines)
-    done = np.zeros(n, np.bool_)
+    free_at = np.zeros(n_engines)  # compute engines: busy until; queues: set-up unit free at
+    queue_done = np.zeros(n_engines)  # DMA queues: completion of the last transfer (in order)
+    dma_free = np.zeros(n_dma)
+    done_flag = np.zeros(n, np.bool_)
     active = np.empty(n_engines, np.int64)
     n_active = 0
     for e in range(n_engines):
         if count[e] > 0:
             active[n_active] = e
             n_active += 1
-    pipe_free = 0.0
+    # Successors (CSR) and, per instruction, the dependencies still to schedule and the time
+    # its inputs are ready (updated as each dependency is scheduled: every instruction's
+    # dependencies are visited once).
+    n_wait = np.zeros(n, np.int64)
+    succ_count = np.zeros(n + 1, np.int64)
+    for i in range(n):
+        n_wait[i] = dep_ptr[i + 1] - dep_ptr[i]
+        for j in range(dep_ptr[i], dep_ptr[i + 1]):
+            succ_count[dep_idx[j] + 1] += 1
+    succ_ptr = np.cumsum(succ_count)
+    succ_idx = np.empty(succ_ptr[n], np.int64)
+    sfill = succ_ptr[:-1].copy()
+    for i in range(n):
+        for j in range(dep_ptr[i], dep_ptr[i + 1]):
+            d = dep_idx[j]
+            succ_idx[sfill[d]] = i
+            sfill[d] += 1
+    r_dep = np.zeros(n)  # inputs ready (all dependencies)
+    r_ext = np.zeros(n)  # ... from other engines (what a background LoadStationary waits for)
+    dge_free = 0.0  # the hardware DGE instance commanded by the Sync engine
+    ls_free = 0.0  # LoadStationary unit of the Tensor Engine
+    last_mm_start = 0.0
+    vg_free = 0.0  # NeuronCore-v2: the SBUF port Vector and GpSimd share
+    psum_free = 0.0  # NeuronCore-v2: the PSUM port Vector and Scalar share
+    head = ptr[:-1].copy()  # per engine: first instruction (in program order) not yet started
     scheduled = 0
     while scheduled < n:
         best = -1
@@ -139,49 +285,120 @@ def _schedule_py(engine, dur, setup, pipe, dep_ptr, dep_idx, n_engines, share, s
         best_e = -1
         for a in range(n_active):
             e = active[a]
-            if pos[e] >= ptr[e + 1]:
-                continue
-            i = order[pos[e]]
-            t = free_at[e]
-            if share >= 0 and (e == share or e == 1):
-                other = 1 if e == share else share
-                if free_at[other] > t:
-                    t = free_at[other]
-            ok = True
-            for j in range(dep_ptr[i], dep_ptr[i + 1]):
-                d = dep_idx[j]
-                if not done[d]:
-                    ok = False
-                    break
-                if end[d] > t:
-                    t = end[d]
-            if not ok:
-                continue
-            if t < best_t or (t == best_t and i < best):
-                best_t = t
-                best = i
-                best_e = e
+            # Vector, Scalar and GpSimd may start any of their next `window` unstarted
+            # instructions (the compiler's scheduling); the Tensor Engine (whose stationary
+            # reloads follow program order) and DMA queues only their next one
+            limit = window if 0 < e < 4 else 1
+            seen = 0
+            q = head[e]
+            while q < ptr[e + 1] and seen < limit:
+                i = order[q]
+                q += 1
+                if done_flag[i]:
+                    continue
+                seen += 1
+                if n_wait[i] > 0:
+                    continue
+                t = free_at[e]
+                if r_dep[i] > t:
+                    t = r_dep[i]
+                if e < 4:
+                    if share_sbuf and (e == 1 or e == 3) and vg_free > t:
+                        t = vg_free
+                    if share_psum and psum[i] and psum_free > t:
+                        t = psum_free
+                    if e == 0 and ls[i] > 0.0:  # background LoadStationary, after its data
+                        ls_start = r_ext[i]
+                        if ls_start < ls_free:
+                            ls_start = ls_free
+                        if ls_start < last_mm_start:
+                            ls_start = last_mm_start
+                        if ls_start + ls[i] > t:
+                            t = ls_start + ls[i]
+                elif dge[i] == 1:
+                    if dge_free > t:
+                        t = dge_free
+                elif dge[i] == 2:
+                    if free_at[3] > t:
+                        t = free_at[3]
+                if t < best_t or (t == best_t and i < best):
+                    best_t = t
+                    best = i
+                    best_e = e
         if best < 0:  # cannot happen: dependencies point backwards in program order
             return scheduled
         i = best
+        e = best_e
         s = best_t
-        if setup[i] > 0.0 or pipe[i] > 0.0:  # DMA: setup on its queue, data through the pipe
-            data = s + setup[i]
-            if pipe_free > data:
-                data = pipe_free
-            pipe_free = data + pipe[i]
-            f = data + dur[i]
-        else:
-            f = s + dur[i]
         start[i] = s
-        end[i] = f
-        done[i] = True
-        free_at[best_e] = f
-        if share >= 0 and (best_e == share or best_e == 1):
-            other = 1 if best_e == share else share
-            if free_at[other] < f:
-                free_at[other] = f
-        pos[best_e] += 1
+        if e < 4:
+            f = s + busy[i]
+            issue_end[i] = f
+            end[i] = s + done[i]
+            free_at[e] = f
+            if e == 0:
+                if ls[i] > 0.0:
+                    ls_free = s  # the load ended by the time the matmul started
+                last_mm_start = s
+            if share_sbuf and (e == 1 or e == 3):
+                vg_free = f
+            if share_psum and psum[i]:
+                psum_free = f
+        else:  # DMA: descriptors (set-up), then the rows on the engines of its partitions
+            if dge[i] == 1:  # hardware DGE: the instance makes the descriptors
+                setup_end = s + dge_time
+                dge_free = setup_end
+                free_at[e] = s
+            elif dge[i] == 2:  # software DGE: GpSimd writes them, then the queue sets up
+                g = s + swdge_time
+                free_at[3] = g
+                if free_at[e] > g:
+                    g = free_at[e]
+                setup_end = g + queue_interval
+                free_at[e] = setup_end
+            else:
+                setup_end = s + queue_interval
+                free_at[e] = setup_end
+            data_end = setup_end
+            e0 = p0[i] // per_engine
+            e1 = (p1[i] - 1) // per_engine
+            for k in range(e0, e1 + 1):
+                lo = k * per_engine
+                hi = lo + per_engine
+                if lo < p0[i]:
+                    lo = p0[i]
+                if hi > p1[i]:
+                    hi = p1[i]
+                b = setup_end
+                if dma_free[k % n_dma] > b:
+                    b = dma_free[k % n_dma]
+                b += (hi - lo) * row_time[i]
+                dma_free[k % n_dma] = b
+                if b > data_end:
+                    data_end = b
+            issue_end[i] = data_end
+            f = data_end + completion
+            if queue_done[e] > f:
+                f = queue_done[e]
+            queue_done[e] = f
+            end[i] = f
+        done_flag[i] = True
+        while head[e] < ptr[e + 1] and done_flag[order[head[e]]]:
+            head[e] += 1
+        for j in range(succ_ptr[i], succ_ptr[i + 1]):
+            c = succ_idx[j]
+            ec = engine[c]
+            if ec == e and e == 0:  # PSUM accumulation and the TE pipeline: issue order
+                r = issue_end[i]
+            elif e < 4 and ec < 4 and ec != e:
+                r = end[i] + sync
+            else:
+                r = end[i]
+            if r > r_dep[c]:
+                r_dep[c] = r
+            if ec != e and r > r_ext[c]:
+                r_ext[c] = r
+            n_wait[c] -= 1
         scheduled += 1
     return scheduled
 
@@ -198,27 +415,57 @@ def _kernel():
     return _compiled
 
 
-def schedule(program: P.Program, params: CoreParams) -> tuple[np.ndarray, np.ndarray]:
-    """Start and end time (s) of every instruction of ``program`` on one NeuronCore."""
+def schedule(
+    program: P.Program, params: CoreParams, c: Costs | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Start, issue-end and end time (s) of every instruction of ``program`` on one NeuronCore.
+
+    ``start``: the instruction begins on its engine (a DMA: its set-up on the queue);
+    ``issue_end``: its engine is free again (a DMA: its last byte moved); ``end``: its result
+    can be read (a DMA: the consumer has been signalled).
+    """
     n = len(program)
     start = np.zeros(n)
+    issue_end = np.zeros(n)
     end = np.zeros(n)
     if n == 0:
-        return start, end
-    dur, setup, pipe = costs(program.table, params)
-    share = P.GPSIMD if params.vector_gpsimd_share_sbuf else -1
+        return start, issue_end, end
+    if c is None:
+        c = costs(program.table, params, tile_bits(program))
     got = _kernel()(
         program.table["engine"].astype(np.int64),
-        dur,
-        setup,
-        pipe,
+        c.busy,
+        c.done,
+        c.load_stationary,
+        c.row_time,
+        c.p0,
+        c.p1,
+        c.psum,
+        c.dge,
         program.dep_ptr,
         program.dep_idx.astype(np.int64),
         program.n_engines,
-        share,
+        int(params.dma_engines),
+        int(params.dma_partitions_per_engine),
+        float(params.dma_queue_interval),
+        float(params.dge_instruction_time),
+        float(params.swdge_gpsimd_time),
+        float(params.dma_completion_latency),
+        float(params.engine_sync_latency),
+        bool(params.vector_gpsimd_share_sbuf),
+        bool(params.vector_scalar_share_psum),
+        int(params.compiler_schedule_window),
         start,
+        issue_end,
         end,
     )
     if got != n:  # pragma: no cover - guarded by construction
         raise RuntimeError(f"scheduler stalled after {got} of {n} instructions")
-    return start, end
+    return start, issue_end, end
+
+
+def tile_bits(program: P.Program) -> np.ndarray:
+    """Bits per element of every tile of ``program``, by tile id."""
+    from ._tiles import format_bits
+
+    return np.array([format_bits(t.fmt) for t in program.tiles], np.float64)

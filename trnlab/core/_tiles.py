@@ -140,9 +140,10 @@ class HBMTensor:
 
 
 class HBMView:
-    """Rows ``r0:r1`` and columns ``c0:c1`` of an HBM tensor."""
+    """Rows ``r0:r1`` and columns ``c0:c1`` of an HBM tensor. ``rkey`` and ``ckey`` pack the
+    rows and the columns into one integer each (what an instruction row records)."""
 
-    __slots__ = ("c0", "c1", "r0", "r1", "tensor")
+    __slots__ = ("c0", "c1", "ckey", "r0", "r1", "rkey", "tensor")
 
     def __init__(self, tensor: HBMTensor, r0: int, r1: int, c0: int, c1: int):
         self.tensor = tensor
@@ -150,6 +151,8 @@ class HBMView:
         self.r1 = r1
         self.c0 = c0
         self.c1 = c1
+        self.rkey = r0 | r1 << 32
+        self.ckey = c0 | c1 << 32
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -226,9 +229,10 @@ class Tile:
 
 
 class View:
-    """Partitions ``p0:p1`` and free elements ``f0:f1`` of a tile."""
+    """Partitions ``p0:p1`` and free elements ``f0:f1`` of a tile. ``key`` packs the region
+    into one integer (what an instruction row records: p0, p1 in 8 bits each, f0, f1 in 24)."""
 
-    __slots__ = ("f0", "f1", "p0", "p1", "region", "tile")
+    __slots__ = ("f0", "f1", "key", "p0", "p1", "region", "tile")
 
     def __init__(self, tile: Tile, p0: int, p1: int, f0: int, f1: int):
         self.tile = tile
@@ -237,6 +241,7 @@ class View:
         self.f0 = f0
         self.f1 = f1
         self.region = (p0, p1, f0, f1)
+        self.key = p0 | p1 << 8 | f0 << 16 | f1 << 40
 
     @property
     def shape(self) -> tuple[int, int]:

@@ -119,14 +119,15 @@ def reference_streamed(ctx, a_t, b, c, chunk: int = 16):
                 ctx.store(c[G0 + m0 : G0 + m0 + ms, n0 : n0 + ns], out[:ms, :ns])
 
 
-def reference_blocked(ctx, a_t, b, c, tiles_m: int = 8, tiles_n: int = 4):
-    """Blocks of A (``tiles_m`` M tiles) and B (``tiles_n`` N tiles) over all of K stay in
-    SBUF while every pair of their tiles is multiplied; two PSUM banks and two output tiles
-    alternate, so emptying one overlaps the matmuls into the other. This is the library's
-    ``blocked_mn`` kernel (read it with ``inspect.getsource(trnlab.kernels.blocked_mn)``)."""
-    from trnlab.kernels import blocked_mn  # the kernels import the core simulator
+def reference_blocked(ctx, a_t, b, c):
+    """Blocks over M, N and K: a block of B (8 K tiles x 2 N tiles) and one of A (8 K tiles x
+    16 M tiles) feed 256 matmuls before the next loads; partial sums over K blocks are added
+    into an SBUF accumulator, and the compiler's second buffer of each block lets the next
+    block's loads overlap these matmuls. This is the library's ``blocked_mnk`` kernel (read it
+    with ``inspect.getsource(trnlab.kernels.blocked_mnk)``)."""
+    from trnlab.kernels import blocked_mnk  # the kernels import the core simulator
 
-    blocked_mn(ctx, a_t, b, c, tiles_m=tiles_m, tiles_n=tiles_n)
+    blocked_mnk(ctx, a_t, b, c)
 
 
 def reference_epilogue(ctx, w, x_t, bias, y_t):

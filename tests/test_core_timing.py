@@ -1,0 +1,432 @@
+"""The NeuronCore timing rules, one test per rule, each built from the figure it rests on.
+
+Expected times are computed here from the catalogue figures (the documented rule or the
+measurement) with the rule's own formula, never read back from the scheduler's output; the
+property tests check what must hold for any program (dependencies, engine occupancy, the
+roofline bound). The whole-kernel comparison with published hardware times is
+tests/test_fidelity.py.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from trnlab import catalog, core
+from trnlab.core import _program as P
+
+
+def _run(kernel, chip="trn1", **args):
+    return core.run(kernel, chip=chip, numerics=False, **args)
+
+
+def _x(shape=(128, 512), fmt="bf16"):
+    return core.hbm(shape, fmt, is_input=True)
+
+
+# --- Tensor Engine -----------------------------------------------------------------------------
+
+
+def _two_matmuls(fmt, n, same_stationary):
+    def k(ctx, x):
+        a = ctx.sbuf((128, 256), fmt)
+        b = ctx.sbuf((128, n), fmt)
+        ctx.load(a, x[:, :256])
+        ctx.load(b, x[:, :n])
+        p0 = ctx.psum((128, n))
+        p1 = ctx.psum((128, n))
+        ctx.matmul(p0, a[:, :128], b)
+        ctx.matmul(p1, a[:, :128] if same_stationary else a[:, 128:], b)
+
+    return k
+
+
+@pytest.mark.parametrize(
+    ("chip", "fmt", "n"),
+    [
+        ("trn1", "bf16", 512),
+        ("trn1", "bf16", 16),
+        ("trn1", "fp32", 512),
+        ("trn2", "fp8_e4m3", 512),
+        ("trn1", "fp8_e4m3", 512),
+        ("trn3", "mxfp8_e4m3", 512),
+    ],
+)
+def test_matmul_issue_interval_is_max_n_64_over_the_rate(chip, fmt, n):
+    """ISA: a MultiplyMoving costs max(N, min(64, M)) cycles; fp32 x4, fp8 x1/2 on v3, MX x1/4."""
+    p = core.core_params(chip)
+    rate = p.tensor_rate[catalog.dtype_name(fmt) if not fmt.startswith("mx") else "mxfp8"]
+    r = _run(_two_matmuls(fmt, n, True), chip=chip, x=_x((128, 512), fmt))
+    mm = np.flatnonzero(r.program.table["op"] == P.MATMUL)
+    busy = (r.issue_end - r.start)[mm] * p.tensor_clock
+    expect = max(n, min(p.matmul_min_cycles, 128)) / rate
+    assert busy == pytest.approx([expect, expect])
+    # the second matmul issues right behind the first (no reload, same engine)
+    assert r.start[mm[1]] == pytest.approx(r.issue_end[mm[0]])
+
+
+def test_background_load_stationary_hides_behind_the_previous_matmul():
+    """Arch guide: the next stationary loads while the current matmul streams; only the first
+    LoadStationary (nothing to hide behind) is charged, M / fast_weight_load cycles."""
+    p = core.core_params("trn1")
+    r = _run(_two_matmuls("bf16", 512, False), x=_x())
+    t = r.program.table
+    mm = np.flatnonzero(t["op"] == P.MATMUL)
+    assert t["reload"][mm].tolist() == [1, 1]
+    ls = math.ceil(128 / p.fast_weight_load) / p.tensor_clock
+    loads_done = r.end[: mm[0]].max()
+    assert r.start[mm[0]] == pytest.approx(loads_done + ls)  # first: load, then multiply
+    assert r.start[mm[1]] == pytest.approx(r.issue_end[mm[0]])  # second: loaded meanwhile
+
+
+def test_matmul_result_latency_and_psum_accumulation():
+    """MEAS (perf guide): a bf16 MultiplyMoving of N = 128 lasts 219 ns to its result; matmuls
+    accumulating into one PSUM bank pipeline back to back; the copy out waits for the result."""
+    p = core.core_params("trn1")
+
+    def k(ctx, x):
+        a = ctx.sbuf((128, 128), "bf16")
+        b = ctx.sbuf((128, 128), "bf16")
+        ctx.load(a, x[:, :128])
+        ctx.load(b, x[:, :128])
+        ps = ctx.psum((128, 128))
+        ctx.matmul(ps, a, b)
+        ctx.matmul(ps, a, b, accumulate=True)
+        ctx.copy(ctx.sbuf((128, 128), "fp32"), ps)
+
+    r = _run(k, x=_x())
+    i0, i1, cp = 2, 3, 4
+    assert r.end[i0] - r.start[i0] == pytest.approx(219e-9, rel=0.01)
+    assert r.start[i1] == pytest.approx(r.issue_end[i0])
+    assert r.start[cp] == pytest.approx(r.end[i1] + p.engine_sync_latency)
+
+
+# --- Vector, Scalar, GpSimd ------------------------------------------------------------------
+
+
+def _engine_pair(op, free, fmt="fp32", dependent=True, psum=False):
+    def k(ctx, x):
+        a = ctx.sbuf((128, free), fmt)
+        ctx.load(a, x[:, :free])
+        src = a
+        if psum:
+            st = ctx.sbuf((128, 128), fmt)
+            ctx.load(st, x[:, :128])
+            src = ctx.psum((128, free))
+            ctx.matmul(src, st, a)
+        o1 = ctx.sbuf((128, free), fmt)
+        o2 = ctx.sbuf((128, free), fmt)
+        if op == "tensor_tensor":
+            ctx.tensor_tensor(o1, src, a, "multiply")
+            ctx.tensor_tensor(o2, o1 if dependent else a, a, "multiply")
+        elif op == "tensor_scalar":
+            ctx.tensor_scalar(o1, src, "add", 1.0)
+            ctx.tensor_scalar(o2, o1 if dependent else a, "add", 1.0)
+        else:
+            ctx.activation(o1, src, "identity")
+            ctx.activation(o2, o1 if dependent else a, "identity")
+
+    return k
+
+
+def test_vector_tensor_tensor_duration_is_the_measured_one():
+    """MEAS (perf guide fig. 10): fp32 tensor_tensor, 8192 elements per partition: 14,987 ns."""
+    r = _run(_engine_pair("tensor_tensor", 8192, dependent=True), x=_x((128, 8192), "fp32"))
+    assert r.end[1] - r.start[1] == pytest.approx(14_987e-9, rel=0.01)
+
+
+@pytest.mark.parametrize("chip", ["trn1", "trn2"])
+def test_vector_issue_interval_and_dependent_latency(chip):
+    """ISA: tensor_tensor 2N cycles (fp32, both in SBUF) plus the ~100-cycle static overhead to
+    issue; a dependent instruction waits for the result, work + vector_latency_cycles later."""
+    p = core.core_params(chip)
+    n = 1024
+    indep = _run(_engine_pair("tensor_tensor", n, dependent=False), chip, x=_x((128, n), "fp32"))
+    dep = _run(_engine_pair("tensor_tensor", n, dependent=True), chip, x=_x((128, n), "fp32"))
+    issue = (2 * n + p.vector_static_cycles) / p.vector_clock
+    result = (2 * n + p.vector_latency_cycles) / p.vector_clock
+    assert indep.start[2] - indep.start[1] == pytest.approx(issue)
+    assert dep.start[2] - dep.start[1] == pytest.approx(result)
+
+
+@pytest.mark.parametrize(
+    ("op", "fmt", "psum", "speedup"),
+    [
+        ("tensor_scalar", "bf16", False, 4),  # 4x: SBUF in and out, 16-bit
+        ("tensor_scalar", "bf16", True, 1),  # PSUM holds fp32 here: no 16-bit mode
+        ("tensor_tensor", "bf16", False, 2),  # 2x: both SBUF, all 16-bit
+        ("tensor_scalar", "fp32", False, 1),  # no mode for 32-bit data
+    ],
+)
+def test_vector_performance_modes_on_neuroncore_v3(op, fmt, psum, speedup):
+    """Trn2 arch guide: VectorE's performance mode for 16-bit data (4x or 2x by case)."""
+
+    def work(chip):
+        r = _run(
+            _engine_pair(op, 512, fmt, dependent=False, psum=psum), chip, x=_x((128, 512), fmt)
+        )
+        vec = np.flatnonzero(r.program.table["engine"] == P.VECTOR)
+        p = r.params
+        return (r.issue_end - r.start)[vec[0]] * p.vector_clock - p.vector_static_cycles
+
+    assert work("trn1") / work("trn2") == pytest.approx(speedup)
+
+
+def test_scalar_dependent_chain_is_the_measured_264_cycles():
+    """MEAS (perf guide): dependent one-element activations start every 189 ns on NeuronCore-v2."""
+    r = _run(_engine_pair("activation", 1, dependent=True), x=_x((128, 128), "fp32"))
+    assert r.start[2] - r.start[1] == pytest.approx(189e-9, rel=0.01)
+
+
+def test_scalar_table_load_only_when_the_function_changes():
+    """MEAS (profiling tutorial): ACT_TABLE_LOAD 368 ns, before a function the engine did not
+    use last; identity needs no table."""
+    p = core.core_params("trn1")
+
+    def k(ctx, x):
+        a = ctx.sbuf((128, 512), "fp32")
+        ctx.load(a, x)
+        for f in ("exp", "exp", "tanh", "identity", "tanh"):
+            ctx.activation(ctx.sbuf((128, 512), "fp32"), a, f)
+
+    r = _run(k, x=_x((128, 512), "fp32"))
+    busy = (r.issue_end - r.start)[1:] * p.scalar_clock
+    base = 512 + p.scalar_static_cycles
+    loads = np.round((busy - base) / (p.act_table_load * p.scalar_clock)).tolist()
+    assert loads == [1, 0, 1, 0, 0]
+
+
+def test_gpsimd_start_plus_width():
+    """ISA: GpSimd instructions cost GPSIMD_START (150) + the data over 8 x 512-bit cores."""
+    p = core.core_params("trn1")
+
+    def k(ctx, x):
+        a = ctx.sbuf((128, 1024), "fp32")
+        ctx.load(a, x)
+        ctx.gpsimd(ctx.sbuf((128, 1024), "fp32"), a, op="relu")
+
+    r = _run(k, x=_x((128, 1024), "fp32"))
+    cycles = p.gpsimd_start_cycles + 128 * 1024 * 32 / (p.gpsimd_cores * p.gpsimd_core_bits)
+    assert r.issue_end[1] - r.start[1] == pytest.approx(cycles / p.gpsimd_clock)
+
+
+def test_v2_engines_share_ports_and_v3_does_not():
+    """Arch guide: on NeuronCore-v2, Vector and GpSimd cannot access SBUF at once."""
+
+    def k(ctx, x):
+        a = ctx.sbuf((128, 2048), "fp32")
+        ctx.load(a, x)
+        ctx.tensor_scalar(ctx.sbuf((128, 2048), "fp32"), a, "add", 1.0)
+        ctx.gpsimd(ctx.sbuf((128, 2048), "fp32"), a, op="relu")
+
+    def overlapped(chip):
+        r = _run(k, chip, x=_x((128, 2048), "fp32"))
+        return r.start[2] < r.issue_end[1] and r.start[1] < r.issue_end[2]
+
+    assert not overlapped("trn1")
+    assert overlapped("trn2")
+
+
+# --- DMA ---------------------------------------------------------------------------------------
+
+
+def _loads(chip, shapes, queues=None, dge="none", fmt="bf16"):
+    def k(ctx, x):
+        for i, (p0, parts, free) in enumerate(shapes):
+            t = ctx.sbuf((128, free), fmt)
+            q = None if queues is None else queues[i]
+            ctx.load(t[p0 : p0 + parts, :], x[p0 : p0 + parts, :free], queue=q, dge=dge)
+
+    return _run(k, chip, x=_x((128, max(s[2] for s in shapes)), fmt))
+
+
+@pytest.mark.parametrize(("chip", "parts", "free", "measured"), [("trn2", 4, 4096, 1416e-9)])
+def test_one_engine_moves_a_small_transfer_at_its_streaming_rate(chip, parts, free, measured):
+    """MEAS (DMA overview): A[4, 4096] bf16 is one engine's 32 KiB, 1,416 ns on Trn2; the
+    engine streams at dma_bandwidth / dma_engines (23 B/ns)."""
+    p = core.core_params(chip)
+    r = _loads(chip, [(0, parts, free)])
+    data = r.issue_end[0] - r.start[0] - p.dma_queue_interval
+    assert data == pytest.approx(parts * free * 2 / p.dma_engine_bandwidth)
+    assert data == pytest.approx(measured, rel=0.05)
+
+
+def test_partitions_decide_the_engines():
+    """DMA overview: each engine serves 8 partitions; transfers on different partitions run on
+    different engines in parallel, on the same partitions they queue behind each other."""
+    p = core.core_params("trn1")
+    row = 4096 * 2 / p.dma_engine_bandwidth
+    apart = _loads("trn1", [(0, 8, 4096), (8, 8, 4096)], queues=[0, 1])
+    same = _loads("trn1", [(0, 8, 4096), (0, 8, 4096)], queues=[0, 1])
+    setup = p.dma_queue_interval
+    assert apart.issue_end.max() == pytest.approx(setup + 8 * row)
+    assert same.issue_end.max() == pytest.approx(setup + 16 * row)
+
+
+def test_a_queue_sets_up_one_transfer_at_a_time_and_completes_in_order():
+    """A queue's set-up (dma_queue_interval) is serial; set-ups on two queues overlap; the
+    consumer sees a transfer dma_completion_latency after its last byte."""
+    p = core.core_params("trn2")
+    one = _loads("trn2", [(0, 128, 64), (0, 128, 64)], queues=[0, 0])
+    two = _loads("trn2", [(0, 128, 64), (0, 128, 64)], queues=[0, 1])
+    s = p.dma_queue_interval
+    assert one.start[1] == pytest.approx(one.start[0] + s)
+    assert two.start[1] == pytest.approx(two.start[0])
+    assert one.end[0] == pytest.approx(one.issue_end[0] + p.dma_completion_latency)
+    assert (np.diff(one.end) >= 0).all()
+
+
+def test_hardware_dge_costs_600_ns_per_dma_and_trn1_has_none():
+    """DGE reference: ~600 ns per hardware-DGE DMA instruction on NeuronCore-v3; v2 has none."""
+    p = core.core_params("trn2")
+    r = _loads("trn2", [(0, 128, 64), (0, 128, 64)], queues=[0, 1], dge="hw")
+    assert r.start[1] == pytest.approx(r.start[0] + p.dge_instruction_time)
+    with pytest.raises(core.HardwareRuleError, match="no hardware DGE"):
+        _loads("trn1", [(0, 128, 64)], dge="hw")
+    with pytest.raises(core.KernelArgumentError, match="dge must be one of"):
+        _loads("trn2", [(0, 128, 64)], dge="fast")
+
+
+def test_the_dma_curve_knee_comes_from_the_queue_interval():
+    """FIG (DMA overview): throughput of [128, b] transfers on one queue doubles with b up to
+    the knee; the model's knee is where a transfer's data time equals the set-up interval."""
+    from trnlab.kernels import fidelity
+
+    curve = catalog.measurements()["calibration"]["dma_curve"]
+    sizes = curve["bytes_per_partition"]
+    model = fidelity._dma_curve("trn2", sizes)
+    for b, pub, m in zip(sizes, curve["relative_throughput"], model, strict=True):
+        if b >= curve["compare_from"]:
+            assert m == pytest.approx(pub, rel=0.10), b
+
+
+# --- launch, sync, overrides -----------------------------------------------------------------
+
+
+def test_launch_overhead_is_reported_apart():
+    p = core.core_params("trn1")
+    r = _loads("trn1", [(0, 128, 64)])
+    assert r.total_latency == pytest.approx(r.latency + p.launch_preamble + p.launch_postamble)
+    assert "launch overhead" in r.summary()
+    assert "compiler_rotating_buffers" in r.describe()
+
+
+@pytest.mark.parametrize(
+    ("name", "bad"),
+    [
+        ("dma_queue_interval", -1e-6),
+        ("dma_queue_interval", float("nan")),
+        ("dma_queue_interval", "fast"),
+        ("tensor_clock", 0),
+        ("dma_engines", 0),
+        ("dma_engines", 2.5),
+        ("compiler_rotating_buffers", 0),
+        ("compiler_schedule_window", -3),
+        ("vector_gpsimd_share_sbuf", 1),
+        ("dma_default_dge", "quick"),
+        ("dge_instances", -1),
+    ],
+)
+def test_bad_overrides_are_refused_with_the_figure_and_its_range(name, bad):
+    with pytest.raises(core.KernelArgumentError, match=rf"figure '{name}' must be"):
+        core.core_params("trn2", **{name: bad})
+
+
+def test_program_order_is_a_what_if():
+    """compiler_schedule_window = 1 runs every engine in program order (never faster here)."""
+    from trnlab import kernels
+
+    args = dict(m=256, k=512, n=1024)
+    shapes = (args["m"], args["k"]), (args["k"], args["n"])
+    free = kernels.matmul(*shapes, variant="tiled", chip="trn2", numerics=False)
+    strict = kernels.matmul(
+        *shapes,
+        variant="tiled",
+        chip=core.core_params("trn2", compiler_schedule_window=1),
+        numerics=False,
+    )
+    assert strict.latency >= free.latency
+    t = strict.program.table
+    for e in range(4):
+        sel = np.flatnonzero(t["engine"] == e)
+        assert (np.diff(strict.start[sel]) >= 0).all()
+
+
+# --- properties of every schedule --------------------------------------------------------------
+
+_OPS = ["load_a", "load_b", "matmul", "evacuate", "store", "act", "gpsimd", "scan"]
+
+
+def _random_kernel(steps):
+    def k(ctx, x, y):
+        a = [ctx.sbuf((128, 128), "bf16", f"a{i}") for i in range(2)]
+        b = [ctx.sbuf((128, 512), "bf16", f"b{i}") for i in range(2)]
+        ps = [ctx.psum((128, 512), f"p{i}") for i in range(2)]
+        o = [ctx.sbuf((128, 512), "bf16", f"o{i}") for i in range(2)]
+        for t in (*a, *b):
+            ctx.load(t, x[:, : t.shape[1]])
+        ctx.matmul(ps[0], a[0], b[0])
+        ctx.matmul(ps[1], a[1], b[1])
+        ctx.copy(o[0], ps[0])
+        ctx.copy(o[1], ps[1])
+        for op, i, q in steps:
+            if op == "load_a":
+                ctx.load(a[i], x[:, :128], queue=q)
+            elif op == "load_b":
+                ctx.load(b[i], x, queue=q)
+            elif op == "matmul":
+                ctx.matmul(ps[i], a[i], b[1 - i], accumulate=bool(q % 2))
+            elif op == "evacuate":
+                ctx.copy(o[i], ps[i], engine=("vector", "scalar")[q % 2])
+            elif op == "store":
+                ctx.store(y, o[i], queue=q)
+            elif op == "act":
+                ctx.activation(o[i], o[1 - i], ("relu", "exp")[q % 2])
+            elif op == "scan":
+                ctx.tensor_tensor_scan(o[i], o[1 - i], o[i])
+            else:
+                ctx.gpsimd(o[i], o[1 - i], op="relu")
+
+    return k
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    steps=st.lists(
+        st.tuples(st.sampled_from(_OPS), st.integers(0, 1), st.integers(0, 15)), max_size=40
+    ),
+    chip=st.sampled_from(["trn1", "trn2", "trn3"]),
+    window=st.sampled_from([1, 4, 16]),
+)
+def test_schedule_properties_on_random_programs(steps, chip, window):
+    params = core.core_params(chip, compiler_schedule_window=window)
+    r = core.run(
+        _random_kernel(steps),
+        chip=params,
+        numerics=False,
+        x=core.hbm((128, 512), "bf16", is_input=True),
+        y=core.hbm((128, 512), "bf16"),
+    )
+    prog, s, ie, e = r.program, r.start, r.issue_end, r.end
+    t = prog.table
+    assert np.isfinite(s).all() and (s >= 0).all()
+    assert (ie >= s - 1e-15).all() and (e >= ie - 1e-15).all()
+    c = core.costs(t, r.params)
+    comp = t["engine"] < P.FIRST_DMA
+    assert np.allclose((ie - s)[comp], c.busy[comp])  # each compute instruction gets its cost
+    for i in range(len(prog)):
+        for d in prog.deps(i):
+            assert d < i  # dependencies point backwards
+            same_te = t["engine"][d] == t["engine"][i] == P.TENSOR
+            assert s[i] >= (ie[d] if same_te else e[d]) - 1e-15
+    for eng in range(P.FIRST_DMA):
+        sel = np.flatnonzero(t["engine"] == eng)
+        order = sel[np.argsort(s[sel], kind="stable")]
+        assert (s[order][1:] >= ie[order][:-1] - 1e-15).all()  # one at a time on an engine
+        assert c.busy[sel].sum() <= r.latency * (1 + 1e-9)
+    assert r.latency >= r.roofline_bound * (1 - 1e-9)
+    assert r.latency >= r.hbm_bytes / r.params.dma_bandwidth * (1 - 1e-9)
