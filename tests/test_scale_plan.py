@@ -56,11 +56,12 @@ def test_communication_comes_from_the_fabric(monkeypatch):
 
 
 def test_groups_larger_than_a_torus_axis_run_at_the_slowest_axis():
+    eff = catalog.table("collectives")["neuronlink_efficiency"].value
     t = scale.tiers("trn2-ultraserver")
     assert t.domain == 64
-    assert t.link_for(4) == (128e9, 5e-7)  # one axis of the 4x4 instance torus
-    assert t.link_for(32)[0] == 64e9  # crosses to the 64 GB/s ring between instances
-    assert scale.tiers("trn3-ultraserver-gen2").link_for(144)[0] == pytest.approx(1.28e12)
+    assert t.link_for(4) == (pytest.approx(eff * 128e9), 5e-7)  # one axis of the instance
+    assert t.link_for(32)[0] == pytest.approx(eff * 64e9)  # crosses the rings between them
+    assert scale.tiers("trn3-ultraserver-gen2").link_for(144)[0] == pytest.approx(eff * 1.28e12)
 
 
 def test_mfu_counts_model_flops_against_the_published_peak():
