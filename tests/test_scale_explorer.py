@@ -84,7 +84,8 @@ def test_view_draws_memory_step_and_chips_and_explains_infeasible_plans():
     assert list(e.step.data[0].x) != before
     e.dtype.value = "mxfp8"  # refused: no MX path on Trainium2
     assert "NeuronCore-v4" in e.message.value and e.dtype.value == "bf16"
-    e.recompute.value = False
+    e.recompute.value = "none"
+    e.tp.value = 1  # every chip holds all 16 bytes per parameter (ZeRO-1 shards only Adam)
     e.seq_len.value = 16384  # a valid question whose answer is "does not fit"
     assert "cannot run" in e.message.value and "GiB per chip" in e.message.value
     assert len(e.chips.data[0].x) == 0

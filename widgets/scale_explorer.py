@@ -13,6 +13,8 @@ import html
 import ipywidgets as W
 import plotly.graph_objects as go
 
+from trnlab import scale
+
 from ._html import table
 from ._style import base_layout, colour
 from ._view import Dashboard
@@ -102,11 +104,14 @@ class ScaleExplorer(Dashboard):
             "micro_batch": pick(
                 "micro_batch", [1, 2, 4, 8], "micro-batch", "sequences per micro-batch", "170px"
             ),
-            "recompute": W.Checkbox(
+            "recompute": W.Dropdown(
+                options=list(scale.RECOMPUTE),
                 value=m.recompute,
-                description="recompute activations",
-                indent=False,
-                tooltip="full activation recomputation",
+                description="recompute",
+                tooltip="activation recomputation: none, selective (the attention core) or "
+                "full (whole layers)",
+                style=style,
+                layout={"width": "190px"},
             ),
             "global_batch": W.BoundedIntText(
                 value=m.global_batch,

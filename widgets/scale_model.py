@@ -81,7 +81,7 @@ class ScaleModel:
         pp: int = 4,
         ep: int = 1,
         zero: int = 1,
-        recompute: bool = True,
+        recompute: str = "full",
         micro_batch: int = 1,
         auto: bool = False,
         global_batch: int = 512,
@@ -160,6 +160,10 @@ class ScaleModel:
                 raise ValueError(f"{name} must be a whole number >= 1, not {v!r}")
         if st["tokens"] <= 0:
             raise ValueError(f"the token budget must be positive, not {st['tokens']!r}")
+        try:
+            st["recompute"] = scale.recompute_mode(st["recompute"])
+        except WorkloadError as err:
+            raise ValueError(str(err)) from None
         if not st["auto"] and sysobj.chips % (st["tp"] * st["cp"] * st["pp"]):
             raise ValueError(
                 f"tp x cp x pp = {st['tp'] * st['cp'] * st['pp']} does not divide the {sysobj.chips:,} chips of "
@@ -202,13 +206,14 @@ class ScaleModel:
         return self._result
 
     def memory_stack(self) -> dict[str, float]:
-        """Bytes per chip by kind, and the usable capacity."""
+        """Bytes per chip by kind, and the usable capacity. ZeRO-3's gathered weights count
+        as weights, the last stage's logits as activations."""
         m = self._result.memory
         return {
-            "weights": m.weights,
+            "weights": m.weights + m.buffers,
             "gradients": m.gradients,
             "optimizer": m.optimizer,
-            "activations": m.activations,
+            "activations": m.activations + m.logits,
             "capacity": self._result.capacity,
         }
 

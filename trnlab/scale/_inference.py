@@ -14,7 +14,7 @@ from trnlab import catalog
 from trnlab.catalog import System
 
 from ._memory import MemoryBreakdown, inference_memory
-from ._plan import USABLE_HBM, _group_time, achieved_flops_per_chip, tiers
+from ._plan import USABLE_HBM, achieved_flops_per_chip, collective_time, tiers
 from ._workloads import ModelSpec, WorkloadError, model
 
 __all__ = ["InferenceResult", "inference"]
@@ -126,14 +126,14 @@ def inference(
     act = 2 * m.hidden  # one token's activations in bf16, bytes
     # Prefill: the prompt's FLOPs at the achieved rate, plus 2 all-reduces per layer.
     prefill_flops = batch * prompt * m.prefill_flops_per_token(prompt)
-    ttft = prefill_flops / (tp * flops) + 2 * m.layers * _group_time(
-        "all_reduce", batch * prompt * act, tp, True, t
+    ttft = prefill_flops / (tp * flops) + 2 * m.layers * collective_time(
+        "all_reduce", batch * prompt * act, sysobj, tp
     )
     # Decode: every weight and the KV cache are read once per token (memory roofline).
     kv_bytes = mem.kv_cache * context / (prompt + output)
     t_mem = (mem.weights + kv_bytes) / sysobj.chip.hbm_bandwidth
     t_compute = batch * m.decode_flops_per_token(context) / (tp * flops)
-    t_comm = 2 * m.layers * _group_time("all_reduce", batch * act, tp, True, t)
+    t_comm = 2 * m.layers * collective_time("all_reduce", batch * act, sysobj, tp)
     return InferenceResult(
         model=m,
         system=sysobj,

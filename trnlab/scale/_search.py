@@ -123,7 +123,7 @@ def search(
     tokens: float = 1e12,
     rank_by: str = "time",
     zero_stages: tuple[int, ...] = (1, 3),
-    recompute: tuple[bool, ...] = (False, True),
+    recompute: tuple[str, ...] = ("none", "full"),
     micro_batches: tuple[int, ...] = (1, 2, 4),
     context_parallel: tuple[int, ...] = (1, 2),
     **plan_options,
@@ -151,11 +151,11 @@ def search(
     chips, domain = sysobj.chips, tiers(sysobj).domain
     ranked, rejected = [], []
     for tp, cp in itertools.product(_divisors(chips), context_parallel):
-        if tp * cp > domain or m.heads % tp or chips % (tp * cp):
+        if tp > domain or m.heads % tp or chips % (tp * cp):
             continue  # not a candidate: cannot split the heads, or leaves the domain
-        for pp in _divisors(chips // (tp * cp)):
+        for pp in [d for d in _divisors(chips // (tp * cp)) if d <= m.layers]:
             dp = chips // (tp * cp * pp)
-            eps = [e for e in _divisors(dp) if m.experts % e == 0 and tp * cp * e <= domain]
+            eps = [e for e in _divisors(dp) if m.experts % e == 0]
             for ep, zero, rc, mb in itertools.product(
                 eps if m.is_moe else [1], zero_stages, recompute, micro_batches
             ):
