@@ -487,6 +487,8 @@ def _switch(sysobj, params: FabricParams, div: float, timing: str) -> Topology:
         else 0.0
     )
     switch = "NeuronSwitch-v1" if chip.kind == "neuron" else "NVSwitch"
+    if chip.kind != "neuron":
+        timing += " (the Neuron runtime's step and fixed costs, assumed for NCCL)"
     eff = params.efficiency(chip.kind)
     if levels:
         how = ", ".join(f"{b / 1e9:.3g} GB/s within {n} chips" for n, b in levels)

@@ -236,23 +236,42 @@ def _reduction(op: str, nbytes: float, system: System, groups) -> float:
     return inner + outer + back
 
 
-@lru_cache(maxsize=32)
-def achieved_flops_per_chip(chip_key: str, dtype: str) -> tuple[float, str]:
+@lru_cache(maxsize=256)
+def achieved_flops_per_chip(
+    chip_key: str, dtype: str, shape: tuple[int, int, int] | None = None
+) -> tuple[float, str]:
     """Dense matmul FLOP/s one chip sustains, and where the figure comes from.
 
     Neuron chips: the NeuronCore model's ``blocked_mnk`` kernel on a 2048^3 GEMM (timing
-    only), times the chip's cores. GPUs: the datasheet peak times :data:`GPU_MATMUL_EFFICIENCY`.
+    only), times the chip's cores. GPUs: the datasheet peak times the chip's measured
+    ``matmul_efficiency`` (the Maximum Achievable Matmul FLOPS of a shape search, a sourced
+    figure). With ``shape = (M, N, K)`` a GPU GEMM is also held to its memory roofline:
+    2MNK / ((MK + KN + MN) x 2 bytes) FLOP per byte at the HBM bandwidth, so small or thin
+    GEMMs come out slower than the large-shape ceiling.
     """
     chip = catalog.chip(chip_key)
     peak = chip.peak_flops(dtype)
     if chip.core is None or dtype not in _KERNEL_FORMAT:
-        return peak * GPU_MATMUL_EFFICIENCY, f"assumed {GPU_MATMUL_EFFICIENCY:.0%} of peak"
+        fig = chip.figures.get("matmul_efficiency")
+        eff = float(fig.value) if fig is not None else GPU_MATMUL_EFFICIENCY
+        where = (
+            f"{eff:.1%} of peak (measured MAMF, {fig.sources[0].key})"
+            if fig is not None and not fig.extra.get("assumption")
+            else f"assumed {eff:.1%} of peak"
+        )
+        rate = peak * eff
+        if shape is not None:
+            M, N, K = (max(1, int(x)) for x in shape)
+            intensity = 2 * M * N * K / (2 * (M * K + K * N + M * N))  # bf16 operands
+            rate = min(rate, intensity * chip.hbm_bandwidth)
+            where += f", roofline of a {M}x{N}x{K} GEMM"
+        return rate, where
     from trnlab import kernels  # the core simulator compiles on first use
 
-    shape = (_GEMM, _GEMM)
+    gemm = (_GEMM, _GEMM)
     run = kernels.matmul(
-        shape,
-        shape,
+        gemm,
+        gemm,
         variant="blocked_mnk",
         chip=chip_key,
         dtype=_KERNEL_FORMAT[dtype],
@@ -569,9 +588,11 @@ def plan(
 
 def _step_time(m: ModelSpec, sysobj: System, p: Parallelism, dtype: str, s: int, mbs: int,
                stages: tuple[int, ...], overlap_dp: bool):  # fmt: skip
-    flops_per_chip, source = achieved_flops_per_chip(sysobj.chip.key, dtype)
     st = p.strides()
     b, h = p.micro_batch, m.hidden
+    # The layer's largest GEMM for one micro-batch on one chip: tokens x hidden x ffn / tp.
+    gemm = (b * s // p.cp, m.ffn // p.tp, h)
+    flops_per_chip, source = achieved_flops_per_chip(sysobj.chip.key, dtype, gemm)
     tokens = b * s  # per micro-batch per pipeline
     # Forward FLOPs per token of one layer: its matmuls (attention projections, the top_k
     # experts a token visits, the router) and the attention scores (PaLM's accounting).
