@@ -172,3 +172,23 @@ def test_assumptions_are_stated_with_the_topology_and_in_summaries():
     text = fabric.collective("all_reduce", 1 << 20, "trn2.48xlarge", "ring", params=FULL).summary()
     assert "Model:" in text and "128 GB/s per link" in text and "assumed" in text
     assert "calibrated" in text
+
+
+def test_trn3_gen2_comes_in_two_readings_of_its_sources():
+    # seed-001: "any-to-any ... without oversubscription" at the chip page's 2.56 TB/s; the
+    # Trn3 architecture page: per chip 256 GB/s inside a server of 4, 320 GB/s across the
+    # rack's 72, 128 GB/s between the two racks (all bidirectional).
+    flat = fabric.topology("trn3-ultraserver-gen2", FULL)
+    tiered = fabric.topology("trn3-ultraserver-gen2-tiered", FULL)
+    assert flat.axis_bandwidth[0] == pytest.approx(1.28e12) and flat.levels == ()
+    assert tiered.levels == ((4, 128e9), (72, 160e9), (144, 64e9))
+    assert fabric.group(tiered, 4, 1).axis_bandwidth[0] == pytest.approx(128e9)
+    assert fabric.group(tiered, 16, 1).axis_bandwidth[0] == pytest.approx(160e9)
+    assert fabric.group(tiered, 144, 1).axis_bandwidth[0] == pytest.approx(64e9)
+    assert tiered.chips == flat.chips == 144
+    big = 1 << 30
+    ratio = (
+        fabric.collective("all_to_all", big, tiered, params=FULL).time
+        / fabric.collective("all_to_all", big, flat, params=FULL).time
+    )
+    assert ratio == pytest.approx(1.28e12 / 64e9, rel=0.01)  # 20x apart for a large exchange

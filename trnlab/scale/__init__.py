@@ -1,10 +1,19 @@
-"""Scaling out: workloads, memory per chip, parallelism plans, step time, cost and energy.
+"""Scaling out: workloads, memory per chip, parallelism plans, step time, serving, cost, energy.
 
-This first part holds the workloads (:class:`ModelSpec` and presets, FLOPs per token) and
-memory by kind; plans and step time build on :mod:`trnlab.fabric`.
+Workloads (:class:`ModelSpec` and presets, FLOPs per token), memory by kind, training plans
+(:func:`plan`, :func:`search`) whose every collective comes from :mod:`trnlab.fabric`, and
+serving (:func:`inference`, :func:`serving_curve`, :func:`tokens_per_megawatt_at`). Published
+runs the model is checked against live in ``_published`` (see docs/validation.md).
 """
 
-from ._inference import InferenceResult, inference
+from ._inference import (
+    InferenceResult,
+    ServingPoint,
+    decode_layer_overhead,
+    inference,
+    serving_curve,
+    tokens_per_megawatt_at,
+)
 from ._memory import (
     RECOMPUTE,
     MemoryBreakdown,
@@ -38,11 +47,13 @@ __all__ = [
     "Parallelism",
     "PlanResult",
     "SearchResult",
+    "ServingPoint",
     "Tiers",
     "WorkloadError",
     "achieved_flops_per_chip",
     "bytes_per_value",
     "collective_time",
+    "decode_layer_overhead",
     "inference",
     "inference_memory",
     "model",
@@ -51,7 +62,9 @@ __all__ = [
     "plan",
     "recompute_mode",
     "search",
+    "serving_curve",
     "stage_layers",
     "tiers",
+    "tokens_per_megawatt_at",
     "training_memory",
 ]

@@ -288,10 +288,10 @@ def training_memory(
     if s % cp:
         raise WorkloadError(f"context parallelism {cp} does not divide the sequence of {s} tokens")
     layers = stage_layers(model, pp, layers_per_stage)
-    if virtual_stages > 1 and any(n % virtual_stages for n in layers):
+    if virtual_stages > min(layers):
         raise WorkloadError(
-            f"{virtual_stages} virtual stages must divide every stage's layers {layers}; "
-            "choose a number of virtual stages that divides them"
+            f"{virtual_stages} virtual stages need at least {virtual_stages} layers on every "
+            f"stage; the stages hold {min(layers)} to {max(layers)} layers"
         )
     m = micro_batches if micro_batches is not None else pp
     _whole("micro_batches", m)
@@ -326,7 +326,7 @@ def training_memory(
         gradients = grad_bytes * (sharded if zero >= 2 else n)
         optimizer = ADAM_STATE_BYTES * (sharded if zero >= 1 else n)
         buffers = 0.0
-        if zero >= 3:
+        if zero >= 3 and shard > 1:  # one replica has nothing to gather
             per_layer_weights = 2 * n / max(layers[i], 1)
             # two layers' weights gathered at a time (prefetch), or the whole stage kept
             # gathered from forward to backward without resharding

@@ -194,6 +194,9 @@ class ModelSpec:
 
 
 _LLAMA3 = "Llama Team, 'The Llama 3 Herd of Models', 2024, Table 3"
+_LLAMA2 = (
+    "Touvron et al., 'Llama 2: Open Foundation and Fine-Tuned Chat Models', 2023 (model cards)"
+)
 PRESETS: dict[str, ModelSpec] = {
     m.name: m
     for m in (
@@ -227,6 +230,34 @@ PRESETS: dict[str, ModelSpec] = {
             experts=8,
             top_k=2,
             source="Jiang et al., 'Mixtral of Experts', 2024",
+        ),
+        ModelSpec(
+            "olmoe-1b-7b",
+            16,
+            2048,
+            16,
+            16,
+            1024,
+            50304,
+            4096,
+            experts=64,
+            top_k=8,
+            source="Muennighoff et al., 'OLMoE: Open Mixture-of-Experts Language Models', 2024, "
+            "Table 1: a fine-grained MoE, 64 small experts per layer, 8 active",
+        ),
+        ModelSpec("llama2-7b", 32, 4096, 32, 32, 11008, 32000, 4096, source=_LLAMA2),
+        ModelSpec("llama2-13b", 40, 5120, 40, 40, 13824, 32000, 4096, source=_LLAMA2),
+        ModelSpec("llama2-70b", 80, 8192, 64, 8, 28672, 32000, 4096, source=_LLAMA2),
+        ModelSpec(
+            "mistral-7b",
+            32,
+            4096,
+            32,
+            8,
+            14336,
+            32000,
+            32768,
+            source="Jiang et al., 'Mistral 7B', 2023, Table 1",
         ),
         ModelSpec(
             "mixtral-8x22b",
