@@ -340,3 +340,27 @@ def test_context_parallelism_splits_activations_and_adds_kv_gathers():
     assert one.step["context parallel"] == 0 and two.step["context parallel"] > 0
     with pytest.raises(WorkloadError, match="does not divide the sequence"):
         scale.training_memory(m, cp=3, seq_len=4096)
+
+
+_bad_numbers = st.one_of(
+    st.just(float("nan")), st.just(float("inf")), st.just(-float("inf")),
+    st.floats(max_value=0.0, allow_nan=False), st.integers(max_value=0), st.just(True),
+)  # fmt: skip
+
+
+@settings(max_examples=40, deadline=None)
+@given(field=st.sampled_from(["global_batch", "seq_len", "tokens", "price_per_chip_hour",
+                              "watts_per_chip", "usable_hbm"]), value=_bad_numbers)  # fmt: skip
+def test_bad_numbers_are_refused_with_a_teaching_error_never_a_crash(field, value):
+    with pytest.raises(WorkloadError) as err:
+        plan("llama3-8b", "trn2.48xlarge", **{field: value})
+    assert repr(value) in str(err.value) or str(value) in str(err.value)
+
+
+@settings(max_examples=40, deadline=None)
+@given(value=_bad_numbers)
+def test_bad_collective_sizes_are_refused(value):
+    if value == 0 and not isinstance(value, bool):
+        return  # zero bytes is a valid, empty collective
+    with pytest.raises(fabric.FabricError):
+        fabric.collective("all_reduce", value, "trn2.48xlarge")

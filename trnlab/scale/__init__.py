@@ -34,7 +34,7 @@ from ._plan import (
     plan,
     tiers,
 )
-from ._search import SearchResult, search
+from ._search import SearchCancelled, SearchResult, search
 from ._workloads import PRESETS, ModelSpec, WorkloadError, model, models
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "ModelSpec",
     "Parallelism",
     "PlanResult",
+    "SearchCancelled",
     "SearchResult",
     "ServingPoint",
     "Tiers",
