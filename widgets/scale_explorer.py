@@ -268,6 +268,7 @@ def _table(rows) -> str:
             )
             for c in rows
         ),
-        note="Compute and memory only, at the same chip count: no fabric is modelled for this "
-        "comparison (the catalogue has no GPU systems).",
+        note="Compute and memory only, at the same chip count and split: communication is left "
+        "out for every chip alike. For a full plan on GPUs, choose a GPU system (p5.48xlarge, "
+        "p6-b200.48xlarge, gb200-nvl72...) above.",
     )

@@ -291,13 +291,14 @@ class ScaleModel:
         return dict(self._result.step)
 
     def compare_chips(
-        self, chips: tuple[str, ...] = ("trn1", "trn2", "trn3", "h100", "b200")
+        self, chips: tuple[str, ...] = ("trn1", "trn2", "trn3", "h100", "h200", "b200")
     ) -> list[ChipComparisonRow]:
         """The same job at the same chip count on other chips: compute time at each chip's
         achieved matmul rate, whether this split's memory fits its HBM, cost and energy.
 
-        No fabric is modelled here (the catalogue has no GPU systems), so communication and
-        the pipeline bubble are left out for every chip alike.
+        A quick side-by-side of chips: communication and the pipeline bubble are left out for
+        every chip alike. For a full plan with its fabric, pick the GPU system itself
+        (p5.48xlarge, p5en.48xlarge, p6-b200.48xlarge, gb200-nvl72, dgx-a100) as the system.
         """
         r = self._result
         n = r.system.chips
