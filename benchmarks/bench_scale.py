@@ -2,8 +2,28 @@
 
 from __future__ import annotations
 
+import time
+
 from benchmarks import best_of
 from trnlab import catalog, scale
+
+
+def _explorer_stall() -> tuple[float, float]:
+    """Start ScaleExplorer's search on a 16,384-chip cluster and time, on the main thread,
+    how long the control change takes to return and the longest gap between 1 ms ticks
+    while the search runs on its worker thread (the kernel's responsiveness)."""
+    from trnlab.widgets import ScaleExplorer
+
+    e = ScaleExplorer(model="llama3-70b", system="trn2-ultraserver", count=256, tp=8, pp=4,
+                      global_batch=2048, seq_len=4096)  # fmt: skip
+    t0 = time.perf_counter()
+    e.auto.value = True
+    returned = time.perf_counter() - t0
+    worst, last = 0.0, time.perf_counter()
+    while not e.job.wait(0.001):
+        now = time.perf_counter()
+        worst, last = max(worst, now - last), now
+    return worst, returned
 
 
 def run() -> dict:
@@ -13,7 +33,16 @@ def run() -> dict:
     s70, r70 = best_of(lambda: scale.search("llama3-70b", "trn2-ultraserver", global_batch=512))
     cluster = catalog.cluster("trn2-ultraserver", 256)  # 16,384 chips
     s405, r405 = best_of(lambda: scale.search("llama3-405b", cluster, global_batch=2048))
+    million = catalog.cluster("trn2-ultraserver", 15625)  # 1,000,000 chips
+    s1m, r1m = best_of(
+        lambda: scale.search("llama3-405b", million, global_batch=1_000_000, seq_len=8192), 1
+    )
+    stall, returned = _explorer_stall()
     return {
+        "search_405b_1m_chips_s": round(s1m, 3),
+        "search_405b_1m_plans": len(r1m.ranked) + len(r1m.rejected),
+        "explorer_auto_returns_s": round(returned, 4),
+        "explorer_main_thread_max_stall_s": round(stall, 4),
         "plan_evaluation_s": round(one, 6),
         "search_70b_trn2_ultraserver_s": round(s70, 3),
         "search_70b_plans": len(r70.ranked) + len(r70.rejected),

@@ -209,7 +209,7 @@ def test_names_and_aliases():
     assert catalog.system("trn2u.48xlarge") is catalog.system("trn2.48xlarge")
     assert catalog.system("Trn3 UltraServer Gen2").chips == 144
     assert catalog.chip("trn2").peak_flops("bfloat16") == catalog.chip("trn2").peak_flops("bf16")
-    assert [c.key for c in catalog.chips("gpu")] == ["h100", "b200"]
+    assert [c.key for c in catalog.chips("gpu")] == ["h100", "b200", "a100", "h200", "gb200"]
 
 
 def test_any_figure_by_dotted_path_with_value_unit_and_sources():

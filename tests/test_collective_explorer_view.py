@@ -7,6 +7,7 @@ import ipywidgets as W
 import numpy as np
 import pytest
 
+from trnlab import catalog
 from trnlab.widgets import CollectiveExplorer
 from trnlab.widgets.collective_explorer import NAMES
 
@@ -31,9 +32,12 @@ def test_sweep_draws_every_fitting_algorithm_and_marks_the_chosen_one(explorer):
     star = explorer.sweep_fig.data[-2]
     assert list(star.x) == [64 * MiB]
     assert star.y[0] == pytest.approx(explorer.model.result()[0].time)
-    # The shaded latency-bound region ends at the crossover n alpha B = 3.69 MB.
+    # The shaded latency-bound region ends where the bytes cost as much as the fixed part:
+    # (T_op + 30 alpha) / (30 / (16 eff B)) with the calibrated fixed cost and efficiency.
+    fig = catalog.table("collectives")
+    op, eff = fig["op_overhead"].value, fig["neuronlink_efficiency"].value
     shade = explorer.sweep_fig.layout.shapes[0]
-    assert shade.x1 == pytest.approx(16 * 1.8e-6 * 128e9, rel=1e-4)
+    assert shade.x1 == pytest.approx((op + 30 * 1.5e-6) * 16 * eff * 128e9 / 30, rel=1e-3)
     assert "bandwidth-bound" in explorer.summary.value
 
 

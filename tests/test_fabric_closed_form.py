@@ -1,8 +1,11 @@
 """Closed forms against values worked by hand (alpha-beta, Thakur et al. 2005; nccl-tests).
 
-Constants used below, all from the catalogue or FabricParams defaults:
-  message overhead 1.3 us (NKI DMA set-up), NeuronLink hop 0.5 us, EFA hop 5 us (assumptions);
-  trn2 link 128 GB/s per direction; Trn3 NeuronSwitch port 1.28 TB/s; trn2 EFA 25 GB/s per chip.
+The by-hand tests use the pure alpha-beta model (``PURE``: no fixed cost per operation, links at
+their full bandwidth) with the catalogue's step latencies: a NeuronLink step 1.5 us (Neuron
+runtime docs: "about 1-2 us"), split as 1.0 us software + 0.5 us per hop (assumption); an EFA
+hop 15 us (runtime docs: "~15 us"); trn2 link 128 GB/s per direction; Trn3 NeuronSwitch port
+1.28 TB/s; trn2 EFA 25 GB/s per chip. The fixed cost and the link efficiency have their own
+tests below.
 """
 
 from __future__ import annotations
@@ -12,26 +15,30 @@ import math
 import pytest
 
 from trnlab import catalog, fabric
-from trnlab.fabric import FabricError
+from trnlab.fabric import FabricError, FabricParams
 
 GiB = 1 << 30
-A1 = 1.3e-6 + 0.5e-6  # one NeuronLink hop
-A2 = 1.3e-6 + 2 * 0.5e-6  # chip -> NeuronSwitch -> chip
-AE = 1.3e-6 + 2 * 5e-6  # chip -> EFA fabric -> chip
+A1 = 1.5e-6  # one NeuronLink step: 1.0 us software + 0.5 us hop
+A2 = 1.0e-6 + 2 * 0.5e-6  # chip -> NeuronSwitch -> chip
+AE = 15e-6  # chip -> EFA fabric -> chip
 B2 = 128e9
 B3 = 1.28e12
 BE = 25e9
+PURE = FabricParams(op_overhead=0.0, efa_op_overhead=0.0, link_efficiency=1.0)
 
 
 def cf(op, nbytes, system, alg, **kw):
+    kw.setdefault("params", PURE)
+    if not isinstance(system, str) and not hasattr(system, "chip"):  # a Topology already
+        kw.pop("params")
     return fabric.collective(op, nbytes, system, alg, **kw)
 
 
 def test_ring_all_reduce_on_trn2_by_hand():
-    # 2(n-1) steps of alpha + S/(nB): 30 x (1.8 us + 1 GiB / 16 / 128 GB/s) = 15.78264 ms
+    # 2(n-1) steps of alpha + S/(nB): 30 x (1.5 us + 1 GiB / 16 / 128 GB/s) = 15.77364 ms
     r = cf("all_reduce", GiB, "trn2.48xlarge", "ring")
     assert r.time == pytest.approx(30 * (A1 + GiB / 16 / B2), rel=1e-12)
-    assert r.time == pytest.approx(15.78264e-3, rel=1e-6)
+    assert r.time == pytest.approx(15.77364e-3, rel=1e-6)
     assert r.closed_form.exact
     assert r.algbw == pytest.approx(GiB / r.time)
     assert r.busbw == pytest.approx(r.algbw * 2 * 15 / 16)  # nccl-tests all-reduce factor
@@ -75,9 +82,10 @@ def test_direct_exchange_on_the_trn3_switch_by_hand():
 
 
 def test_recursive_doubling_and_tree_on_a_power_of_two_switch_by_hand():
+    # RDH all-reduce: halving S/2 ... S/64, then doubling back: 12 alpha + 2 (63/64) S / B
     S = 64e6
     r = cf("all_reduce", S, "trn3-ultraserver-gen1", "recursive_doubling")
-    assert r.time == pytest.approx(6 * (A2 + S / B3)) and r.closed_form.exact
+    assert r.time == pytest.approx(12 * A2 + 2 * 63 / 64 * S / B3) and r.closed_form.exact
     ag = cf("all_gather", S, "trn3-ultraserver-gen1", "tree")
     assert ag.time == pytest.approx(6 * A2 + 63 / 64 * S / B3)
     b = cf("broadcast", S, "trn3-ultraserver-gen2", "tree")  # ceil(log2 144) = 8 rounds
@@ -85,10 +93,11 @@ def test_recursive_doubling_and_tree_on_a_power_of_two_switch_by_hand():
 
 
 def test_non_power_of_two_recursive_doubling_folds_the_extra_chips():
-    # 144 = 128 + 16: fold, 7 rounds, unfold = 9 full-vector steps; flagged as an estimate.
+    # 144 = 128 + 16: fold and unfold (two full-vector steps) around 7 halving and 7 doubling
+    # rounds over 128 chips; flagged as an estimate.
     S = 64e6
     r = cf("all_reduce", S, "trn3-ultraserver-gen2", "recursive_doubling")
-    assert r.time == pytest.approx(9 * (A2 + S / B3))
+    assert r.time == pytest.approx(2 * (A2 + S / B3) + 14 * A2 + 2 * 127 / 128 * S / B3)
     assert r.closed_form.kind == "estimate" and "fold" in r.closed_form.caveat
 
 
@@ -132,24 +141,57 @@ def test_large_ring_all_reduce_bus_bandwidth_approaches_the_link():
 
 def test_crossover_where_latency_stops_dominating_is_near_alpha_times_bandwidth():
     # Ring all-reduce: latency term 2(n-1) alpha equals bandwidth term 2(n-1)/n S/B at
-    # S* = n alpha B (here 16 x 1.8 us x 128 GB/s = 3.69 MB).
+    # S* = n alpha B (here 16 x 1.5 us x 128 GB/s = 3.07 MB).
     s_star = 16 * A1 * B2
     r = cf("all_reduce", round(s_star), "trn2.48xlarge", "ring")
     assert r.time == pytest.approx(2 * 30 * A1, rel=1e-6)
 
 
-def test_auto_picks_the_fastest_fitting_algorithm():
-    big = cf("all_reduce", GiB, "trn2.48xlarge", "auto")
+def test_fastest_picks_the_lowest_closed_form():
+    big = cf("all_reduce", GiB, "trn2.48xlarge", "fastest")
     assert big.algorithm == "torus"
-    a2a = cf("all_to_all", GiB, "trn3-ultraserver-gen2", "auto")
-    assert a2a.algorithm == "direct"
+    for alg in fabric.algorithms("all_reduce", "trn2.48xlarge"):
+        est = fabric.closed_form("all_reduce", GiB, "trn2.48xlarge", alg, PURE)
+        if est.kind != "bound":
+            assert big.time <= est.time
+
+
+@pytest.mark.parametrize(
+    ("nbytes", "expected"),
+    [(1024, "direct"), ((1 << 20) - 1, "direct"), (1 << 20, "recursive_doubling"),
+     (56 * (1 << 20) - 1, "recursive_doubling"), (56 * (1 << 20), "torus"), (GiB, "torus")],
+)  # fmt: skip
+def test_auto_follows_the_runtimes_size_bands(nbytes, expected):
+    # Neuron runtime docs (intra-node): Mesh < 1 MB, RDH 1-56 MB, KangaRing (rings) > 56 MB.
+    assert cf("all_reduce", nbytes, "trn2.48xlarge", "auto").algorithm == expected
+
+
+def test_auto_uses_rings_when_rdh_cannot_run_and_hierarchical_across_efa():
+    # 144 chips: no recursive-halving reduce-scatter; the ring band takes over.
+    assert cf("reduce_scatter", 4 << 20, "trn3-ultraserver-gen2", "auto").algorithm in (
+        "ring",
+        "bidirectional_ring",
+    )
+    assert cf("all_to_all", GiB, "trn3-ultraserver-gen2", "auto").algorithm == "direct"
+    assert cf("all_to_all", 1024, "trn2-ultraserver", "auto").algorithm == "direct"
     assert cf("all_reduce", GiB, catalog.cluster("trn2-ultraserver", 4), "auto").algorithm == (
         "hierarchical"
     )
-    for alg in fabric.algorithms("all_reduce", "trn2.48xlarge"):
-        est = fabric.closed_form("all_reduce", GiB, "trn2.48xlarge", alg)
-        if est.kind != "bound":
-            assert big.time <= est.time
+
+
+def test_torus_all_to_all_routes_by_shortest_paths_and_meets_the_bisection_bound():
+    # Dimension-order routing on a ring of 4 puts S/2 on every link: on the 64 GB/s axis of
+    # the Trn2 UltraServer that is S / 128 GB/s, exactly nS/4 over the bisection.
+    per_chip = 64 * 2**20
+    torus = cf("all_to_all", per_chip, "trn2-ultraserver", "auto")
+    assert torus.algorithm == "direct"
+    hops = 2 + 2 + 2  # the farthest chip: two hops along each axis
+    assert torus.time == pytest.approx(1e-6 + hops * 0.5e-6 + per_chip / 2 / 64e9)
+    assert torus.time - 4e-6 == pytest.approx(
+        fabric.all_to_all_bound(per_chip, "trn2-ultraserver", PURE)
+    )
+    assert torus.closed_form.kind == "estimate"
+    assert "torus" not in fabric.algorithms("all_to_all", "trn2-ultraserver")
 
 
 def test_switch_beats_torus_for_all_to_all_per_chip_bandwidth():
@@ -157,7 +199,8 @@ def test_switch_beats_torus_for_all_to_all_per_chip_bandwidth():
     per_chip = 64 * 2**20
     torus = cf("all_to_all", per_chip, "trn2-ultraserver", "auto")
     switch = cf("all_to_all", per_chip, "trn3-ultraserver-gen1", "auto")
-    assert switch.time < torus.time / 10
+    assert switch.time == pytest.approx(A2 + 63 / 64 * per_chip / B3)
+    assert switch.time < torus.time / 8
 
 
 def test_zero_bytes_and_one_chip_move_nothing():
@@ -192,7 +235,7 @@ def test_bus_factors_follow_nccl_tests():
             ["cluster", "trn2.48xlarge"],
         ),
         (lambda: cf("broadcast", 1, "trn2.48xlarge", "torus"), ["no broadcast", "auto"]),
-        (lambda: cf("all_reduce", 1, "trn2.48xlarge", "fastest"), ["unknown algorithm", "ring"]),
+        (lambda: cf("all_reduce", 1, "trn2.48xlarge", "quickest"), ["unknown algorithm", "ring"]),
         (lambda: cf("allsum", 1, "trn2.48xlarge", "ring"), ["unknown collective", "all_reduce"]),
         (lambda: cf("all_reduce", -1, "trn2.48xlarge", "ring"), ["whole number", ">= 0"]),
         (lambda: cf("all_reduce", 1.5, "trn2.48xlarge", "ring"), ["whole number"]),
@@ -232,3 +275,41 @@ def test_closed_form_for_a_million_chips_is_hierarchical_and_fast_enough_to_swee
     assert r.closed_form.kind == "estimate"  # the fold shares EFA ports
     assert 2 * (parts - 1) * AE > 50 * efa
     assert math.isfinite(r.busbw)
+
+
+def test_every_collective_pays_the_fixed_cost_once():
+    op = catalog.table("collectives")["op_overhead"].value
+    params = FabricParams(link_efficiency=1.0)
+    with_op = fabric.collective("all_reduce", GiB, "trn2.48xlarge", "ring", params=params)
+    without = cf("all_reduce", GiB, "trn2.48xlarge", "ring")
+    assert with_op.time - without.time == pytest.approx(op)
+    assert with_op.closed_form.formula.startswith("T_op + ")
+    sim = fabric.collective("all_reduce", 64 << 20, "trn2.48xlarge", "ring", True, params)
+    bare = cf("all_reduce", 64 << 20, "trn2.48xlarge", "ring", simulate=True)
+    assert sim.time - bare.time == pytest.approx(op)
+    # crossing EFA costs one more EFA step (assumption) on top
+    c = catalog.cluster("trn2.48xlarge", 2)
+    assert fabric.topology(c, params).op_overhead == pytest.approx(op + AE)
+
+
+def test_link_efficiency_scales_the_bandwidth_term_only():
+    eff = catalog.table("collectives")["neuronlink_efficiency"].value
+    full = cf("all_reduce", GiB, "trn2.48xlarge", "ring")
+    real = fabric.collective(
+        "all_reduce", GiB, "trn2.48xlarge", "ring", params=FabricParams(op_overhead=0.0)
+    )
+    # 30 steps: the latency part is unchanged, the bytes take 1/eff longer
+    assert real.time == pytest.approx(30 * A1 + (full.time - 30 * A1) / eff)
+    with pytest.raises(FabricError, match=r"\(0, 1\]"):
+        FabricParams(link_efficiency=1.5)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [dict(step_latency=-1e-6), dict(step_latency=float("nan")), dict(op_overhead=2.0),
+     dict(efa_step_latency=0.1e-6), dict(link_efficiency=0.0), dict(chunk_bytes=0),
+     dict(step_latency=0.1e-6)],
+)  # fmt: skip
+def test_bad_fabric_parameters_are_refused(bad):
+    with pytest.raises(FabricError):
+        FabricParams(**bad)

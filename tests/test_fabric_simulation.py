@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -15,7 +17,13 @@ SYSTEMS = ["trn1.32xlarge", "trn2.48xlarge", "trn2-ultraserver", "trn3-ultraserv
            "trn3-ultraserver-gen2"]  # fmt: skip
 
 
+# Links at full bandwidth and no fixed cost per operation: the simulator's timing against the
+# alpha-beta closed forms (the fixed cost and the efficiency are checked in the closed-form tests).
+PURE = FabricParams(op_overhead=0.0, efa_op_overhead=0.0, link_efficiency=1.0)
+
+
 def both(op, nbytes, system, alg, **kw):
+    kw.setdefault("params", PURE)
     sim = fabric.collective(op, nbytes, system, alg, simulate=True, **kw)
     return sim, sim.closed_form
 
@@ -33,9 +41,23 @@ def test_contention_free_simulation_is_within_two_percent_of_the_closed_form(sys
         assert sim.time >= sim.load_bound * (1 - 1e-9)
         if est.kind == "bound":
             assert sim.time >= est.time * (1 - 1e-9), (alg, "beat its lower bound")
-    # Every case has an exact algorithm except a broadcast on the Trn2 UltraServer, whose
-    # ring and tree hops differ (NeuronLink inside an instance, slower links across them).
-    assert checked >= 1 or (system, op) == ("trn2-ultraserver", "broadcast")
+    # Every case has an exact algorithm except on the Trn2 UltraServer, whose ring and tree
+    # hops differ (NeuronLink inside an instance, slower links across them), for a broadcast
+    # and for an all-to-all (whose shortest-path routes share links: see the next test).
+    assert checked >= 1 or (system, op) in {
+        ("trn2-ultraserver", "broadcast"),
+        ("trn2-ultraserver", "all_to_all"),
+    }
+
+
+@pytest.mark.parametrize("system", ["trn1.32xlarge", "trn2.48xlarge", "trn2-ultraserver"])
+def test_shortest_path_all_to_all_on_a_torus_reaches_its_busiest_link(system):
+    # Dimension-order routing with halfway-round ties split loads every link of an axis alike:
+    # the simulation lands on the busiest link's bytes, which the closed form predicts.
+    sim, est = both("all_to_all", 64 * 2**20, system, "direct")
+    assert est.kind == "estimate"
+    assert sim.time == pytest.approx(est.time, rel=0.12)  # queueing behind other messages
+    assert sim.load_bound == pytest.approx(est.time, rel=0.05)
 
 
 @pytest.mark.parametrize(
@@ -43,10 +65,14 @@ def test_contention_free_simulation_is_within_two_percent_of_the_closed_form(sys
     [("trn2.48xlarge", "direct"), ("trn2.48xlarge", "recursive_doubling"),
      ("trn2-ultraserver", "direct")],
 )  # fmt: skip
-def test_contention_makes_routed_schedules_slower_than_their_bound(system, alg):
+def test_routed_schedules_stay_near_their_estimates(system, alg):
+    # Mesh and RDH messages cross several hops and share links; their closed forms count the
+    # busiest link (mesh) or each round's slowest pair (RDH), so the simulation, which queues
+    # messages on shared links, lands within a few percent above them.
     sim, est = both("all_reduce", 64 * 2**20, system, alg)
     assert not est.exact
-    assert sim.time > est.time * 1.1  # links are shared: visibly slower than the bound
+    assert est.time * 0.98 <= sim.time <= est.time * 1.1
+    assert sim.time >= sim.load_bound * (1 - 1e-9)
     assert sim.link_utilisation.max() <= 1 + 1e-9
 
 
@@ -55,8 +81,8 @@ def test_simulated_ring_all_reduce_bus_bandwidth_approaches_the_link():
     assert 0.99 * 128e9 < sim.busbw < 128e9
     sim3, _ = both("all_reduce", 8 * GiB, "trn3-ultraserver-gen1", "ring")
     # busbw = 2(n-1)/n S / (2(n-1)(alpha + S/(nB))) = B S / (S + n alpha B): the gap to B is
-    # the latency share, n alpha B = 64 x 2.3 us x 1.28 TB/s = 188 MB against 8.6 GB.
-    S, B, n, alpha = 8 * GiB, 1.28e12, 64, 2.3e-6
+    # the latency share, n alpha B = 64 x 2.0 us x 1.28 TB/s = 164 MB against 8.6 GB.
+    S, B, n, alpha = 8 * GiB, 1.28e12, 64, 2.0e-6
     assert sim3.busbw == pytest.approx(B * S / (S + n * alpha * B), rel=0.02)
     assert 0.97 * B < sim3.busbw < B
 
@@ -83,14 +109,14 @@ def test_ring_schedule_steps_and_link_load_by_hand():
 
 def test_two_messages_sharing_a_link_take_twice_as_long():
     # A direct all-to-all on a ring of 4 with no latencies: chip i sends S/4 to i+1, i+2,
-    # i+3; shortest routes put 2 hops on i+2 (clockwise) and i+3 goes anticlockwise. Each
-    # clockwise link carries S/4 (to i+1) + S/4 (half of the i+2 routes) ... hand count:
-    # clockwise link i->i+1 carries: i's message to i+1, i's to i+2, and (i-1)'s to i+1:
-    # 3 x S/4, so the exchange needs at least 3 S/(4B).
+    # i+3; i+1 goes clockwise, i+3 anticlockwise, and i+2 (halfway round) clockwise from
+    # even chips, anticlockwise from odd ones. Clockwise link i->i+1 then carries i's message
+    # to i+1 and one two-hop message (from i if i is even, else from i-1): 2 x S/4, so the
+    # exchange needs at least 2 S/(4B); the two share the link, so they take twice one's time.
     ring = fabric.ring(4, 1e9, latency=0.0, message_overhead=0.0)
     S = 4e6
     sim, _ = both("all_to_all", S, ring, "direct")
-    assert sim.load_bound == pytest.approx(3 * S / 4 / 1e9)
+    assert sim.load_bound == pytest.approx(2 * S / 4 / 1e9)
     assert sim.time >= sim.load_bound
     assert sim.time == pytest.approx(sim.load_bound, rel=0.2)
 
@@ -116,7 +142,7 @@ def test_zero_bytes_and_one_chip_simulate_to_nothing():
 def test_chunk_size_does_not_change_a_contention_free_time():
     a, _ = both("all_reduce", 64 * 2**20, "trn3-ultraserver-gen1", "ring")
     b, _ = both("all_reduce", 64 * 2**20, "trn3-ultraserver-gen1", "ring",
-                params=FabricParams(chunk_bytes=1 << 14, max_chunks=64))  # fmt: skip
+                params=replace(PURE, chunk_bytes=1 << 14, max_chunks=64))  # fmt: skip
     assert b.time == pytest.approx(a.time, rel=1e-9)
 
 
@@ -151,7 +177,11 @@ def test_rings_of_any_size_match_their_closed_form(n, nbytes, op, alg, bw, lat):
 )
 def test_tori_with_equal_axes_match_their_closed_form(shape, nbytes, op):
     t = fabric.torus(shape, 100e9)
-    sim, est = both(op, nbytes, t, "torus")
+    sim, est = both(op, nbytes, t, "direct" if op == "all_to_all" else "torus")
+    if op == "all_to_all":  # shortest paths: the busiest link, within queueing
+        assert sim.time >= sim.load_bound * (1 - 1e-9)
+        assert sim.time == pytest.approx(est.time, rel=0.35)
+        return
     if len(set(shape)) == 1:  # shards stay in step only when every axis has the same length
         assert est.exact
         assert sim.time == pytest.approx(est.time, rel=0.02)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from trnlab import catalog, scale
@@ -84,7 +86,36 @@ def test_view_draws_memory_step_and_chips_and_explains_infeasible_plans():
     assert list(e.step.data[0].x) != before
     e.dtype.value = "mxfp8"  # refused: no MX path on Trainium2
     assert "NeuronCore-v4" in e.message.value and e.dtype.value == "bf16"
-    e.recompute.value = False
+    e.recompute.value = "none"
+    e.tp.value = 1  # every chip holds all 16 bytes per parameter (ZeRO-1 shards only Adam)
     e.seq_len.value = 16384  # a valid question whose answer is "does not fit"
     assert "cannot run" in e.message.value and "GiB per chip" in e.message.value
     assert len(e.chips.data[0].x) == 0
+
+
+def test_the_search_runs_on_a_worker_thread_and_can_be_cancelled():
+    e = ScaleExplorer(
+        model="llama3-8b", system="trn2.48xlarge", tp=4, pp=1, global_batch=64, seq_len=2048
+    )
+    before = e.model.result
+    e.auto.value = True  # returns at once; the search runs on its own thread
+    job = e.job
+    assert job is not None and job.thread.name == "trnlab-search"
+    assert job.wait(timeout=120)
+    assert job.error is None and not job.cancelled
+    best = scale.search("llama3-8b", "trn2.48xlarge", global_batch=64, seq_len=2048).best
+    assert e.model.result.step_time == pytest.approx(best.step_time)
+    assert e.progress.value == 1.0 and e.cancel.disabled
+    assert e.model.result is not before
+
+
+def test_a_cancelled_search_keeps_the_last_plan():
+    m = ScaleModel(model="llama3-8b", system="trn2.48xlarge", tp=4, pp=1, global_batch=64,
+                   seq_len=2048)  # fmt: skip
+    before = m.result
+    gate = threading.Event()
+    job = m.set_async(on_progress=lambda share: gate.wait(), auto=True)  # held at its start
+    job.cancel()
+    gate.set()
+    assert job.wait(timeout=120)
+    assert job.cancelled and m.result is before and m.auto is False

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,54 +16,139 @@ from trnlab.scale import _plan as plan_module
 GIB = 2**30
 
 
-def test_pipeline_bubble_is_p_minus_1_over_m_plus_p_minus_1():
-    p, gb = 4, 64
-    r = plan(
-        "llama3-8b",
-        "trn2.48xlarge",
-        Parallelism(tp=2, pp=p, dp=2, recompute=True),
-        global_batch=gb,
-        seq_len=2048,
-    )
-    m = gb // (1 * 2)  # micro-batches per data-parallel replica
-    share = r.step["pipeline bubble"] / (r.step["compute"] + r.step["pipeline bubble"])
-    assert share == pytest.approx((p - 1) / (m + p - 1))
+# A model whose output head is negligible, so every pipeline stage costs the same.
+EVEN = scale.ModelSpec("even", 32, 4096, 32, 8, 14336, 8, 2048, source="test")
 
 
-def test_communication_comes_from_the_fabric(monkeypatch):
+@pytest.mark.parametrize(("p", "v"), [(4, 1), (4, 2), (8, 4)])
+def test_pipeline_bubble_is_p_minus_1_over_v_slots(p, v):
+    # Narayanan et al. 2021: plain 1F1B idles (p-1)/(m+p-1) of the step; the interleaved
+    # schedule with v chunks per stage cuts the bubble to (p-1)/v micro-batch slots.
+    gb = 64
+    r = plan(EVEN, "trn2.48xlarge", Parallelism(tp=2, pp=p, dp=16 // (2 * p), recompute="full",
+             virtual_stages=v), global_batch=gb, seq_len=2048)  # fmt: skip
+    assert r.feasible, r.problems
+    m = r.micro_batches
+    per_slot = sum(r.step[k] for k in ("compute", "tensor parallel", "pipeline sends")) / m
+    assert r.step["pipeline bubble"] == pytest.approx((p - 1) / v * per_slot, rel=1e-3)
+    if v == 1:
+        busy = r.step_time - r.step["data parallel (exposed)"] - r.step["ZeRO-3 gathers (exposed)"]
+        assert r.step["pipeline bubble"] / busy == pytest.approx((p - 1) / (m + p - 1), rel=1e-3)
+
+
+def test_uneven_stages_set_the_pace_by_the_slowest_and_fill_with_the_rest():
+    # Llama 3 405B on 16 stages: 7 + 14 x 8 + 7 layers; a micro-batch takes the 8-layer
+    # stage's time t8, the fill and drain pass through every other stage once.
+    sysobj = catalog.cluster("trn2-ultraserver", 4)
+    r = plan("llama3-405b", sysobj, Parallelism(tp=4, pp=16, dp=4, recompute="full",
+             zero=1), global_batch=64, seq_len=8192)  # fmt: skip
+    assert r.stages == (7,) + (8,) * 14 + (7,)
+    assert not any("divide" in x for x in r.problems)
+
+
+def test_communication_comes_from_the_fabric_on_the_groups_the_axes_place(monkeypatch):
     calls = []
 
     class Fixed:
         time = 1e-3
 
     def fake(op, nbytes, system=None, algorithm="auto", **kw):
-        calls.append((op, nbytes, system.chips))
+        calls.append((op, nbytes, system.chips, system.name))
         return Fixed()
 
     monkeypatch.setattr(fabric, "collective", fake)
-    plan_module._ring_time.cache_clear()
+    plan_module._TIMES.clear()
     try:
         r = plan(
             "llama3-8b",
             "trn2.48xlarge",
-            Parallelism(tp=4, pp=1, dp=4),
+            Parallelism(tp=4, pp=1, dp=4, sequence_parallel=False),
             global_batch=64,
             seq_len=1024,
         )
     finally:
-        plan_module._ring_time.cache_clear()
+        plan_module._TIMES.clear()
     # 4 tensor-parallel all-reduces per layer per micro-batch, each 1 ms by the fake fabric
     micro_batches = 64 // 4
     assert r.step["tensor parallel"] == pytest.approx(micro_batches * 32 * 4 * 1e-3)
-    assert ("all_reduce", 1 * 1024 * 4096 * 2, 4) in calls
+    # the tp group is one ring of the 4x4 torus; the dp group runs along the other axis
+    tp_calls = [c for c in calls if c[0] == "all_reduce" and c[1] == 1024 * 4096 * 2]
+    assert tp_calls and tp_calls[0][2] == 4 and "(4)" in tp_calls[0][3]
+    dp_calls = [c for c in calls if c[0] == "all_reduce" and c[1] != 1024 * 4096 * 2]
+    assert dp_calls and dp_calls[0][2] == 4
 
 
-def test_groups_larger_than_a_torus_axis_run_at_the_slowest_axis():
-    t = scale.tiers("trn2-ultraserver")
-    assert t.domain == 64
-    assert t.link_for(4) == (128e9, 5e-7)  # one axis of the 4x4 instance torus
-    assert t.link_for(32)[0] == 64e9  # crosses to the 64 GB/s ring between instances
-    assert scale.tiers("trn3-ultraserver-gen2").link_for(144)[0] == pytest.approx(1.28e12)
+def test_tp_groups_stay_in_an_instance_and_dp_groups_cross_the_slow_axis():
+    t = fabric.group("trn2-ultraserver", 8, 1)  # tp 8: a 4-ring and a pair, 128 GB/s links
+    dp = fabric.group("trn2-ultraserver", 4, 16)  # dp 4 at stride 16: the 64 GB/s rings
+    eff = catalog.table("collectives")["neuronlink_efficiency"].value
+    assert t.axis_bandwidth == pytest.approx((eff * 128e9, eff * 128e9))
+    assert dp.axis_bandwidth == pytest.approx((eff * 64e9,))
+
+
+def test_efa_and_switch_ports_count_once_per_direction():
+    # A data-parallel all-reduce of 1 GiB over 4 instances, one chip each: a ring over EFA
+    # ports at 25 GB/s each way per chip cannot beat 2 (n-1)/n S / 25 GB/s.
+    c = catalog.cluster("trn2.48xlarge", 4)
+    t = scale.collective_time("all_reduce", 2**30, c, 4, 16)
+    assert t >= 2 * 3 / 4 * 2**30 / 25e9
+    # On a switch, a group's chips each have one port: no ring doubles it.
+    s = scale.collective_time("all_reduce", 2**30, catalog.system("trn3-ultraserver-gen2"), 8)
+    eff = catalog.table("collectives")["neuronlink_efficiency"].value
+    assert s >= 2 * 7 / 8 * 2**30 / (eff * 1.28e12)
+
+
+def test_dp_reduction_hides_only_under_the_last_micro_batch_backward():
+    kw = dict(global_batch=256, seq_len=2048)
+    base = Parallelism(tp=8, pp=1, dp=2, recompute="none")
+    r = plan("llama3-8b", "trn2.48xlarge", base, **kw)
+    exposed = plan("llama3-8b", "trn2.48xlarge", base, overlap_dp=False, **kw)
+    t_dp = exposed.step["data parallel (exposed)"]
+    bwd = r.step["compute"] / r.micro_batches * 2 / 3  # one micro-batch's backward
+    assert r.step["data parallel (exposed)"] == pytest.approx(
+        max(t_dp - bwd, t_dp / math.ceil(2 * 8.03e9 / 8 / (25 * 2**20))), rel=0.02
+    )
+    # more micro-batches do not hide more of it
+    more = plan("llama3-8b", "trn2.48xlarge", base, global_batch=1024, seq_len=2048)
+    assert more.step["data parallel (exposed)"] == pytest.approx(
+        r.step["data parallel (exposed)"], rel=1e-9
+    )
+
+
+def test_zero3_gathers_weights_every_micro_batch():
+    kw = dict(seq_len=2048)
+    p3 = Parallelism(tp=1, pp=1, dp=16, zero=3, recompute="full")
+    small = plan("llama3-8b", "trn2.48xlarge", p3, global_batch=16, **kw)
+    large = plan("llama3-8b", "trn2.48xlarge", p3, global_batch=64, **kw)
+    assert large.micro_batches == 4 * small.micro_batches
+    for key in ("ZeRO-3 gathers (exposed)", "data parallel (exposed)"):
+        assert large.step[key] == pytest.approx(4 * small.step[key], rel=1e-9)
+    kept = plan("llama3-8b", "trn2.48xlarge", replace(p3, reshard=False), global_batch=16, **kw)
+    assert kept.step["ZeRO-3 gathers (exposed)"] < small.step["ZeRO-3 gathers (exposed)"]
+    assert kept.memory.total > small.memory.total
+
+
+def test_recompute_modes_trade_memory_for_flops():
+    runs = {
+        mode: plan(
+            "llama3-8b",
+            "trn2.48xlarge",
+            Parallelism(tp=8, dp=2, recompute=mode, flash_attention=False),
+            global_batch=64,
+            seq_len=4096,
+        )
+        for mode in ("none", "selective", "full")
+    }
+    act = {k: r.memory.activations for k, r in runs.items()}
+    assert act["full"] < act["selective"] < act["none"]
+    assert runs["none"].hfu == pytest.approx(runs["none"].mfu)
+    m = scale.model("llama3-8b")
+    for mode in ("selective", "full"):  # HFU counts the rerun FLOPs, MFU does not
+        ratio = m.training_flops_per_token(mode, 4096) / m.model_flops_per_token(4096)
+        assert runs[mode].hfu == pytest.approx(runs[mode].mfu * ratio)
+        assert ratio > 1
+    assert Parallelism(recompute=True).recompute == "full"
+    assert Parallelism(recompute=False).recompute == "none"
 
 
 def test_mfu_counts_model_flops_against_the_published_peak():
@@ -72,9 +160,18 @@ def test_mfu_counts_model_flops_against_the_published_peak():
         seq_len=4096,
     )
     peak = 64 * catalog.chip("trn2").peak_flops("bf16")
-    model_flops = 256 * 4096 * scale.model("llama3-70b").training_flops_per_token(seq_len=4096)
+    m = scale.model("llama3-70b")
+    model_flops = 256 * 4096 * (6 * m.matmul_params + 12 * 80 * 64 * 128 * 4096)
     assert r.mfu == pytest.approx(model_flops / (r.step_time * peak))
-    assert 0 < r.mfu < 1
+    assert r.hfu == pytest.approx(r.mfu * m.training_flops_per_token(True, 4096)
+                                  / m.model_flops_per_token(4096))  # fmt: skip
+    assert 0 < r.mfu < r.hfu < 1
+    assert "embedding lookups are not matmuls" in r.convention
+    fp8 = plan("llama3-70b", "trn2-ultraserver", Parallelism(tp=8, pp=4, dp=2, recompute=True),
+               global_batch=256, seq_len=4096, dtype="fp8")  # fmt: skip
+    assert fp8.mfu == pytest.approx(
+        fp8.model_flops_per_step / (fp8.step_time * 64 * catalog.chip("trn2").peak_flops("fp8"))
+    )
 
 
 @settings(max_examples=25, deadline=None)
@@ -140,8 +237,10 @@ def test_405b_does_not_fit_one_trn2_ultraserver_and_the_search_says_why():
     [
         (Parallelism(tp=4, pp=1, dp=2), "has 16"),
         (Parallelism(tp=32, pp=1, dp=2), "does not fit the 16-chip NeuronLink domain"),
+        (Parallelism(tp=3, pp=1, dp=5), "must divide the 32"),
         (Parallelism(tp=1, pp=3, dp=5), "has 16"),
         (Parallelism(tp=1, pp=1, dp=16, micro_batch=3), "not a multiple"),
+        (Parallelism(tp=1, pp=1, dp=16, zero=3, micro_batch=64), "GiB per chip"),
     ],
 )
 def test_impossible_plans_say_why(parallel, says):
@@ -155,6 +254,20 @@ def test_impossible_plans_say_why(parallel, says):
     [
         lambda: plan("llama3-8b", "trn2.48xlarge", global_batch=0),
         lambda: plan("llama3-8b", "trn2.48xlarge", global_batch=64, tokens=-1),
+        lambda: plan("llama3-8b", "trn2.48xlarge", global_batch=64, tokens=float("nan")),
+        lambda: plan("llama3-8b", "trn2.48xlarge", global_batch=64.5),
+        lambda: plan("llama3-8b", "trn2.48xlarge", seq_len=0),
+        lambda: plan("llama3-8b", "trn2.48xlarge", usable_hbm=0),
+        lambda: plan("llama3-8b", "trn2.48xlarge", usable_hbm=1.5),
+        lambda: plan("llama3-8b", "trn2.48xlarge", usable_hbm=float("nan")),
+        lambda: plan("llama3-8b", "trn2.48xlarge", price_per_chip_hour=-1.0),
+        lambda: plan("llama3-8b", "trn2.48xlarge", watts_per_chip=float("inf")),
+        lambda: plan("llama3-8b", "trn2.48xlarge", dtype="fp7"),
+        lambda: plan("llama3-8b", "trn1.32xlarge", dtype="mxfp8"),
+        lambda: Parallelism(micro_batch=0),
+        lambda: Parallelism(tp=-2),
+        lambda: Parallelism(recompute="sometimes"),
+        lambda: Parallelism(zero=5),
         lambda: search("llama3-8b", "trn2.48xlarge", rank_by="vibes"),
         lambda: inference("llama3-8b", "trn2.48xlarge", tp=3),
         lambda: inference("llama3-8b", "trn2.48xlarge", batch=0),
@@ -189,12 +302,13 @@ def test_tokens_per_megawatt_needs_power_and_uses_it():
 
 
 def test_when_batch_divisibility_blocks_every_split_the_search_says_so_not_memory():
-    # 144 chips = 16 x 9: every dp has a factor the 512-sequence batch lacks
-    res = search("llama3-70b", "trn3-ultraserver-gen2", global_batch=512, seq_len=4096)
+    # micro-batches of 3 sequences never divide a 64-sequence batch, whatever dp is
+    res = search("llama3-8b", "trn2.48xlarge", global_batch=64, seq_len=2048,
+                 micro_batches=(3,))  # fmt: skip
     assert res.best is None
     why = res.why_nothing_fits()
-    assert "memory is not what stops them" in why and "global batch 512 is not a multiple" in why
-    ok = search("llama3-70b", "trn3-ultraserver-gen2", global_batch=576, seq_len=4096)
+    assert "memory is not what stops them" in why and "global batch 64 is not a multiple" in why
+    ok = search("llama3-8b", "trn2.48xlarge", global_batch=64, seq_len=2048, micro_batches=(2,))
     assert ok.best is not None
 
 
@@ -217,9 +331,36 @@ def test_context_parallelism_splits_activations_and_adds_kv_gathers():
     assert two.parallel.chips == 64
     # the sequence is split in two: each layer's stored input halves
     m = scale.model("llama3-70b")
+    # stored inputs 2 (s/cp) b h / t per layer, plus one layer rerun: 34 (s/cp) b h / t with
+    # FlashAttention (no scores): halving s/cp removes half of each
     assert one.memory.activations - two.memory.activations == pytest.approx(
-        2 * 8192 * 8192 / 8 * m.layers + 8192 * 8192 * (34 + 5 * 64 * 16384 / 8192) / 8, rel=1e-9
+        8192 * 8192 * (2 * m.layers + 34) / 8, rel=1e-9
     )
+    assert one.memory.logits == pytest.approx(2 * two.memory.logits)
     assert one.step["context parallel"] == 0 and two.step["context parallel"] > 0
     with pytest.raises(WorkloadError, match="does not divide the sequence"):
         scale.training_memory(m, cp=3, seq_len=4096)
+
+
+_bad_numbers = st.one_of(
+    st.just(float("nan")), st.just(float("inf")), st.just(-float("inf")),
+    st.floats(max_value=0.0, allow_nan=False), st.integers(max_value=0), st.just(True),
+)  # fmt: skip
+
+
+@settings(max_examples=40, deadline=None)
+@given(field=st.sampled_from(["global_batch", "seq_len", "tokens", "price_per_chip_hour",
+                              "watts_per_chip", "usable_hbm"]), value=_bad_numbers)  # fmt: skip
+def test_bad_numbers_are_refused_with_a_teaching_error_never_a_crash(field, value):
+    with pytest.raises(WorkloadError) as err:
+        plan("llama3-8b", "trn2.48xlarge", **{field: value})
+    assert repr(value) in str(err.value) or str(value) in str(err.value)
+
+
+@settings(max_examples=40, deadline=None)
+@given(value=_bad_numbers)
+def test_bad_collective_sizes_are_refused(value):
+    if value == 0 and not isinstance(value, bool):
+        return  # zero bytes is a valid, empty collective
+    with pytest.raises(fabric.FabricError):
+        fabric.collective("all_reduce", value, "trn2.48xlarge")

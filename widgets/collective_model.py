@@ -82,12 +82,13 @@ def _sweep(key: str, parts: int, op: str, params: FabricParams) -> dict:
     for name in fabric.algorithms(op, topo, params):
         est = [fabric.closed_form(op, int(s), topo, name, params) for s in SWEEP_SIZES]
         out[name] = (np.array([e.time for e in est]), est[-1].kind)
-    # auto, as trnlab.fabric chooses: the lowest closed form, lower bounds only as a last resort
-    pool = [k for k in out if out[k][1] != "bound"] or list(out)
-    stack = np.array([out[k][0] for k in pool])
-    best = stack.argmin(axis=0)
-    out["auto"] = (stack.min(axis=0), "the fastest closed form at each size")
-    out["auto picks"] = [pool[i] for i in best]
+    # auto, as trnlab.fabric chooses: what the Neuron runtime picks at each size
+    picks = [fabric.runtime_choice(op, int(s), topo) for s in SWEEP_SIZES]
+    out["auto"] = (
+        np.array([out[p][0][i] for i, p in enumerate(picks)]),
+        "the Neuron runtime's choice at each size",
+    )
+    out["auto picks"] = picks
     return out
 
 
@@ -137,7 +138,7 @@ class Sweep:
 
     ``time[name]`` and ``busbw[name]`` are arrays over ``sizes``; ``kind[name]`` says whether
     the closed form is exact, an estimate or a lower bound; ``auto_picks`` names the algorithm
-    ``auto`` chooses at each size.
+    ``auto`` chooses at each size (the Neuron runtime's size bands: mesh, RDH, rings).
     """
 
     sizes: np.ndarray

@@ -13,6 +13,8 @@ import html
 import ipywidgets as W
 import plotly.graph_objects as go
 
+from trnlab import scale
+
 from ._html import table
 from ._style import base_layout, colour
 from ._view import Dashboard
@@ -102,11 +104,14 @@ class ScaleExplorer(Dashboard):
             "micro_batch": pick(
                 "micro_batch", [1, 2, 4, 8], "micro-batch", "sequences per micro-batch", "170px"
             ),
-            "recompute": W.Checkbox(
+            "recompute": W.Dropdown(
+                options=list(scale.RECOMPUTE),
                 value=m.recompute,
-                description="recompute activations",
-                indent=False,
-                tooltip="full activation recomputation",
+                description="recompute",
+                tooltip="activation recomputation: none, selective (the attention core) or "
+                "full (whole layers)",
+                style=style,
+                layout={"width": "190px"},
             ),
             "global_batch": W.BoundedIntText(
                 value=m.global_batch,
@@ -129,13 +134,25 @@ class ScaleExplorer(Dashboard):
             setattr(self, "model_choice" if name == "model" else name, control)
         self.summary = W.HTML()
         self.table = W.HTML()
+        # The search (best split) runs on a worker thread: the kernel stays free, this bar
+        # follows it and Cancel stops it; the last plan stays drawn meanwhile.
+        self.progress = W.FloatProgress(
+            value=0.0, min=0.0, max=1.0, description="search", style=style,
+            tooltip="share of the candidate plans evaluated", layout={"width": "260px"},
+        )  # fmt: skip
+        self.cancel = W.Button(
+            description="Cancel search", tooltip="stop the running search; keep the last plan",
+            disabled=True,
+        )  # fmt: skip
+        self.cancel.on_click(lambda _: self.job.cancel() if self.job else None)
+        self.job = None
         self._bind(*self.controls.values())
         c = self.controls
         row = [c[k] for k in ("tp", "cp", "pp", "ep", "zero", "micro_batch", "recompute")]
         self.widget = W.VBox(
             [
                 W.HBox([c["model"], c["system"], c["count"]]),
-                W.HBox([c["dtype"], c["auto"]]),
+                W.HBox([c["dtype"], c["auto"], self.progress, self.cancel]),
                 W.HBox(row),
                 W.HBox([c["global_batch"], c["seq_len"]]),
                 self.message,
@@ -151,6 +168,48 @@ class ScaleExplorer(Dashboard):
 
     def _apply(self, change) -> None:
         self.model.set(**{name: control.value for name, control in self.controls.items()})
+
+    def _on_change(self, change) -> None:
+        """Splits chosen by hand are planned at once; the search runs on a worker thread."""
+        if self._syncing:
+            return
+        wanted = {name: control.value for name, control in self.controls.items()}
+        if not wanted["auto"]:
+            super()._on_change(change)
+            return
+        if self.job is not None and not self.job.done:
+            self.job.cancel()
+            self.job.wait()
+        try:
+            self.job = self.model.set_async(
+                on_progress=self._on_progress, on_done=self._on_done, **wanted
+            )
+        except ValueError as err:
+            self.show_error(err)
+            self._sync()
+            return
+        self.message.value = "<i>searching every split...</i>"
+        self.progress.value = 0.0
+        self.cancel.disabled = False
+
+    def _on_progress(self, share: float) -> None:
+        self.progress.value = share
+
+    def _on_done(self, job) -> None:
+        """Runs on the worker thread when a search ends: draw it, or say why not."""
+        self.cancel.disabled = True
+        if job.cancelled:
+            self.message.value = "<i>search cancelled: the last plan is still shown</i>"
+            self._sync()
+            return
+        if job.error is not None:
+            self.show_error(job.error)
+            self._sync()
+            return
+        self.message.value = ""
+        self.progress.value = 1.0
+        self._sync()
+        self.redraw()
 
     def _sync_controls(self) -> None:
         for name, control in self.controls.items():
@@ -209,6 +268,7 @@ def _table(rows) -> str:
             )
             for c in rows
         ),
-        note="Compute and memory only, at the same chip count: no fabric is modelled for this "
-        "comparison (the catalogue has no GPU systems).",
+        note="Compute and memory only, at the same chip count and split: communication is left "
+        "out for every chip alike. For a full plan on GPUs, choose a GPU system (p5.48xlarge, "
+        "p6-b200.48xlarge, gb200-nvl72...) above.",
     )

@@ -7,14 +7,15 @@ an UltraCluster of them) with a chosen split, or the best split the search finds
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 
 from trnlab import catalog, scale
 from trnlab.catalog import CatalogError, System
 from trnlab.scale import Parallelism, PlanResult, WorkloadError
 from trnlab.units import si
 
-__all__ = ["ChipComparisonRow", "ScaleModel"]
+__all__ = ["ChipComparisonRow", "ScaleModel", "SearchJob"]
 
 DTYPES = ("bf16", "fp8", "mxfp8")
 
@@ -30,6 +31,34 @@ class ChipComparisonRow:
     cost: float | None
     energy_mwh: float | None
     note: str
+
+
+@dataclass(eq=False)
+class SearchJob:
+    """A plan search running on a worker thread (so a dashboard's kernel stays responsive).
+
+    ``progress`` goes from 0 to 1; :meth:`cancel` stops the search between plans (the model
+    keeps its last plan); :meth:`wait` blocks until it ends. On success the model's state and
+    plan are replaced together; ``error`` holds the refusal otherwise.
+    """
+
+    progress: float = 0.0
+    error: Exception | None = None
+    cancelled: bool = False
+    _stop: threading.Event = field(default_factory=threading.Event, repr=False)
+    _done: threading.Event = field(default_factory=threading.Event, repr=False)
+    thread: threading.Thread | None = field(default=None, repr=False)
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def cancel(self) -> None:
+        self._stop.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """True once the search has ended (finished, refused or cancelled)."""
+        return self._done.wait(timeout)
 
 
 class ScaleModel:
@@ -81,7 +110,7 @@ class ScaleModel:
         pp: int = 4,
         ep: int = 1,
         zero: int = 1,
-        recompute: bool = True,
+        recompute: str = "full",
         micro_batch: int = 1,
         auto: bool = False,
         global_batch: int = 512,
@@ -90,6 +119,7 @@ class ScaleModel:
     ) -> None:
         self._state: dict = {}
         self._result: PlanResult | None = None
+        self._lock = threading.Lock()
         self.set(
             model=model,
             system=system,
@@ -137,6 +167,44 @@ class ScaleModel:
             For an unknown model, system, format or setting, a split that does not divide the
             chips, or sizes out of range; the state and the last plan are kept.
         """
+        st, sysobj = self._validated(changes)
+        result = self._plan(st, sysobj)
+        self._state, self._result = st, result
+        return self
+
+    def set_async(self, on_progress=None, on_done=None, **changes) -> SearchJob:
+        """Like :meth:`set`, but plan (or search) on a worker thread.
+
+        Settings are checked at once (a ValueError as :meth:`set`); the plan runs on a thread
+        that reports ``on_progress(share)`` and calls ``on_done(job)`` when it ends.
+        """
+        st, sysobj = self._validated(changes)
+        job = SearchJob()
+
+        def report(share: float) -> None:
+            job.progress = share
+            if on_progress is not None:
+                on_progress(share)
+
+        def run() -> None:
+            try:
+                result = self._plan(st, sysobj, progress=report, cancel=job._stop)
+                with self._lock:
+                    self._state, self._result = st, result
+            except scale.SearchCancelled:
+                job.cancelled = True
+            except ValueError as err:
+                job.error = err
+            finally:
+                job._done.set()
+                if on_done is not None:
+                    on_done(job)
+
+        job.thread = threading.Thread(target=run, name="trnlab-search", daemon=True)
+        job.thread.start()
+        return job
+
+    def _validated(self, changes: dict):
         unknown = set(changes) - set(self.SETTINGS)
         if unknown:
             raise ValueError(
@@ -160,16 +228,18 @@ class ScaleModel:
                 raise ValueError(f"{name} must be a whole number >= 1, not {v!r}")
         if st["tokens"] <= 0:
             raise ValueError(f"the token budget must be positive, not {st['tokens']!r}")
+        try:
+            st["recompute"] = scale.recompute_mode(st["recompute"])
+        except WorkloadError as err:
+            raise ValueError(str(err)) from None
         if not st["auto"] and sysobj.chips % (st["tp"] * st["cp"] * st["pp"]):
             raise ValueError(
                 f"tp x cp x pp = {st['tp'] * st['cp'] * st['pp']} does not divide the {sysobj.chips:,} chips of "
                 f"{sysobj.name}; data parallelism takes the rest, so pick divisors"
             )
-        result = self._plan(st, sysobj)
-        self._state, self._result = st, result
-        return self
+        return st, sysobj
 
-    def _plan(self, st: dict, sysobj: System) -> PlanResult:
+    def _plan(self, st: dict, sysobj: System, progress=None, cancel=None) -> PlanResult:
         common = dict(
             global_batch=st["global_batch"],
             seq_len=st["seq_len"],
@@ -178,7 +248,9 @@ class ScaleModel:
         )
         try:
             if st["auto"]:
-                found = scale.search(st["model"], sysobj, **common)
+                found = scale.search(
+                    st["model"], sysobj, progress=progress, cancel=cancel, **common
+                )
                 if found.best is not None:
                     return found.best
                 raise ValueError(found.why_nothing_fits())
@@ -193,6 +265,8 @@ class ScaleModel:
                 micro_batch=st["micro_batch"],
             )
             return scale.plan(st["model"], sysobj, p, **common)
+        except scale.SearchCancelled:
+            raise
         except WorkloadError as err:
             raise ValueError(str(err)) from None
 
@@ -202,13 +276,14 @@ class ScaleModel:
         return self._result
 
     def memory_stack(self) -> dict[str, float]:
-        """Bytes per chip by kind, and the usable capacity."""
+        """Bytes per chip by kind, and the usable capacity. ZeRO-3's gathered weights count
+        as weights, the last stage's logits as activations."""
         m = self._result.memory
         return {
-            "weights": m.weights,
+            "weights": m.weights + m.buffers,
             "gradients": m.gradients,
             "optimizer": m.optimizer,
-            "activations": m.activations,
+            "activations": m.activations + m.logits,
             "capacity": self._result.capacity,
         }
 
@@ -216,13 +291,14 @@ class ScaleModel:
         return dict(self._result.step)
 
     def compare_chips(
-        self, chips: tuple[str, ...] = ("trn1", "trn2", "trn3", "h100", "b200")
+        self, chips: tuple[str, ...] = ("trn1", "trn2", "trn3", "h100", "h200", "b200")
     ) -> list[ChipComparisonRow]:
         """The same job at the same chip count on other chips: compute time at each chip's
         achieved matmul rate, whether this split's memory fits its HBM, cost and energy.
 
-        No fabric is modelled here (the catalogue has no GPU systems), so communication and
-        the pipeline bubble are left out for every chip alike.
+        A quick side-by-side of chips: communication and the pipeline bubble are left out for
+        every chip alike. For a full plan with its fabric, pick the GPU system itself
+        (p5.48xlarge, p5en.48xlarge, p6-b200.48xlarge, gb200-nvl72, dgx-a100) as the system.
         """
         r = self._result
         n = r.system.chips

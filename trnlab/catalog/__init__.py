@@ -43,6 +43,7 @@ __all__ = [
     "stated_tolerance",
     "system",
     "systems",
+    "table",
 ]
 
 
@@ -102,6 +103,21 @@ def core(name: str) -> NeuronCoreSpec:
 def cores() -> list[NeuronCoreSpec]:
     """All NeuronCore generations."""
     return list(load().cores.values())
+
+
+def table(name: str) -> dict[str, Figure]:
+    """A group of figures that belongs to no chip or system, e.g. ``table("collectives")``
+    (the fixed costs of collective operations, by tier).
+
+    Raises
+    ------
+    CatalogError
+        For an unknown group; the message lists the groups on record.
+    """
+    cat = load()
+    if name not in cat.tables:
+        raise CatalogError(f"no figure group {name!r}; the catalogue has {sorted(cat.tables)}")
+    return dict(cat.tables[name])
 
 
 def sources() -> dict[str, Source]:

@@ -47,6 +47,7 @@ class Catalog:
     systems: dict[str, System]
     chip_aliases: dict[str, str]
     system_aliases: dict[str, str]
+    tables: dict[str, dict[str, Figure]] = dataclasses.field(default_factory=dict)
 
     def chip(self, name: str) -> Chip:
         return self.chips[_lookup("chip", name, self.chips, self.chip_aliases)]
@@ -250,7 +251,14 @@ def load() -> Catalog:
                 out[a.lower()] = key
         return out
 
+    # Other top-level tables (e.g. [collectives] in fabric.toml) are groups of plain figures.
+    tables = {
+        name: _figures(name, table, sources, ())
+        for name, table in data.items()
+        if name not in {"cores", "chips", "systems"} and isinstance(table, dict)
+    }
     return Catalog(
+        tables=tables,
         sources=sources,
         cores=cores,
         chips=chips,

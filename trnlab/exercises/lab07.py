@@ -7,22 +7,25 @@ from trnlab import fabric
 from ._checks import choice, close_to
 from ._exercise import Exercise
 
-__all__ = ["a2a_limit", "crossover", "ring_time", "torus_bisection"]
+__all__ = ["ALPHA_BETA", "a2a_limit", "crossover", "ring_time", "torus_bisection"]
 
 MiB, GiB = 1 << 20, 1 << 30
 RING_BYTES = 64 * MiB
 SYSTEM = "trn2.48xlarge"
+#: The pure alpha-beta model the exercises work by hand: the sourced 1.5 us per step, links at
+#: their stated bandwidth, no fixed cost per operation (the lab adds those afterwards).
+ALPHA_BETA = fabric.FabricParams(op_overhead=0.0, efa_op_overhead=0.0, link_efficiency=1.0)
 
 
 def _ring_time_us() -> float:
-    return fabric.closed_form("all_reduce", RING_BYTES, SYSTEM, "ring").time * 1e6
+    return fabric.closed_form("all_reduce", RING_BYTES, SYSTEM, "ring", ALPHA_BETA).time * 1e6
 
 
 ring_time = Exercise(
     "lab07.ring_time",
-    "A ring all-reduce of 64 MiB on trn2.48xlarge: n = 16 chips, B = 128 GB/s per link each "
-    "way, alpha = 1.8 us per step (1.3 us DMA set-up + 0.5 us per hop). Predict its time in "
-    "microseconds with t = 2(n-1) (alpha + S/(nB)).",
+    "A ring all-reduce of 64 MiB on trn2.48xlarge in the alpha-beta model: n = 16 chips, "
+    "B = 128 GB/s per link each way, alpha = 1.5 us per step (the Neuron runtime docs: 'about "
+    "1-2 us' per hop). Predict its time in microseconds with t = 2(n-1) (alpha + S/(nB)).",
     close_to(
         _ring_time_us(),
         rtol=0.01,
@@ -36,19 +39,19 @@ ring_time = Exercise(
     ),
     hints=(
         "S/(nB) = 67,108,864 B / (16 x 128e9 B/s) = 32.8 us per step.",
-        "2(n-1) = 30 steps of (1.8 + 32.8) us.",
+        "2(n-1) = 30 steps of (1.5 + 32.8) us.",
     ),
     solution=_ring_time_us,
-    solution_text="t_us = 2 * 15 * (1.8 + 2**26 / (16 * 128e9) * 1e6)   # 1,037 us",
+    solution_text="t_us = 2 * 15 * (1.5 + 2**26 / (16 * 128e9) * 1e6)   # 1,028 us",
 )
 
 
 def _crossover() -> float:
     # The size where the bandwidth term equals the latency term: t(S) = 2 t(1 byte). The
     # ring's closed form is a straight line in S, so S* = latency / per-byte cost.
-    lat = fabric.closed_form("all_reduce", 1, SYSTEM, "ring").time
+    lat = fabric.closed_form("all_reduce", 1, SYSTEM, "ring", ALPHA_BETA).time
     big = 8 * GiB
-    per_byte = (fabric.closed_form("all_reduce", big, SYSTEM, "ring").time - lat) / big
+    per_byte = (fabric.closed_form("all_reduce", big, SYSTEM, "ring", ALPHA_BETA).time - lat) / big
     return lat / per_byte
 
 
@@ -69,15 +72,15 @@ crossover = Exercise(
     ),
     hints=(
         "2(n-1) cancels: alpha = S/(nB).",
-        "S* = n alpha B = 16 x 1.8e-6 s x 128e9 B/s.",
+        "S* = n alpha B = 16 x 1.5e-6 s x 128e9 B/s.",
     ),
     solution=_crossover,
-    solution_text="S_star = 16 * 1.8e-6 * 128e9   # 3.69e6 bytes, about 3.5 MiB",
+    solution_text="S_star = 16 * 1.5e-6 * 128e9   # 3.07e6 bytes, about 2.9 MiB",
 )
 
 
 def _bisection_ms() -> float:
-    return fabric.all_to_all_bound(GiB, "trn2-ultraserver") * 1e3
+    return fabric.all_to_all_bound(GiB, "trn2-ultraserver", ALPHA_BETA) * 1e3
 
 
 torus_bisection = Exercise(
@@ -109,7 +112,7 @@ torus_bisection = Exercise(
 
 def _switch_limit() -> str:
     # Trn3 Gen1: which bound is larger for a big all-to-all, each chip's port or the cut?
-    t = fabric.topology("trn3-ultraserver-gen1")
+    t = fabric.topology("trn3-ultraserver-gen1", ALPHA_BETA)
     S, n = float(GiB), t.chips
     port = (n - 1) / n * S / t.axis_bandwidth[0]
     cut = fabric.all_to_all_bound(S, t)

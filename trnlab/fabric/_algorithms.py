@@ -16,7 +16,13 @@ ALGORITHMS: dict[str, Algorithm] = {
     a.name: a
     for a in (Ring(), BidirectionalRing(), Torus(), RecursiveDoubling(), Direct(), Hierarchical())
 }
-_ALIASES = {"tree": "recursive_doubling", "bidir_ring": "bidirectional_ring", "switch": "direct"}
+_ALIASES = {
+    "tree": "recursive_doubling",
+    "rdh": "recursive_doubling",
+    "bidir_ring": "bidirectional_ring",
+    "switch": "direct",
+    "mesh": "direct",
+}
 
 
 def algorithm(name: str) -> Algorithm:
@@ -26,6 +32,7 @@ def algorithm(name: str) -> Algorithm:
     if key not in ALGORITHMS:
         raise FabricError(
             f"unknown algorithm {name!r}; trnlab.fabric knows {', '.join(ALGORITHMS)} "
-            "(aliases: tree, bidir_ring) and 'auto'"
+            "(aliases: tree, rdh, bidir_ring, mesh), 'auto' (the runtime's choice "
+            "by size) and 'fastest' (the lowest closed form)"
         )
     return ALGORITHMS[key]

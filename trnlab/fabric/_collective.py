@@ -9,11 +9,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._algorithms import ALGORITHMS, OPS, Estimate, algorithm
-from ._params import FabricError, FabricParams
+from ._params import FabricError, FabricParams, collective_figure
 from ._plan import Plan
 from ._topology import TIER_NAMES, Topology, topology
 
-__all__ = ["CollectiveResult", "Schedule", "algorithms", "bus_factor", "closed_form", "collective"]
+__all__ = [
+    "CollectiveResult",
+    "Schedule",
+    "algorithms",
+    "bus_factor",
+    "closed_form",
+    "collective",
+    "runtime_choice",
+]
 
 _OP_ALIASES = {
     "allreduce": "all_reduce",
@@ -203,25 +211,66 @@ def algorithms(op: str, system="trn2.48xlarge", params: FabricParams | None = No
     return [name for name, a in ALGORITHMS.items() if a.misfit(op, topo) is None]
 
 
+def _fits(op: str, topo: Topology):
+    return [a for a in ALGORITHMS.values() if a.misfit(op, topo) is None]
+
+
+def _fastest(op: str, nbytes: int, topo: Topology, pool=None):
+    """The lowest closed-form time; an algorithm known only by a lower bound is chosen only
+    when nothing else fits (its bound would flatter it)."""
+    best = None
+    for a in pool if pool is not None else _fits(op, topo):
+        est = a.closed_form(op, float(nbytes), topo)
+        rank = (est.kind == "bound", est.time)
+        if best is None or rank < best[2]:
+            best = (a, est, rank)
+    if best is None:
+        raise FabricError(f"no algorithm can run {op} on {topo.name}")
+    return best[0], best[1]
+
+
+def runtime_choice(op: str, nbytes: int, topo: Topology) -> str:
+    """The algorithm the Neuron runtime would pick, by message size (``algorithm="auto"``).
+
+    Inside a NeuronLink domain the runtime docs give each algorithm a sweet range: Mesh
+    (every chip straight to every other, trnlab's ``direct``) below about 1 MB, recursive
+    doubling and halving (RDH) from 1 to 56 MB, rings (KangaRing) above. Across EFA it runs
+    hierarchical algorithms. All-to-all is always a direct exchange (shortest-path routes);
+    a broadcast takes the fastest closed form. Where the runtime's choice cannot run (RDH
+    reduce-scatter on a number of chips that is not a power of two) the ring band takes over.
+    """
+    if op == "broadcast":
+        return _fastest(op, nbytes, topo)[0].name
+    if op == "all_to_all":
+        return "direct"
+    if topo.kind == "cluster":
+        return "hierarchical" if topo.part.kind != "single" else _fastest(op, nbytes, topo)[0].name
+    fits = {a.name for a in _fits(op, topo)}
+    if nbytes < collective_figure("mesh_max_bytes") and "direct" in fits:
+        return "direct"
+    if nbytes < collective_figure("rdh_max_bytes") and "recursive_doubling" in fits:
+        return "recursive_doubling"
+    rings = [ALGORITHMS[k] for k in ("torus", "bidirectional_ring", "ring") if k in fits]
+    return _fastest(op, nbytes, topo, rings)[0].name
+
+
 def _choose(op: str, nbytes: int, topo: Topology, name: str):
+    if name == "fastest":
+        return _fastest(op, nbytes, topo)
     if name == "auto":
-        # The lowest closed-form time; an algorithm known only by a lower bound is chosen
-        # only when nothing else fits (its bound would flatter it).
-        best = None
-        for a in ALGORITHMS.values():
-            if a.misfit(op, topo) is None:
-                est = a.closed_form(op, float(nbytes), topo)
-                rank = (est.kind == "bound", est.time)
-                if best is None or rank < best[2]:
-                    best = (a, est, rank)
-        if best is None:
-            raise FabricError(f"no algorithm can run {op} on {topo.name}")
-        return best[0], best[1]
+        name = runtime_choice(op, nbytes, topo)
     a = algorithm(name)
     why = a.misfit(op, topo)
     if why:
         raise FabricError(f"cannot run {op} on {topo.name}: {why}")
     return a, a.closed_form(op, float(nbytes), topo)
+
+
+def _with_op_overhead(est: Estimate, topo: Topology) -> Estimate:
+    """Add the fixed cost per collective operation (once, whatever the algorithm)."""
+    if topo.op_overhead <= 0:
+        return est
+    return Estimate(est.time + topo.op_overhead, f"T_op + {est.formula}", est.kind, est.caveat)
 
 
 def closed_form(
@@ -267,8 +316,10 @@ def collective(
     system : str, System or Topology
         A catalogue system, an UltraCluster (``catalog.cluster(...)``) or a Topology.
     algorithm : str
-        ``"ring"``, ``"bidirectional_ring"``, ``"torus"``, ``"recursive_doubling"`` (``"tree"``),
-        ``"direct"``, ``"hierarchical"`` or ``"auto"`` (the lowest closed-form time).
+        ``"ring"``, ``"bidirectional_ring"``, ``"torus"``, ``"recursive_doubling"`` (``"tree"``,
+        ``"rdh"``), ``"direct"`` (``"mesh"``), ``"hierarchical"``, ``"auto"`` (what the Neuron
+        runtime picks for this size: :func:`runtime_choice`) or ``"fastest"`` (the lowest
+        closed-form time).
     simulate : bool
         False: the closed form (alpha-beta). True: the chunk-level event simulation with link
         contention, which also fills ``link_utilisation``, ``link_bytes`` and ``schedule``.
@@ -283,6 +334,8 @@ def collective(
     -----
     Zero bytes or a single chip: nothing moves, so ``time`` is 0 and both bandwidths are 0
     (nccl-tests prints 0 for a zero-size run too); the algorithm is still checked.
+    Every other collective pays the fabric's fixed cost per operation once
+    (``Topology.op_overhead``) on top of its algorithm's steps.
     busbw = algbw x 2(n-1)/n for all-reduce, x (n-1)/n for reduce-scatter, all-gather and
     all-to-all, x 1 for broadcast (nccl-tests ``doc/PERFORMANCE.md``).
 
@@ -303,6 +356,7 @@ def collective(
         est = Estimate(0.0, "nothing to move" if n == 1 else "zero bytes: nothing to move")
         return CollectiveResult(op, name, nbytes, n, 0.0, est, simulate, 0.0, 0.0, topo)
     alg, est = _choose(op, nbytes, topo, algorithm)
+    est = _with_op_overhead(est, topo)
     if not simulate:
         algbw = float(nbytes / est.time)
         return CollectiveResult(
@@ -314,6 +368,8 @@ def collective(
     from ._sim import simulate as run  # numba is imported only when a simulation runs
 
     t, start, done, busy, lbytes = run(topo, plan, params.chunk_bytes, params.max_chunks)
+    t += topo.op_overhead  # the fixed cost per operation comes before the first message
+    start, done = start + topo.op_overhead, done + topo.op_overhead
     algbw = float(nbytes / t)
     return CollectiveResult(
         op,

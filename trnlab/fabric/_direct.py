@@ -1,8 +1,12 @@
-"""Direct exchange: every chip sends straight to every other chip.
+"""Direct exchange (the Neuron runtime's Mesh): every chip sends straight to every other chip.
 
 On a non-blocking switch (Trn3's NeuronSwitch-v1) one exchange costs alpha + (n-1)/n S/B,
-limited by each chip's injection bandwidth; on a torus the routes share links and the form is
-a lower bound (injection and bisection), the reason all-to-all traffic favours a switch.
+limited by each chip's injection bandwidth. On a torus the messages follow shortest paths
+(dimension-order routing, the shorter way round each axis), so links carry the traffic of the
+pairs routed through them: with uniform traffic every link of axis j carries
+S D_j / (d_j w_j) bytes, D_j the sum of ring distances 0..d_j-1 and w_j the directions in use
+(2 for d_j > 2). On the slowest axis of a 4-ring that is S/2 per link, exactly the bisection
+bound nS/4 over 2 n/d links: shortest-path routing reaches the bound, relaying does not.
 """
 
 from __future__ import annotations
@@ -13,7 +17,17 @@ from . import _plan as P
 from ._base import OPS, Algorithm, Estimate
 from ._topology import Topology
 
-__all__ = ["Direct"]
+__all__ = ["Direct", "torus_link_load"]
+
+
+def torus_link_load(t: Topology, S: float) -> float:
+    """Seconds the busiest link of a torus needs for a uniform exchange of S bytes per chip
+    (each chip sends S/n to every other) over dimension-order shortest paths."""
+    worst = 0.0
+    for d, b in zip(t.shape, t.axis_bandwidth, strict=True):
+        dist = np.minimum(np.arange(d), d - np.arange(d)).sum()  # sum of ring distances
+        worst = max(worst, S * dist / (d * min(2, d - 1)) / b)
+    return worst
 
 
 class Direct(Algorithm):
@@ -38,17 +52,18 @@ class Direct(Algorithm):
         if t.kind == "cluster":  # only the traffic leaving the part crosses EFA
             time = (n - t.part.chips) * S_each / B
         if t.kind == "torus":
-            # Bisection bound: n/2 chips send n/2 pieces across a cut of 2 n/d links per way.
-            time = max(time, max(d * S_each * n / (8 * b) for d, b in
-                                 zip(t.shape, t.axis_bandwidth, strict=True)))  # fmt: skip
+            time = max(time, torus_link_load(t, n * S_each))
         return alpha + time
 
     def closed_form(self, op, S, t):
         n = t.chips
-        kind = "exact" if self._inject(t)[2] else "bound"
-        caveat = (
-            "" if kind == "exact" else "a lower bound (injection, bisection): routes share links"
-        )
+        kind = "exact" if self._inject(t)[2] else ("estimate" if t.kind == "torus" else "bound")
+        caveat = {
+            "exact": "",
+            "estimate": "an estimate: the busiest link's share of shortest-path routes, "
+            "without queueing (simulate for that)",
+            "bound": "a lower bound (injection): routes share links",
+        }[kind]
         if op == "broadcast":
             # The root's n-1 copies leave through its links: alpha + (n-1) S / B.
             alpha, B, _ = self._inject(t)

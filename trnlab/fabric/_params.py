@@ -1,77 +1,185 @@
-"""Model parameters of the fabric that no source gives: latencies and conventions.
+"""Model parameters of the fabric: fixed costs, latencies and conventions.
 
-Everything here is an *assumption*, kept apart from the catalogue's sourced figures so a learner
-can see (and change) what the model guesses. Bandwidths come from the catalogue; these knobs say
-how to read them and what a message costs before its bytes flow.
+Every default comes from the catalogue's ``[collectives]`` group (``catalog.table("collectives")``):
+the per-step latencies the Neuron runtime docs give for a NeuronLink step (1-2 us) and an EFA
+hop (~15 us), and the fixed cost per collective operation calibrated from Neuron's published
+``nccom-test`` results. What no source gives (how a step latency splits between software and
+the wire, a NeuronSwitch hop, whether a per-chip bandwidth counts both directions) is an
+*assumption*, kept here so a learner can see and change it.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from functools import cache
 
-__all__ = ["FabricError", "FabricParams"]
+__all__ = ["FabricError", "FabricParams", "collective_figure"]
 
 
 class FabricError(ValueError):
     """A fabric request the model cannot answer; the message says what to do instead."""
 
 
+@cache
+def collective_figure(name: str) -> float:
+    """A figure of the catalogue's ``[collectives]`` group, as a float (seconds or bytes)."""
+    from trnlab import catalog
+
+    return float(catalog.table("collectives")[name].value)
+
+
+def _seconds(name: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise FabricError(f"{name} = {value!r}: give a number of seconds")
+    if not 0 <= value < 1:
+        raise FabricError(
+            f"{name} = {value!r} s is outside [0, 1) s; fabric latencies are micro- to "
+            "milliseconds (leave it None to use the catalogue's figure)"
+        )
+
+
 @dataclass(frozen=True)
 class FabricParams:
-    """Latency and convention parameters of the alpha-beta model (all overridable).
+    """Fixed costs, latencies and conventions of the alpha-beta model (all overridable).
+
+    A step of an algorithm costs ``alpha + m / B``; a whole collective adds one fixed cost
+    per operation. ``None`` means "the catalogue's figure".
 
     Attributes
     ----------
-    message_overhead : float or None
-        Fixed cost in seconds before a message's bytes start to flow (the software part of
-        alpha). ``None`` (default) reads the DMA set-up cost of the chip's NeuronCore from the
-        catalogue (``cores.vN.dma_setup``, 1.3 us from the NKI DMA guide). Using a DMA set-up
-        cost as the per-message collective overhead is itself an assumption.
+    step_latency : float or None
+        alpha of one NeuronLink step between neighbours (software + one hop). Default: the
+        catalogue's ``neuronlink_step_latency``, 1.5 us, the middle of the "about 1-2 us" per
+        hop the Neuron runtime docs give for Ring/KangaRing.
     neuronlink_latency : float
-        Seconds per NeuronLink hop (chip to chip, or chip to NeuronSwitch). **Assumption:**
-        0.5 us; no public source gives it.
+        The wire part of a step: seconds per NeuronLink hop (chip to chip, or chip to
+        NeuronSwitch), added for every extra hop of a routed message. **Assumption:** 0.5 us.
+        The per-message software cost is ``step_latency - neuronlink_latency``.
+    message_overhead : float or None
+        Override the per-message software cost directly (seconds).
     pcie_latency : float
         Seconds per hop through a Trn3 sled's PCIe switch. **Assumption:** 0.5 us.
-    efa_latency : float
-        Seconds per EFA hop (NIC to the non-blocking EFA fabric, or back). **Assumption:** 5 us
-        each way, so about 10 us chip to chip, the order of RDMA fabrics; not from a source.
+    efa_step_latency : float or None
+        alpha of one EFA hop, chip to chip across systems. Default: the catalogue's
+        ``efa_step_latency``, 15 us ("~15 us" per hop, Neuron runtime docs).
+    op_overhead : float or None
+        Fixed seconds per collective operation (launch and synchronisation), paid once
+        whatever the algorithm. Default: the catalogue's ``op_overhead``, calibrated on the
+        small-message times of Neuron's published nccom-test runs (see docs/validation.md).
+    efa_op_overhead : float or None
+        Fixed seconds per collective that crosses EFA. Default: ``op_overhead`` plus one EFA
+        step (**assumption**: no current published multi-node small-message run).
+    link_efficiency : float or None
+        Share of a NeuronLink (or NeuronSwitch port) bandwidth a large collective achieves, in
+        (0, 1]. Default: the catalogue's ``neuronlink_efficiency``, calibrated on the largest
+        published intra-instance nccom-test run (Trainium2, 512 MiB). GPU systems use the
+        catalogue's ``nvlink_efficiency``.
     counts_both_directions : bool
         True (default) reads a per-chip NeuronLink bandwidth as the sum over both directions
         of all its links, as NVLink figures are counted; per-link, per-direction bandwidth is
         then ``chip figure / links / 2``. **Assumption:** the Neuron docs do not say.
-        False reads it as per direction.
     efa_counts_both_directions : bool
         False (default) reads an EFA figure in Gbit/s as per direction, as NIC ratings are.
     chunk_bytes : int
         The simulator splits each message into chunks of about this size (at most
-        ``max_chunks``) so messages sharing a link interleave; it does not change the time of
-        a contention-free message (links are cut-through).
+        ``max_chunks``) so messages sharing a link interleave.
     max_chunks : int
         Upper limit of chunks per message (bounds the event count of large simulations).
     """
 
-    message_overhead: float | None = None
+    step_latency: float | None = None
     neuronlink_latency: float = 0.5e-6
+    message_overhead: float | None = None
     pcie_latency: float = 0.5e-6
-    efa_latency: float = 5e-6
+    efa_step_latency: float | None = None
+    op_overhead: float | None = None
+    efa_op_overhead: float | None = None
+    link_efficiency: float | None = None
     counts_both_directions: bool = True
     efa_counts_both_directions: bool = False
     chunk_bytes: int = 1 << 20
     max_chunks: int = 8
 
     def __post_init__(self) -> None:
-        for name in ("neuronlink_latency", "pcie_latency", "efa_latency"):
+        for name in ("neuronlink_latency", "pcie_latency"):
+            _seconds(name, getattr(self, name))
+        for name in (
+            "step_latency",
+            "message_overhead",
+            "efa_step_latency",
+            "op_overhead",
+            "efa_op_overhead",
+        ):
+            if getattr(self, name) is not None:
+                _seconds(name, getattr(self, name))
+        if self.message_overhead is None and self.step < self.neuronlink_latency:
+            raise FabricError(
+                f"step_latency {self.step * 1e6:g} us is below one hop's "
+                f"neuronlink_latency {self.neuronlink_latency * 1e6:g} us; a step is software "
+                "plus at least one hop"
+            )
+        if self.efa_step < self.overhead:
+            raise FabricError(
+                f"efa_step_latency {self.efa_step * 1e6:g} us is below the per-message "
+                f"software cost {self.overhead * 1e6:g} us"
+            )
+        e = self.link_efficiency
+        if e is not None and (
+            isinstance(e, bool) or not isinstance(e, int | float) or not 0 < e <= 1
+        ):
+            raise FabricError(
+                f"link_efficiency = {e!r}: a share of the link bandwidth is in (0, 1]"
+            )
+        for name in ("chunk_bytes", "max_chunks"):
             v = getattr(self, name)
-            if not (v >= 0 and v < 1):
-                raise FabricError(
-                    f"{name} = {v!r} s is outside [0, 1) s; a link latency is a few microseconds"
-                )
-        if self.message_overhead is not None and not (0 <= self.message_overhead < 1):
-            raise FabricError(
-                f"message_overhead = {self.message_overhead!r} s is outside [0, 1) s; "
-                "leave it None to use the catalogue's DMA set-up cost"
-            )
-        if self.chunk_bytes < 1 or self.max_chunks < 1:
-            raise FabricError(
-                f"chunk_bytes = {self.chunk_bytes} and max_chunks = {self.max_chunks} must be >= 1"
-            )
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise FabricError(f"{name} = {v!r} must be a whole number >= 1")
+
+    # Resolved figures ------------------------------------------------------------------------
+    @property
+    def step(self) -> float:
+        """alpha of one NeuronLink step (s)."""
+        if self.step_latency is not None:
+            return float(self.step_latency)
+        return collective_figure("neuronlink_step_latency")
+
+    @property
+    def overhead(self) -> float:
+        """Per-message software cost (s): a step less its one hop."""
+        if self.message_overhead is not None:
+            return float(self.message_overhead)
+        return self.step - self.neuronlink_latency
+
+    @property
+    def efa_step(self) -> float:
+        """alpha of one EFA hop, chip to chip (s)."""
+        if self.efa_step_latency is not None:
+            return float(self.efa_step_latency)
+        return collective_figure("efa_step_latency")
+
+    @property
+    def efa_latency(self) -> float:
+        """One EFA link (chip to fabric, or fabric to chip): half of a hop less the software."""
+        return (self.efa_step - self.overhead) / 2
+
+    @property
+    def op(self) -> float:
+        """Fixed cost per collective inside a NeuronLink domain (s)."""
+        if self.op_overhead is not None:
+            return float(self.op_overhead)
+        return collective_figure("op_overhead")
+
+    def efficiency(self, kind: str = "neuron") -> float:
+        """Achieved share of scale-up link bandwidth (``kind``: "neuron" or "gpu")."""
+        if self.link_efficiency is not None:
+            return float(self.link_efficiency)
+        name = "neuronlink_efficiency" if kind == "neuron" else "nvlink_efficiency"
+        return collective_figure(name)
+
+    @property
+    def efa_op(self) -> float:
+        """Fixed cost per collective that crosses EFA (s)."""
+        if self.efa_op_overhead is not None:
+            return float(self.efa_op_overhead)
+        return self.op + self.efa_step

@@ -5,7 +5,8 @@ node, bandwidth per direction in B/s, latency in s, tier) plus the routing rule 
 
 ``torus``
     Chips on a k-dimensional torus with wrap-around (a ring is a 1-D torus), two directed links
-    per neighbour pair. Dimension-order routing, shortest way round each axis. trn1.32xlarge and
+    per neighbour pair. Dimension-order routing, shortest way round each axis (halfway round,
+    chips at even coordinates go one way and odd ones the other). trn1.32xlarge and
     trn2.48xlarge are 4x4; the Trn2 UltraServer is 4x4x4 whose third axis (rings across the four
     instances) has its own bandwidth.
 ``switch``
@@ -71,10 +72,16 @@ class Topology:
         Per-chip EFA bandwidth per direction (B/s) and per-hop latency (s); 0 without EFA.
     message_overhead : float
         Fixed seconds per message before bytes flow (the software part of alpha).
+    op_overhead : float
+        Fixed seconds per collective operation on this fabric (launch and synchronisation),
+        paid once whatever the algorithm; 0 for the hand-built rings and tori.
     sled : int
-        Chips per PCIe sled (switch kind only).
+        Chips per PCIe sled (switch kind only; 0 when the switch has no sleds).
     pcie_bandwidth, pcie_latency : float
         Per-chip, per-direction sled PCIe bandwidth and hop latency (switch kind only).
+    levels : tuple of (int, float)
+        A tiered switch: for each level, the chips it spans and the per-chip bandwidth each
+        way across it (empty for one non-blocking level).
     """
 
     name: str
@@ -88,9 +95,11 @@ class Topology:
     efa_bandwidth: float = 0.0
     efa_latency: float = 0.0
     message_overhead: float = 0.0
+    op_overhead: float = 0.0
     sled: int = 0
     pcie_bandwidth: float = 0.0
     pcie_latency: float = 0.0
+    levels: tuple[tuple[int, float], ...] = ()  # switch levels: (chips spanned, B/s per chip)
     notes: tuple[str, ...] = field(default_factory=tuple)  # the model's assumptions, in words
     memo: dict = field(default_factory=dict, repr=False, compare=False)  # derived hop costs
 
@@ -113,7 +122,7 @@ class Topology:
     def nodes(self) -> int:
         """Chips plus switch nodes (sled PCIe switches, NeuronSwitch, EFA fabric)."""
         if self.kind == "switch":
-            return self.chips + self.chips // self.sled + 1
+            return self.chips + (self.chips // self.sled if self.sled else 0) + 1
         if self.kind == "cluster":
             return self.parts * self.part.nodes + 1
         return self.chips
@@ -162,7 +171,7 @@ class Topology:
     def node_kinds(self) -> np.ndarray:
         """Kind of each node, as indices into ``NODE_KINDS``."""
         if self.kind == "switch":
-            sleds = self.chips // self.sled
+            sleds = self.chips // self.sled if self.sled else 0
             return np.concatenate([np.zeros(self.chips, np.int64), np.ones(sleds, np.int64), [2]])
         if self.kind == "cluster":
             return np.concatenate([np.tile(self.part.node_kinds(), self.parts), [3]])
@@ -188,11 +197,11 @@ class Topology:
                 x += rest * (self.shape[1] + 1)
             return np.column_stack([x, -c[:, 0]])
         if self.kind == "switch":
-            n, sleds = self.chips, self.chips // self.sled
+            n, sleds = self.chips, (self.chips // self.sled if self.sled else 0)
             a = 2 * np.pi * (np.arange(n) + 0.5) / n
             chips = np.column_stack([np.cos(a), np.sin(a)])
-            sa = 2 * np.pi * (np.arange(sleds) + 0.5) / sleds
-            sled = 0.7 * np.column_stack([np.cos(sa), np.sin(sa)])
+            sa = 2 * np.pi * (np.arange(sleds) + 0.5) / max(sleds, 1)
+            sled = 0.7 * np.column_stack([np.cos(sa), np.sin(sa)]).reshape(-1, 2)
             return np.vstack([chips, sled, [[0.0, 0.0]]])
         part = self.part.layout()
         lo, hi = part.min(axis=0), part.max(axis=0)
@@ -212,7 +221,7 @@ class Topology:
         if self.kind == "torus":
             return _torus_route(self, a, b)
         if self.kind == "switch":
-            return [2 * a, 2 * b + 1]
+            return [2 * a, 2 * b + 1]  # up to the switch, down to b (first 2n links)
         if self.kind == "cluster":
             m = self.part.chips
             pa, pb = divmod(a, m), divmod(b, m)
@@ -266,8 +275,9 @@ def torus(
     shape: tuple[int, ...],
     bandwidth: float | tuple[float, ...],
     latency: float | tuple[float, ...] = 0.5e-6,
-    message_overhead: float = 1.3e-6,
+    message_overhead: float = 1.0e-6,
     name: str | None = None,
+    op_overhead: float = 0.0,
 ) -> Topology:
     """A k-dimensional torus with wrap-around (a ring when ``shape`` has one axis).
 
@@ -279,6 +289,8 @@ def torus(
         Per-direction link bandwidth (B/s) and per-hop latency (s), one value or one per axis.
     message_overhead : float
         Seconds per message before its bytes flow.
+    op_overhead : float
+        Fixed seconds per collective operation (0: the pure alpha-beta model).
     """
     shape = tuple(int(d) for d in shape)
     if not shape or any(d < 2 for d in shape):
@@ -289,8 +301,12 @@ def torus(
     k = len(shape)
     bw = tuple(float(b) for b in np.broadcast_to(np.asarray(bandwidth, float), (k,)))
     lat = tuple(float(x) for x in np.broadcast_to(np.asarray(latency, float), (k,)))
-    if min(bw) <= 0:
-        raise FabricError(f"link bandwidth {bw} B/s must be positive")
+    if not all(np.isfinite(bw)) or min(bw) <= 0:
+        raise FabricError(f"link bandwidth {bw} B/s must be positive and finite")
+    for what, v in (("latency", min(lat)), ("message_overhead", message_overhead),
+                    ("op_overhead", op_overhead)):  # fmt: skip
+        if not (np.isfinite(v) and 0 <= v < 1):
+            raise FabricError(f"{what} = {v!r} s must be in [0, 1) s")
     label = "x".join(map(str, shape))
     return Topology(
         name=name or (f"ring of {shape[0]}" if k == 1 else f"{label} torus"),
@@ -300,11 +316,16 @@ def torus(
         axis_bandwidth=bw,
         axis_latency=lat,
         message_overhead=message_overhead,
+        op_overhead=op_overhead,
     )
 
 
 def ring(
-    n: int, bandwidth: float, latency: float = 0.5e-6, message_overhead: float = 1.3e-6
+    n: int,
+    bandwidth: float,
+    latency: float = 0.5e-6,
+    message_overhead: float = 1.0e-6,
+    op_overhead: float = 0.0,
 ) -> Topology:
     """A ring of ``n`` chips (a 1-D torus): two directed links between neighbours.
 
@@ -316,12 +337,14 @@ def ring(
         B/s per link and direction.
     latency, message_overhead : float
         Seconds per hop and per message (the two parts of alpha).
+    op_overhead : float
+        Fixed seconds per collective operation.
 
     Returns
     -------
     Topology
     """
-    return torus((n,), bandwidth, latency, message_overhead)
+    return torus((n,), bandwidth, latency, message_overhead, op_overhead=op_overhead)
 
 
 def topology(system, params: FabricParams | None = None) -> Topology:
@@ -360,15 +383,6 @@ def topology(system, params: FabricParams | None = None) -> Topology:
 _BUILT: dict = {}  # topologies already built, so repeated calls reuse their memoised hop costs
 
 
-def _overhead(sysobj, params: FabricParams) -> float:
-    if params.message_overhead is not None:
-        return float(params.message_overhead)
-    core = sysobj.chip.core
-    if core is not None and "dma_setup" in core.figures:
-        return float(core.figures["dma_setup"].value)  # NKI DMA guide: ~1.3 us per transfer
-    return 1.3e-6
-
-
 def _efa(sysobj, params: FabricParams) -> float:
     net = sysobj.network_bandwidth
     if net is None:
@@ -377,21 +391,32 @@ def _efa(sysobj, params: FabricParams) -> float:
     return per_chip / (2.0 if params.efa_counts_both_directions else 1.0)
 
 
+def _scale_out_name(sysobj) -> str:
+    return "EFA" if sysobj.chip.kind == "neuron" or "efa" in sysobj.fabric.lower() else "network"
+
+
 def _from_system(sysobj, params: FabricParams) -> Topology:
-    div = 2.0 if params.counts_both_directions else 1.0
-    over = _overhead(sysobj, params)
+    # Per link and direction: the chip figure / 2 when it counts both directions, times the
+    # share of it a large collective achieves (calibrated).
+    div = (2.0 if params.counts_both_directions else 1.0) / params.efficiency(sysobj.chip.kind)
+    over = params.overhead
     lat_nl = params.neuronlink_latency
+    timing = (
+        f"{params.step * 1e6:g} us per step ({over * 1e6:g} us software + {lat_nl * 1e6:g} us "
+        f"per hop, assumed split), {params.op * 1e6:g} us per collective (calibrated)"
+    )
     if sysobj.kind == "ultracluster":
         part = _from_system(sysobj.part, params)
         efa = _efa(sysobj.part, params)
+        net = _scale_out_name(sysobj.part)
         return Topology(
             notes=(
                 *part.notes,
-                f"EFA: {efa / 1e9:g} GB/s per chip each way (system Gbit/s / chips / 8), "
-                f"{params.efa_latency * 1e6:g} us per hop (assumed); one non-blocking fabric "
-                "(full bisection assumed)",
+                f"{net}: {efa / 1e9:g} GB/s per chip each way (system Gbit/s / chips / 8), "
+                f"{params.efa_step * 1e6:g} us per hop, {params.efa_op * 1e6:g} us per "
+                "collective that crosses it; one non-blocking fabric (full bisection assumed)",
             ),
-            name=f"{sysobj.parts:,} x {part.name} over EFA",
+            name=f"{sysobj.parts:,} x {part.name} over {net}",
             kind="cluster",
             chips=sysobj.chips,
             shape=(sysobj.parts, part.chips),
@@ -400,6 +425,7 @@ def _from_system(sysobj, params: FabricParams) -> Topology:
             efa_bandwidth=efa,
             efa_latency=params.efa_latency,
             message_overhead=over,
+            op_overhead=params.efa_op,
         )
     topo = sysobj.topology
     chip = sysobj.chip
@@ -422,34 +448,75 @@ def _from_system(sysobj, params: FabricParams) -> Topology:
             lat_nl,
             over,
             name=f"{sysobj.key} ({'x'.join(map(str, shape))} torus)",
+            op_overhead=params.op,
         )
         note = (
-            f"NeuronLink: {', '.join(f'{b / 1e9:g}' for b in bw)} GB/s per link each way "
-            f"(chip figure / links / {div:g}, direction convention assumed), "
-            f"{lat_nl * 1e6:g} us per hop (assumed), {over * 1e6:g} us per message (DMA set-up)"
+            f"NeuronLink: {', '.join(f'{b / 1e9:.3g}' for b in bw)} GB/s per link each way "
+            f"(chip figure / links / 2, direction convention assumed, x "
+            f"{params.efficiency():.3g} achieved in large collectives, calibrated); {timing}"
         )
         return dataclasses.replace(t, notes=(note,))
     if topo == "switch":
-        nl = float(chip.figures["neuronlink_bandwidth"].value) / div
-        pcie = float(sysobj.figures["sled_pcie_bandwidth"].value) / 2.0  # stated bidirectional
-        return Topology(
-            name=f"{sysobj.key} (NeuronSwitch, {sysobj.chips} chips)",
-            kind="switch",
-            chips=sysobj.chips,
-            shape=(sysobj.chips,),
-            axis_bandwidth=(nl,),
-            axis_latency=(lat_nl,),
-            message_overhead=over,
-            sled=int(sysobj.figures["chips_per_sled"].value),
-            pcie_bandwidth=pcie,
-            pcie_latency=params.pcie_latency,
-            notes=(
-                f"NeuronSwitch-v1: {nl / 1e9:g} GB/s per chip each way (2.56 TB/s / {div:g}, "
-                f"direction convention assumed), {lat_nl * 1e6:g} us per hop (assumed); one "
-                "non-blocking switch level (assumed)",
-            ),
-        )
+        return _switch(sysobj, params, div, timing)
     raise FabricError(f"no fabric model for {sysobj} (topology {topo!r})")
+
+
+def _switch(sysobj, params: FabricParams, div: float, timing: str) -> Topology:
+    """A switched domain: Trn3's NeuronSwitch, or a GPU system's NVSwitch.
+
+    Per chip and direction: the chip's scale-up figure / 2 (both directions counted). A
+    system with ``switch_levels`` (Trn3 Gen2 as the Trn3 architecture page draws it) keeps
+    each level's per-chip bandwidth; a group pays the slowest level it spans.
+    """
+    chip = sysobj.chip
+    fig = chip.figures.get("neuronlink_bandwidth") or chip.figures.get("interconnect_bandwidth")
+    if fig is None:
+        raise FabricError(f"{chip} has no scale-up bandwidth in the catalogue")
+    port = float(fig.value) / div
+    levels: tuple[tuple[int, float], ...] = ()
+    if "switch_levels" in sysobj.figures:
+        spans = sysobj.figures["switch_levels"].value
+        per_chip = sysobj.figures["switch_level_bandwidth"].value
+        # stated per chip, bidirectional (the Trn3 architecture page's GB/s per chip)
+        levels = tuple((int(n), float(b) / div) for n, b in zip(spans, per_chip, strict=True))
+        port = min(b for _, b in levels)
+    sled = int(sysobj.figures["chips_per_sled"].value) if "chips_per_sled" in sysobj.figures else 0
+    pcie = (
+        float(sysobj.figures["sled_pcie_bandwidth"].value) / 2.0  # stated bidirectional
+        if "sled_pcie_bandwidth" in sysobj.figures
+        else 0.0
+    )
+    switch = "NeuronSwitch-v1" if chip.kind == "neuron" else "NVSwitch"
+    if chip.kind != "neuron":
+        timing += " (the Neuron runtime's step and fixed costs, assumed for NCCL)"
+    eff = params.efficiency(chip.kind)
+    if levels:
+        how = ", ".join(f"{b / 1e9:.3g} GB/s within {n} chips" for n, b in levels)
+        note = (
+            f"{switch} in levels: {how} per chip each way (stated per chip, / 2, x {eff:.3g} "
+            "achieved)"
+        )
+    else:
+        note = (
+            f"{switch}: {port / 1e9:.3g} GB/s per chip each way ({float(fig.value) / 1e12:g} "
+            f"TB/s / 2, direction convention assumed, x {eff:.3g} achieved); one non-blocking "
+            "switch level (assumed)"
+        )
+    return Topology(
+        name=f"{sysobj.key} ({switch}, {sysobj.chips} chips)",
+        kind="switch",
+        chips=sysobj.chips,
+        shape=(sysobj.chips,),
+        axis_bandwidth=(port,),
+        axis_latency=(params.neuronlink_latency,),
+        message_overhead=params.overhead,
+        op_overhead=params.op,
+        sled=sled,
+        pcie_bandwidth=pcie,
+        pcie_latency=params.pcie_latency,
+        levels=levels,
+        notes=(f"{note}; {timing}",),
+    )
 
 
 # Arrays and routes --------------------------------------------------------------------------
@@ -484,6 +551,10 @@ def _torus_route(t: Topology, a: int, b: int) -> list[int]:
     for j, d in enumerate(t.shape):
         delta = (int(cb[j]) - int(ca[j])) % d
         s, steps, move = (0, delta, 1) if delta <= d // 2 else (1, d - delta, -1)
+        if d > 2 and 2 * delta == d and ca[j] % 2:
+            # Halfway round: both ways are shortest. Odd coordinates go the other way, so
+            # uniform traffic loads the two directions of a ring alike.
+            s, steps, move = 1, delta, -1
         for _ in range(steps):
             chip = int(np.ravel_multi_index(ca, t.shape))
             out.append((chip * k + j) * 2 + s)
@@ -492,6 +563,14 @@ def _torus_route(t: Topology, a: int, b: int) -> list[int]:
 
 
 def _switch_arrays(t: Topology) -> dict[str, np.ndarray]:
+    if not t.sled:  # no sleds: only the links into the switch
+        n = t.chips
+        chip = np.arange(n)
+        src = np.stack([chip, np.full(n, n)], 1).ravel()
+        dst = np.stack([np.full(n, n), chip], 1).ravel()
+        full = np.full(2 * n, 1.0)
+        return {"src": src, "dst": dst, "bw": full * t.axis_bandwidth[0],
+                "lat": full * t.axis_latency[0], "tier": np.full(2 * n, NEURONLINK)}  # fmt: skip
     n, sleds = t.chips, t.chips // t.sled
     ns = n + sleds  # the NeuronSwitch node; sled switches are n .. n+sleds-1
     chip = np.arange(n)

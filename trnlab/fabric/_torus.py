@@ -27,11 +27,9 @@ def _torus_phases(op: str, S: float, shape: tuple[int, ...]):
     Shard s (of k, S/k bytes) goes through the axes in the order s, s+1, ... (mod k), so at
     any moment the k shards use k different axes: all 2k links of a chip are busy (the
     scaling-book's V/(W k)). Reduce-scatter shrinks the data by d at each axis; all-gather
-    grows it back; all-to-all keeps S on one shard, axis after axis.
+    grows it back.
     """
     k = len(shape)
-    if op == "all_to_all":
-        return [[(a, "all_to_all", S) for a in range(k)]]
     out = []
     for s in range(k):
         order = [(s + q) % k for q in range(k)]
@@ -46,7 +44,9 @@ def _torus_phases(op: str, S: float, shape: tuple[int, ...]):
 
 class Torus(Algorithm):
     name = "torus"
-    ops = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
+    # No all-to-all: relaying slices ring by ring moves each byte over every hop it crosses
+    # in separate steps; shortest-path routing (``direct``) reaches the bisection bound.
+    ops = ("all_reduce", "reduce_scatter", "all_gather")
     kinds = ("torus",)
     summary = "bidirectional rings along each torus axis in turn, one data shard per axis"
 
@@ -55,12 +55,9 @@ class Torus(Algorithm):
         shards = []
         for phases in _torus_phases(op, S, t.shape):
             steps = []
-            for a, sub, data in phases:
+            for a, _, data in phases:
                 d = t.shape[a]
-                if sub == "all_to_all":
-                    steps += [(a, (d - 1 - j) * data / (2 * d)) for j in range(d - 1)]
-                else:
-                    steps += [(a, data / (2 * d))] * (d - 1)
+                steps += [(a, data / (2 * d))] * (d - 1)
             shards.append(steps)
         return shards
 
@@ -85,5 +82,4 @@ class Torus(Algorithm):
 
     def messages(self, op, t):
         per_axis = 2 * t.chips * sum(d - 1 for d in t.shape)
-        shards = 1 if op == "all_to_all" else len(t.shape)
-        return shards * per_axis * (2 if op == "all_reduce" else 1)
+        return len(t.shape) * per_axis * (2 if op == "all_reduce" else 1)

@@ -1,8 +1,9 @@
-"""Recursive doubling / halving and the binomial tree: log2(n) rounds, latency-optimal.
+"""Recursive halving and doubling (the Neuron runtime's RDH) and the binomial tree.
 
-Thakur, Rabenseifner and Gropp, IJHPCA 2005: recursive doubling all-reduce and all-gather,
-recursive halving reduce-scatter, binomial-tree broadcast, and the fold for a number of chips
-that is not a power of two.
+Thakur, Rabenseifner and Gropp, IJHPCA 2005: recursive halving reduce-scatter, recursive
+doubling all-gather, their concatenation as the all-reduce (Rabenseifner's algorithm, which the
+Neuron runtime docs call RDH: 2 log2 n steps, (n-1)/n S each way, bandwidth-optimal),
+binomial-tree broadcast, and the fold for a number of chips that is not a power of two.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ def _pow2(n: int) -> bool:
 class RecursiveDoubling(Algorithm):
     name = "recursive_doubling"
     ops = ("all_reduce", "reduce_scatter", "all_gather", "broadcast")
-    summary = "log2(n) rounds with partners 1, 2, 4... apart; latency-optimal (tree)"
+    summary = "log2(n) rounds with partners 1, 2, 4... apart (RDH); few steps, full bandwidth"
 
     def misfit(self, op, t):
         why = super().misfit(op, t)
@@ -43,11 +44,11 @@ class RecursiveDoubling(Algorithm):
             return [(1 << k, S) for k in range(math.ceil(math.log2(n)))]
         p = 1 << (n.bit_length() - 1)
         L = int(math.log2(p))
-        if op == "all_reduce":  # full-vector exchange each round
-            return [(1 << k, S) for k in range(L)]
-        if op == "all_gather":  # round k exchanges 2^k S/n
-            return [(1 << k, (1 << k) * S / n) for k in range(L)]
-        return [(1 << (L - 1 - k), S / (2 << k)) for k in range(L)]  # recursive halving
+        halving = [(1 << (L - 1 - k), S / (2 << k)) for k in range(L)]  # S/2, S/4 ... S/p
+        doubling = [(1 << k, (1 << k) * S / p) for k in range(L)]  # S/p, 2S/p ... S/2
+        if op == "all_reduce":  # reduce-scatter by halving, then all-gather by doubling
+            return halving + doubling
+        return doubling if op == "all_gather" else halving
 
     def _hop_class(self, t: Topology, dist: int, folding: bool = False, tree: bool = False):
         """Hop classes of one round: pairs (i, i xor dist), or (i, i + dist) for the fold and
@@ -103,7 +104,10 @@ class RecursiveDoubling(Algorithm):
             # Non-power-of-two (Thakur et al. 2005): the n-p extra chips first fold their
             # vector into a partner and get the result back at the end: two more rounds.
             total += 2 * _step(self._hop_class(t, p, folding=True), S)[0]
-        what = {"broadcast": "⌈log2 n⌉·(alpha + S/B)", "all_reduce": "log2 n·(alpha + S/B)"}
+        what = {
+            "broadcast": "⌈log2 n⌉·(alpha + S/B)",
+            "all_reduce": "2 log2 n·alpha + 2(n-1)/n·S/B",
+        }
         return Estimate(total, what.get(op, "log2 n·alpha + (n-1)/n·S/B"), kind, caveat)
 
     def plan(self, op, S, t):
@@ -131,4 +135,5 @@ class RecursiveDoubling(Algorithm):
         return P.concat(*plans)
 
     def messages(self, op, t):
-        return t.chips * (math.ceil(math.log2(t.chips)) + 2)
+        rounds = math.ceil(math.log2(t.chips)) * (2 if op == "all_reduce" else 1)
+        return t.chips * (rounds + 2)

@@ -1,40 +1,71 @@
-"""Scaling out: workloads, memory per chip, parallelism plans, step time, cost and energy.
+"""Scaling out: workloads, memory per chip, parallelism plans, step time, serving, cost, energy.
 
-This first part holds the workloads (:class:`ModelSpec` and presets, FLOPs per token) and
-memory by kind; plans and step time build on :mod:`trnlab.fabric`.
+Workloads (:class:`ModelSpec` and presets, FLOPs per token), memory by kind, training plans
+(:func:`plan`, :func:`search`) whose every collective comes from :mod:`trnlab.fabric`, and
+serving (:func:`inference`, :func:`serving_curve`, :func:`tokens_per_megawatt_at`). Published
+runs the model is checked against live in ``_published`` (see docs/validation.md).
 """
 
-from ._inference import InferenceResult, inference
+from ._inference import (
+    InferenceResult,
+    ServingPoint,
+    decode_layer_overhead,
+    inference,
+    serving_curve,
+    tokens_per_megawatt_at,
+)
 from ._memory import (
+    RECOMPUTE,
     MemoryBreakdown,
     bytes_per_value,
     inference_memory,
     params_per_chip,
+    recompute_mode,
+    stage_layers,
     training_memory,
 )
-from ._plan import Parallelism, PlanResult, Tiers, achieved_flops_per_chip, plan, tiers
-from ._search import SearchResult, search
+from ._plan import (
+    MFU_CONVENTION,
+    Parallelism,
+    PlanResult,
+    Tiers,
+    achieved_flops_per_chip,
+    collective_time,
+    plan,
+    tiers,
+)
+from ._search import SearchCancelled, SearchResult, search
 from ._workloads import PRESETS, ModelSpec, WorkloadError, model, models
 
 __all__ = [
+    "MFU_CONVENTION",
     "PRESETS",
+    "RECOMPUTE",
     "InferenceResult",
     "MemoryBreakdown",
     "ModelSpec",
     "Parallelism",
     "PlanResult",
+    "SearchCancelled",
     "SearchResult",
+    "ServingPoint",
     "Tiers",
     "WorkloadError",
     "achieved_flops_per_chip",
     "bytes_per_value",
+    "collective_time",
+    "decode_layer_overhead",
     "inference",
     "inference_memory",
     "model",
     "models",
     "params_per_chip",
     "plan",
+    "recompute_mode",
     "search",
+    "serving_curve",
+    "stage_layers",
     "tiers",
+    "tokens_per_megawatt_at",
     "training_memory",
 ]

@@ -1,9 +1,17 @@
 """Serving a model: time to first token, time per output token, tokens per chip and per MW.
 
-One replica of the model spans ``tp`` chips inside a NeuronLink domain; a system serves
-``chips / tp`` replicas. Prefill is compute-bound (the prompt's FLOPs at the achieved matmul
-rate); decode reads every weight and the whole KV cache once per generated token, so a token
-never takes less than (weight bytes + KV bytes) / HBM bandwidth (the memory-bound roofline).
+One replica spans ``tp`` chips (a tensor-parallel group placed like training's, innermost); a
+system serves ``chips / tp`` replicas. Each forward pass of a layer runs its matmuls, two
+tensor-parallel all-reduces of the batch's activations (Megatron: after attention and after
+the MLP), and a fixed per-layer step cost (kernel boundaries and synchronisation, calibrated on
+published decode runs, ``decode_layer_overhead`` in the catalogue).
+
+Prefill runs the prompt's FLOPs at the GEMM's achieved rate. Decode reads every weight and the
+whole KV cache once per generated token, so a token never takes less than
+(weight bytes + KV bytes) / HBM bandwidth (the memory roofline); the per-layer collectives and
+step costs come on top, whatever the batch. With tp beyond the KV heads each KV head is
+replicated (grouped-query attention cannot split a head), so each chip reads 1/kv_heads of the
+cache, not 1/tp.
 """
 
 from __future__ import annotations
@@ -11,13 +19,33 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trnlab import catalog
-from trnlab.catalog import System
+from trnlab.catalog import CatalogError, System
 
-from ._memory import MemoryBreakdown, inference_memory
-from ._plan import USABLE_HBM, _group_time, achieved_flops_per_chip, tiers
+from ._memory import MemoryBreakdown, _whole, bytes_per_value, inference_memory
+from ._plan import USABLE_HBM, _positive, achieved_flops_per_chip, collective_time, tiers
 from ._workloads import ModelSpec, WorkloadError, model
 
-__all__ = ["InferenceResult", "inference"]
+__all__ = [
+    "InferenceResult",
+    "ServingPoint",
+    "decode_layer_overhead",
+    "inference",
+    "serving_curve",
+    "tokens_per_megawatt_at",
+]
+
+
+def decode_layer_overhead(chip_key: str) -> tuple[float, str]:
+    """Seconds of fixed cost per layer per forward step on ``chip_key``, and its basis."""
+    chip = catalog.chip(chip_key)
+    fig = chip.figures.get("decode_layer_overhead")
+    if fig is None:
+        raise WorkloadError(
+            f"{chip.name} has no decode_layer_overhead in the catalogue; pass "
+            "layer_overhead=... (seconds per layer per step)"
+        )
+    basis = "assumed" if fig.extra.get("assumption") else "calibrated"
+    return float(fig.value), f"{fig.value * 1e6:,.0f} us per layer ({basis})"
 
 
 @dataclass(frozen=True)
@@ -37,6 +65,8 @@ class InferenceResult:
     tpot_compute_bound: float
     tpot_comm: float
     watts_per_chip: float | None
+    tpot_overhead: float = 0.0
+    weight_format: str = "bf16"
 
     @property
     def replicas(self) -> int:
@@ -52,6 +82,11 @@ class InferenceResult:
         return self.tokens_per_second / self.system.chips
 
     @property
+    def tokens_per_second_per_user(self) -> float:
+        """What one request sees: one token every ``tpot`` seconds."""
+        return 1.0 / self.tpot
+
+    @property
     def tokens_per_megawatt(self) -> float | None:
         """Output tokens per second per MW of chip power (None without a power figure)."""
         if self.watts_per_chip is None:
@@ -64,10 +99,13 @@ class InferenceResult:
 
     def explain(self) -> str:
         return (
-            f"{self.model.name} on {self.replicas} x tp{self.tp} of {self.system.name}, batch "
-            f"{self.batch}: first token {self.ttft * 1e3:,.0f} ms, then {self.tpot * 1e3:,.1f} ms "
-            f"per token ({self.bound}-bound: memory {self.tpot_memory_bound * 1e3:,.1f} ms, compute "
-            f"{self.tpot_compute_bound * 1e3:,.1f} ms, tensor parallel {self.tpot_comm * 1e3:,.1f} ms); "
+            f"{self.model.name} ({self.weight_format}) on {self.replicas} x tp{self.tp} of "
+            f"{self.system.name}, batch {self.batch}: first token {self.ttft * 1e3:,.0f} ms, then "
+            f"{self.tpot * 1e3:,.1f} ms per token ({self.bound}-bound: memory "
+            f"{self.tpot_memory_bound * 1e3:,.1f} ms, compute {self.tpot_compute_bound * 1e3:,.1f} "
+            f"ms; tensor-parallel all-reduces {self.tpot_comm * 1e3:,.1f} ms and per-layer step "
+            f"costs {self.tpot_overhead * 1e3:,.1f} ms on top); "
+            f"{self.tokens_per_second_per_user:,.0f} tokens/s per user, "
             f"{self.tokens_per_second_per_chip:,.0f} tokens/s per chip."
         )
 
@@ -84,27 +122,50 @@ def inference(
     kv_format: str = "bf16",
     watts_per_chip: float | None = None,
     usable_hbm: float = USABLE_HBM,
+    layer_overhead: float | None = None,
 ) -> InferenceResult:
     """Serve ``batch`` requests of ``prompt`` tokens generating ``output`` tokens each.
+
+    Parameters
+    ----------
+    layer_overhead : float, optional
+        Seconds of fixed cost per layer per forward step (default: the chip's catalogued
+        ``decode_layer_overhead``).
 
     Raises
     ------
     WorkloadError
-        Non-positive sizes, tp that does not divide the chips or leaves the NeuronLink
-        domain, or a model that does not fit in ``tp`` chips' HBM (with the arithmetic).
+        Non-positive or non-integer sizes, an unknown format, a power or HBM share out of
+        range, tp that does not divide the chips or leaves the scale-up domain, or a model
+        that does not fit in ``tp`` chips' HBM (with the arithmetic).
     """
     m = model(model_spec)
     sysobj = catalog.system(system) if isinstance(system, str) else system
     for name, value in (("batch", batch), ("prompt", prompt), ("output", output), ("tp", tp)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise WorkloadError(f"{name} must be a whole number >= 1, not {value!r}")
-    t = tiers(sysobj)
-    if sysobj.chips % tp or tp > t.domain:
+        _whole(name, value)
+    if watts_per_chip is not None:
+        _positive("power per chip (W)", watts_per_chip)
+    if layer_overhead is not None and not (
+        isinstance(layer_overhead, int | float) and 0 <= layer_overhead < 1
+    ):
+        raise WorkloadError(f"layer_overhead = {layer_overhead!r} s must be in [0, 1) s")
+    if (
+        isinstance(usable_hbm, bool)
+        or not isinstance(usable_hbm, int | float)
+        or not 0 < usable_hbm <= 1
+    ):
+        raise WorkloadError(f"usable_hbm = {usable_hbm!r}: a share of HBM is in (0, 1]")
+    domain = tiers(sysobj).domain
+    if sysobj.chips % tp or tp > domain:
         raise WorkloadError(
             f"tp={tp} must divide {sysobj.name}'s {sysobj.chips} chips and fit its "
-            f"{t.domain}-chip NeuronLink domain"
+            f"{domain}-chip scale-up domain"
         )
-    context = prompt + output // 2  # average context while decoding
+    dtype = _compute_dtype(weight_format)
+    try:
+        sysobj.chip.peak_flops(dtype)
+    except CatalogError as err:
+        raise WorkloadError(f"{sysobj.chip.name} cannot run {weight_format}: {err}") from None
     mem = inference_memory(
         m,
         batch=batch,
@@ -121,19 +182,25 @@ def inference(
             f"KV {mem.kv_cache / 2**30:,.1f}); {sysobj.chip.name} has {capacity / 2**30:,.1f} GiB "
             f"usable. Raise tp, shrink the batch, or use a narrower format."
         )
-    dtype = _compute_dtype(weight_format)
-    flops, _ = achieved_flops_per_chip(sysobj.chip.key, dtype)
-    act = 2 * m.hidden  # one token's activations in bf16, bytes
-    # Prefill: the prompt's FLOPs at the achieved rate, plus 2 all-reduces per layer.
-    prefill_flops = batch * prompt * m.prefill_flops_per_token(prompt)
-    ttft = prefill_flops / (tp * flops) + 2 * m.layers * _group_time(
-        "all_reduce", batch * prompt * act, tp, True, t
+    overhead = (
+        decode_layer_overhead(sysobj.chip.key)[0] if layer_overhead is None else layer_overhead
     )
-    # Decode: every weight and the KV cache are read once per token (memory roofline).
+    act = 2 * m.hidden  # one token's activations in bf16, bytes
+    context = prompt + output // 2  # average context while decoding
+    # Prefill: the prompt's FLOPs at the achieved rate of its MLP GEMM, plus two all-reduces
+    # and one step cost per layer.
+    gemm = (batch * prompt, m.ffn // tp, m.hidden)
+    flops, _ = achieved_flops_per_chip(sysobj.chip.key, dtype, gemm)
+    prefill_flops = batch * prompt * m.prefill_flops_per_token(prompt)
+    prefill_comm = 2 * m.layers * collective_time("all_reduce", batch * prompt * act, sysobj, tp)
+    ttft = prefill_flops / (tp * flops) + prefill_comm + m.layers * overhead
+    # Decode: every weight and this chip's share of the KV cache once per token.
     kv_bytes = mem.kv_cache * context / (prompt + output)
     t_mem = (mem.weights + kv_bytes) / sysobj.chip.hbm_bandwidth
-    t_compute = batch * m.decode_flops_per_token(context) / (tp * flops)
-    t_comm = 2 * m.layers * _group_time("all_reduce", batch * act, tp, True, t)
+    dflops, _ = achieved_flops_per_chip(sysobj.chip.key, dtype, (batch, m.ffn // tp, m.hidden))
+    t_compute = batch * m.decode_flops_per_token(context) / (tp * dflops)
+    t_comm = 2 * m.layers * collective_time("all_reduce", batch * act, sysobj, tp)
+    t_over = m.layers * overhead
     return InferenceResult(
         model=m,
         system=sysobj,
@@ -143,15 +210,100 @@ def inference(
         output=output,
         memory=mem,
         ttft=ttft,
-        tpot=max(t_mem, t_compute) + t_comm,
+        tpot=max(t_mem, t_compute) + t_comm + t_over,
         tpot_memory_bound=t_mem,
         tpot_compute_bound=t_compute,
         tpot_comm=t_comm,
+        tpot_overhead=t_over,
         watts_per_chip=watts_per_chip if watts_per_chip is not None else sysobj.chip.power,
+        weight_format=weight_format,
     )
+
+
+@dataclass(frozen=True)
+class ServingPoint:
+    """One point of the latency-throughput curve."""
+
+    batch: int
+    tokens_per_second_per_user: float
+    tokens_per_second_per_chip: float
+    tokens_per_megawatt: float | None
+    result: InferenceResult
+
+
+def serving_curve(model_spec, system, *, tp: int = 1, batches=None, **options) -> list:
+    """The latency-throughput curve: for each batch that fits, tokens/s per user (1 / time
+    per output token) against tokens/s per chip. Batches that do not fit are left out.
+
+    Parameters
+    ----------
+    batches : iterable of int, optional
+        Batch sizes to try (default 1, 2, 4 ... 1024).
+    **options
+        As :func:`inference` (prompt, output, formats, power).
+    """
+    batches = list(batches) if batches is not None else [2**k for k in range(11)]
+    if not batches:
+        raise WorkloadError("serving_curve needs at least one batch size")
+    points = []
+    for b in batches:
+        try:
+            r = inference(model_spec, system, tp=tp, batch=b, **options)
+        except WorkloadError as err:
+            if "GiB per chip" in str(err):  # this batch's KV cache does not fit: stop
+                break
+            raise
+        points.append(
+            ServingPoint(
+                b,
+                r.tokens_per_second_per_user,
+                r.tokens_per_second_per_chip,
+                r.tokens_per_megawatt,
+                r,
+            )
+        )
+    if not points:
+        raise WorkloadError(
+            f"not even a batch of {batches[0]} fits {model(model_spec).name} at tp={tp}; "
+            "raise tp or use a narrower format"
+        )
+    return points
+
+
+def tokens_per_megawatt_at(
+    model_spec, system, per_user: float, *, tp: int = 1, **options
+) -> ServingPoint:
+    """The busiest batch that still gives each user ``per_user`` tokens/s, and its tokens per
+    second per MW: vendor claims of tokens per megawatt compare systems at equal latency per
+    user, not at each system's best throughput.
+
+    Raises
+    ------
+    WorkloadError
+        A non-positive target, no power figure, or no batch fast enough.
+    """
+    _positive("tokens per second per user", per_user)
+    curve = serving_curve(model_spec, system, tp=tp, **options)
+    fast = [p for p in curve if p.tokens_per_second_per_user >= per_user]
+    if not fast:
+        best = max(p.tokens_per_second_per_user for p in curve)
+        raise WorkloadError(
+            f"no batch reaches {per_user:,.0f} tokens/s per user at tp={tp}; the fastest gives "
+            f"{best:,.1f}. Ask for less, or raise tp"
+        )
+    point = max(fast, key=lambda p: p.tokens_per_second_per_chip)
+    if point.tokens_per_megawatt is None:
+        raise WorkloadError(
+            f"{point.result.system.chip.name} has no power figure: pass watts_per_chip=..."
+        )
+    return point
 
 
 def _compute_dtype(weight_format: str) -> str:
     from trnlab import formats
 
-    return formats.catalog_dtype(weight_format)
+    try:
+        bytes_per_value(weight_format)
+        return formats.catalog_dtype(weight_format)
+    except (KeyError, ValueError) as err:
+        raise WorkloadError(f"unknown weight format {weight_format!r}: {err}") from None

@@ -2,46 +2,105 @@
 
 Training with mixed-precision Adam keeps, per parameter, 2 bytes of BF16 weights, 2 of BF16
 gradients and 12 of FP32 optimiser state (master weights, momentum, variance): 16 bytes
-(Rajbhandari et al., "ZeRO", SC'20, section 3.1). ZeRO stage 1 shards the optimiser state
-over the data-parallel group, stage 2 also the gradients, stage 3 also the weights.
-Activations follow Korthikanti et al., "Reducing Activation Recomputation in Large
-Transformer Models" (2022): s·b·h·(34 + 5·a·s/h) bytes per layer without recomputation,
-divided by the tensor-parallel degree with sequence parallelism, and 2·s·b·h with full
-recomputation (only each layer's input is kept).
+(Rajbhandari et al., "ZeRO", SC'20, section 3.1). Megatron-LM without a distributed optimizer
+accumulates gradients in FP32: 18 bytes (``megatron_state``). ZeRO stage 1 shards the optimiser
+state over the data-parallel group, stage 2 also the gradients, stage 3 also the weights (then
+each chip holds the gathered weights of the layers in flight: ``buffers``).
+
+Activations follow Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
+Models" (2022), per layer and micro-batch of b sequences of s tokens, hidden h, a heads, tensor
+parallel t: sbh(10 + 24/t + 5as/(ht)) bytes, sbh(34/t + 5as/(ht)) with sequence parallelism.
+The 5as/(ht) term stores the attention scores; FlashAttention (Dao et al. 2022) and selective
+recomputation do not store them, and full recomputation keeps only each layer's input (2sbh/t
+with sequence parallelism). A 1F1B pipeline's first stage holds min(p, m) micro-batches of its
+layers; the interleaved schedule with v virtual stages holds (1 + (p-1)/(pv)) times that
+(Korthikanti et al., section 4.2.3). The last stage also holds the FP32 logits of one
+micro-batch for the loss, 4sbV/t bytes.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 from ._workloads import ModelSpec, WorkloadError
 
-__all__ = ["MemoryBreakdown", "bytes_per_value", "inference_memory", "training_memory"]
+__all__ = [
+    "RECOMPUTE",
+    "MemoryBreakdown",
+    "bytes_per_value",
+    "inference_memory",
+    "params_per_chip",
+    "recompute_mode",
+    "stage_layers",
+    "training_memory",
+]
 
 #: FP32 master weights + Adam momentum + variance, bytes per parameter (ZeRO's K = 12).
 ADAM_STATE_BYTES = 12
 
+#: Recomputation modes: nothing, the attention core (Korthikanti's "selective"), whole layers.
+RECOMPUTE = ("none", "selective", "full")
+
+
+def recompute_mode(value) -> str:
+    """``"none"``, ``"selective"`` or ``"full"`` (True means "full", False "none")."""
+    if value is True:
+        return "full"
+    if value is False or value is None:
+        return "none"
+    if isinstance(value, str) and value.strip().lower() in RECOMPUTE:
+        return value.strip().lower()
+    raise WorkloadError(
+        f"recompute = {value!r}: choose 'none', 'selective' (recompute the attention core) or "
+        "'full' (recompute whole layers); True means 'full'"
+    )
+
 
 def bytes_per_value(fmt: str) -> float:
-    """Storage of one value in ``fmt``, shared MX block scales included (from trnlab.formats)."""
+    """Storage of one value in ``fmt``, shared MX block scales included (from trnlab.formats).
+
+    Raises
+    ------
+    WorkloadError
+        For a format trnlab.formats does not know.
+    """
     from trnlab import formats  # lazy: formats is only needed when memory is computed
 
-    return formats.spec(fmt).bits_per_value / 8
+    try:
+        return formats.spec(fmt).bits_per_value / 8
+    except (KeyError, ValueError) as err:
+        raise WorkloadError(f"unknown number format {fmt!r}: {err}") from None
 
 
 @dataclass(frozen=True)
 class MemoryBreakdown:
-    """Bytes per chip of each kind of state."""
+    """Bytes per chip of each kind of state (the heaviest pipeline stage for training)."""
 
     weights: float
     gradients: float
     optimizer: float
     activations: float
     kv_cache: float = 0.0
+    buffers: float = 0.0  # ZeRO-3: the gathered weights of the layers in flight
+    logits: float = 0.0  # FP32 logits of one micro-batch on the last stage
 
     @property
     def total(self) -> float:
-        return self.weights + self.gradients + self.optimizer + self.activations + self.kv_cache
+        return (
+            self.weights
+            + self.gradients
+            + self.optimizer
+            + self.activations
+            + self.kv_cache
+            + self.buffers
+            + self.logits
+        )
+
+    @property
+    def state(self) -> float:
+        """Weights, gradients and optimiser state (what ZeRO shards)."""
+        return self.weights + self.gradients + self.optimizer
 
     def as_dict(self) -> dict[str, float]:
         return {**asdict(self), "total": self.total}
@@ -50,20 +109,19 @@ class MemoryBreakdown:
         return self.total <= capacity
 
 
+def _whole(name: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise WorkloadError(f"{name} must be a whole number >= 1, not {value!r}")
+
+
 def _check_degrees(model: ModelSpec, **degrees: int) -> None:
     for name, value in degrees.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise WorkloadError(f"{name} must be a whole number >= 1, not {value!r}")
-    tp, pp, ep = degrees.get("tp", 1), degrees.get("pp", 1), degrees.get("ep", 1)
+        _whole(name, value)
+    tp, ep = degrees.get("tp", 1), degrees.get("ep", 1)
     if model.heads % tp or (model.kv_heads % tp and tp % model.kv_heads):
         raise WorkloadError(
             f"{model.name}: tensor parallelism {tp} must divide the {model.heads} attention heads "
             f"(and split or replicate its {model.kv_heads} KV heads evenly)"
-        )
-    if model.layers % pp:
-        raise WorkloadError(
-            f"{model.name}: pipeline parallelism {pp} does not divide its {model.layers} layers; "
-            f"choose a divisor of {model.layers}"
         )
     if ep > 1 and model.experts % ep:
         raise WorkloadError(
@@ -71,10 +129,95 @@ def _check_degrees(model: ModelSpec, **degrees: int) -> None:
         )
 
 
+def stage_layers(model: ModelSpec, pp: int, layers: tuple[int, ...] | None = None):
+    """Layers on each pipeline stage.
+
+    ``pp`` dividing the layers gives equal stages. Otherwise the stages get ceil(L/p) layers
+    and the first and last stages (which also hold the embedding and the loss) give up the
+    remainder, alternately: Llama 3 405B's 126 layers on 16 stages are 7, 8 x 14, 7 (Llama
+    Team 2024, section 3.3.2). An explicit ``layers`` tuple must sum to the model's layers.
+    """
+    _whole("pipeline parallelism", pp)
+    L = model.layers
+    if layers is not None:
+        layers = tuple(layers)
+        if len(layers) != pp or any(
+            isinstance(x, bool) or not isinstance(x, int) or x < 1 for x in layers
+        ):
+            raise WorkloadError(
+                f"stage_layers {layers} must give {pp} whole numbers >= 1 (one per stage)"
+            )
+        if sum(layers) != L:
+            raise WorkloadError(
+                f"stage_layers {layers} add up to {sum(layers)} layers; {model.name} has {L}"
+            )
+        return layers
+    if pp > L:
+        raise WorkloadError(
+            f"{model.name}: {pp} pipeline stages for {L} layers leaves stages empty; use at "
+            f"most {L} stages"
+        )
+    base = math.ceil(L / pp)
+    out = [base] * pp
+    short = base * pp - L
+    ends = [0, pp - 1] if pp > 1 else [0]
+    i = 0
+    while short:  # take layers from the ends inward: first, last, second, second-to-last...
+        k = ends[i % len(ends)] + (i // len(ends)) * (1 if i % 2 == 0 else -1)
+        if out[k] > 1:
+            out[k] -= 1
+            short -= 1
+        i += 1
+    return tuple(out)
+
+
+def _stage_params(model: ModelSpec, tp: int, ep: int, layers: int, first: bool, last: bool):
+    """(dense, expert) parameters one chip of a stage holds."""
+    experts = model.experts * model.expert_params
+    dense_layer = model.layer_params - experts
+    table = model.vocab * model.hidden
+    dense = layers * dense_layer / tp
+    if first:
+        dense += (table + (model.seq_len * model.hidden if model.learned_positions else 0)) / tp
+    if last:  # the output head (a copy of the table when tied and pipelined) and final norm
+        if not model.tied_embeddings or not first:
+            dense += table / tp
+        dense += model.hidden
+    return dense, layers * experts / (tp * ep)
+
+
 def params_per_chip(model: ModelSpec, tp: int = 1, pp: int = 1, ep: int = 1) -> float:
-    """Parameters held by one chip: dense parts split by tp x pp, experts also by ep."""
+    """Parameters held by one chip with the model spread evenly: dense parts split by tp x pp,
+    experts also by ep (the average stage; :func:`training_memory` takes the heaviest)."""
     experts = model.layers * model.experts * model.expert_params
     return (model.params - experts) / (tp * pp) + experts / (tp * pp * ep)
+
+
+def activation_bytes_per_layer(
+    model: ModelSpec,
+    *,
+    seq_len: int,
+    micro_batch: int = 1,
+    tp: int = 1,
+    cp: int = 1,
+    recompute: str = "none",
+    flash_attention: bool = True,
+    sequence_parallel: bool = True,
+) -> float:
+    """Bytes one layer stores for its backward pass, per chip (Korthikanti et al. 2022).
+
+    With full recomputation this is the stored layer input only; the layer being recomputed
+    needs :func:`activation_bytes_per_layer` with ``recompute="none"`` on top, once.
+    """
+    s, b, h, a, t = seq_len // cp, micro_batch, model.hidden, model.heads, tp
+    sbh = s * b * h
+    if recompute == "full":
+        return 2 * sbh / (t if sequence_parallel else 1)
+    linear = 34 * sbh / t if sequence_parallel else sbh * (10 + 24 / t)
+    # Korthikanti's attention-score term 5as^2b/t; with context parallelism each chip scores
+    # its s/cp queries against all s keys. FlashAttention and selective recomputation drop it.
+    scores = 0.0 if (flash_attention or recompute == "selective") else 5 * a * s * seq_len * b / t
+    return linear + scores
 
 
 def training_memory(
@@ -88,48 +231,119 @@ def training_memory(
     zero: int = 0,
     micro_batch: int = 1,
     seq_len: int | None = None,
-    recompute: bool = False,
+    recompute: bool | str = "none",
+    flash_attention: bool = True,
+    sequence_parallel: bool = True,
+    virtual_stages: int = 1,
+    layers_per_stage: tuple[int, ...] | None = None,
+    micro_batches: int | None = None,
+    megatron_state: bool = False,
+    reshard: bool = True,
 ) -> MemoryBreakdown:
-    """Training memory per chip with mixed-precision Adam (BF16 weights and gradients).
+    """Training memory per chip on the heaviest pipeline stage.
 
     Parameters
     ----------
     tp, pp, dp, ep, cp : int
         Tensor, pipeline, data, expert and context (sequence) parallel degrees. Context
-        parallelism splits each sequence over ``cp`` chips: activations shrink by ``cp``, the
-        model state is replicated across them and sharded by ZeRO over ``dp x cp``.
+        parallelism splits each sequence over ``cp`` chips: activations shrink by ``cp``; the
+        model state is sharded by ZeRO over ``dp x cp`` (Megatron).
     zero : {0, 1, 2, 3}
         ZeRO stage over the data-parallel group.
     micro_batch : int
         Sequences per micro-batch.
     seq_len : int, optional
         Sequence length (default: the model's).
-    recompute : bool
-        Full activation recomputation.
+    recompute : {"none", "selective", "full"} or bool
+        Activation recomputation (True = "full").
+    flash_attention : bool
+        Attention without stored scores (default True).
+    sequence_parallel : bool
+        Megatron sequence parallelism with tensor parallelism (default True).
+    virtual_stages : int
+        Model chunks per pipeline stage (interleaved 1F1B); 1 = plain 1F1B.
+    layers_per_stage : tuple of int, optional
+        Layers per pipeline stage (default: :func:`stage_layers`).
+    micro_batches : int, optional
+        Micro-batches per step per pipeline; fewer than ``pp`` keeps fewer in flight.
+    megatron_state : bool
+        FP32 gradients: 18 bytes per parameter instead of 16.
+    reshard : bool
+        ZeRO-3 frees gathered weights after each pass (default) instead of keeping a stage's
+        weights gathered from forward to backward.
+
+    Raises
+    ------
+    WorkloadError
+        Degrees that are not whole numbers >= 1 or do not divide the model, an unknown ZeRO
+        stage or recompute mode, or a sequence that ``cp`` does not divide.
     """
     _check_degrees(model, tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, micro_batch=micro_batch)
-    if zero not in (0, 1, 2, 3):
+    _whole("virtual_stages", virtual_stages)
+    if zero not in (0, 1, 2, 3) or isinstance(zero, bool):
         raise WorkloadError(f"ZeRO stage must be 0, 1, 2 or 3, not {zero!r}")
-    s = seq_len or model.seq_len
+    mode = recompute_mode(recompute)
+    s = model.seq_len if seq_len is None else seq_len
+    _whole("sequence length", s)
     if s % cp:
         raise WorkloadError(f"context parallelism {cp} does not divide the sequence of {s} tokens")
-    n = params_per_chip(model, tp, pp, ep)
+    layers = stage_layers(model, pp, layers_per_stage)
+    if virtual_stages > min(layers):
+        raise WorkloadError(
+            f"{virtual_stages} virtual stages need at least {virtual_stages} layers on every "
+            f"stage; the stages hold {min(layers)} to {max(layers)} layers"
+        )
+    m = micro_batches if micro_batches is not None else pp
+    _whole("micro_batches", m)
     shard = dp * cp  # ZeRO shards over every replica of the weights (Megatron: dp x cp)
-    weights = 2 * n / (shard if zero >= 3 else 1)
-    gradients = 2 * n / (shard if zero >= 2 else 1)
-    optimizer = ADAM_STATE_BYTES * n / (shard if zero >= 1 else 1)
-    h, a = model.hidden, model.heads
-    s_local = s // cp  # each chip of a context-parallel group holds its slice of the sequence
-    # 5as/h is the attention-score term: each chip scores its s/cp queries against all s keys
-    full_layer = s_local * micro_batch * h * (34 + 5 * a * s / h) / tp
-    # 1F1B pipelining: the first stage holds pp micro-batches of L/pp layers, i.e. L layers.
-    if recompute:
-        # Each layer keeps only its input (2sbh/t); the layer being recomputed needs its full
-        # activations while its backward pass runs (Korthikanti et al. 2022, section 4).
-        activations = 2 * s_local * micro_batch * h / tp * model.layers + full_layer
-    else:
-        activations = full_layer * model.layers
-    return MemoryBreakdown(weights, gradients, optimizer, activations)
+    grad_bytes = 4 if megatron_state else 2
+    per_layer = activation_bytes_per_layer(
+        model, seq_len=s, micro_batch=micro_batch, tp=tp, cp=cp, recompute=mode,
+        flash_attention=flash_attention, sequence_parallel=sequence_parallel,
+    )  # fmt: skip
+    rerun = (
+        activation_bytes_per_layer(
+            model,
+            seq_len=s,
+            micro_batch=micro_batch,
+            tp=tp,
+            cp=cp,
+            recompute="none",
+            flash_attention=flash_attention,
+            sequence_parallel=sequence_parallel,
+        )
+        if mode == "full"
+        else 0.0
+    )
+    logits = 4 * (s // cp) * micro_batch * model.vocab / tp  # FP32, vocab split over tp
+    best = None
+    for i in range(pp):  # the heaviest stage: states and activations differ stage by stage
+        dense, experts = _stage_params(model, tp, ep, layers[i], i == 0, i == pp - 1)
+        n = dense + experts
+        # experts are replicated over dp x cp / ep chips, the rest over dp x cp
+        sharded = dense / shard + experts / max(1, shard // ep)
+        weights = 2 * (sharded if zero >= 3 else n)
+        gradients = grad_bytes * (sharded if zero >= 2 else n)
+        optimizer = ADAM_STATE_BYTES * (sharded if zero >= 1 else n)
+        buffers = 0.0
+        if zero >= 3 and shard > 1:  # one replica has nothing to gather
+            per_layer_weights = 2 * n / max(layers[i], 1)
+            # two layers' weights gathered at a time (prefetch), or the whole stage kept
+            # gathered from forward to backward without resharding
+            buffers = 2 * per_layer_weights if reshard else 2 * n - weights
+        # 1F1B: stage i has pp - i micro-batches in flight (the first stage the most)
+        held = min(pp - i, m) * (1 + (pp - 1) / (pp * virtual_stages) if virtual_stages > 1 else 1)
+        mem = MemoryBreakdown(
+            weights=weights,
+            gradients=gradients,
+            optimizer=optimizer,
+            activations=per_layer * layers[i] * held + rerun,
+            buffers=buffers,
+            logits=logits if i == pp - 1 else 0.0,
+        )
+        if best is None or mem.total > best.total:
+            best = mem
+    return best
 
 
 def inference_memory(
@@ -144,10 +358,17 @@ def inference_memory(
     ep: int = 1,
 ) -> MemoryBreakdown:
     """Inference memory per chip: weights in ``weight_format`` plus the KV cache of ``batch``
-    sequences of ``context`` tokens in ``kv_format`` (split over tp x pp)."""
+    sequences of ``context`` tokens in ``kv_format``.
+
+    The KV cache splits over pipeline stages and over tensor-parallel chips only as far as
+    there are KV heads: with tp larger than ``kv_heads`` each KV head is replicated on
+    tp / kv_heads chips (grouped-query attention cannot split one head), so each chip holds
+    1 / kv_heads of the cache, not 1 / tp.
+    """
     _check_degrees(model, tp=tp, pp=pp, ep=ep, batch=batch, context=context)
     weights = params_per_chip(model, tp, pp, ep) * bytes_per_value(weight_format)
-    kv = batch * context * model.kv_bytes_per_token(bytes_per_value(kv_format)) / (tp * pp)
+    kv_split = min(tp, model.kv_heads)  # heads beyond kv_heads are copies
+    kv = batch * context * model.kv_bytes_per_token(bytes_per_value(kv_format)) / (kv_split * pp)
     # Activations of one decode step are a few vectors per sequence: small beside weights and KV.
     activations = 2 * batch * model.hidden * 4 * 2
     return MemoryBreakdown(weights, 0.0, 0.0, activations, kv)

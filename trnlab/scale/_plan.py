@@ -1,29 +1,51 @@
-"""One training plan on one system: memory per chip, step time, MFU, throughput, cost, energy.
+"""One training plan on one system: memory per chip, step time, MFU and HFU, cost, energy.
 
-Placement follows the tiers: tensor- and expert-parallel groups sit inside one NeuronLink
-(or NeuronSwitch) domain, pipeline stages fill the domain next, and data parallelism spans
-what is left (over EFA once it leaves the domain). Every communication time comes from
-:func:`trnlab.fabric.collective` on a ring of the group's chips at the tier's per-link
-bandwidth; compute runs at the achieved FLOP/s of the NeuronCore model's blocked matmul
-(:mod:`trnlab.kernels`), or an assumed efficiency on chips without a NeuronCore (GPUs).
+Placement follows the frameworks (Megatron-LM, NeuronX Distributed): ranks are ordered tensor
+parallel innermost, then context, then pipeline, then data parallel outermost (expert
+parallelism takes the innermost part of the data-parallel ranks); each group's collectives run
+on the part of the fabric it occupies, :func:`trnlab.fabric.group`, timed by
+:func:`trnlab.fabric.collective` (one topology model: the fabric's). Compute runs at the matmul
+rate the chip achieves (:func:`achieved_flops_per_chip`).
 
-Step time = compute x (m + p - 1) / m (the 1F1B pipeline bubble, Narayanan et al., SC'21)
-          + tensor-parallel all-reduces + expert all-to-alls + pipeline sends
-          + the part of the data-parallel gradient reduction the backward pass does not hide.
+Step time (per pipeline of m micro-batches, p stages, v virtual stages per stage):
+  each micro-batch on stage i costs t_i = compute + tensor-, context- and expert-parallel
+  collectives + pipeline sends; the interleaved 1F1B schedule takes m max_i t_i +
+  (sum_i t_i - max_i t_i) / v (Narayanan et al., SC'21: the bubble (p-1)/v micro-batch slots
+  when stages are even); then the data-parallel reduction that the backward of the last
+  micro-batch cannot hide, bucket by bucket; with ZeRO-3 the weight gathers of every
+  micro-batch's forward, backward and recomputation that compute does not hide.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 from trnlab import catalog, fabric
 from trnlab.catalog import CatalogError, System
+from trnlab.fabric import FabricError
 
-from ._memory import MemoryBreakdown, training_memory
+from ._memory import (
+    MemoryBreakdown,
+    _check_degrees,
+    _whole,
+    recompute_mode,
+    stage_layers,
+    training_memory,
+)
 from ._workloads import ModelSpec, WorkloadError, model
 
-__all__ = ["Parallelism", "PlanResult", "Tiers", "plan", "tiers"]
+__all__ = [
+    "MFU_CONVENTION",
+    "Parallelism",
+    "PlanResult",
+    "Tiers",
+    "achieved_flops_per_chip",
+    "collective_time",
+    "plan",
+    "tiers",
+]
 
 #: Format names the NeuronCore model runs for each catalogue data type.
 _KERNEL_FORMAT = {
@@ -36,8 +58,7 @@ _KERNEL_FORMAT = {
 }
 
 #: Matmul efficiency assumed on chips the NeuronCore model does not cover (GPUs).
-#: **Assumption**, not a measurement: large dense GEMMs on H100/B200 reach roughly this share
-#: of the datasheet peak in public benchmarks.
+#: **Assumption**, replaced by a sourced, size-aware figure where the catalogue has one.
 GPU_MATMUL_EFFICIENCY = 0.7
 
 #: Shape of the representative GEMM the NeuronCore model runs to measure efficiency.
@@ -47,14 +68,50 @@ _GEMM = 2048
 #: allocator fragmentation hold back about 5%; no public source gives Neuron's figure.
 USABLE_HBM = 0.95
 
+#: Gradient bucket of the data-parallel reduction: PyTorch DDP's default ``bucket_cap_mb``
+#: of 25 MB (PyTorch DistributedDataParallel documentation).
+DDP_BUCKET_BYTES = 25 * 2**20
+
+MFU_CONVENTION = (
+    "MFU = model FLOPs per step / (step time x chips x the chip's dense peak in the matmul "
+    "format); model FLOPs = 6N + 12·L·H·Q·T per token (PaLM, Chowdhery et al. 2022, App. B), "
+    "N the active parameters a token multiplies (embedding lookups are not matmuls). HFU adds "
+    "the FLOPs recomputation reruns."
+)
+
 
 @dataclass(frozen=True)
 class Parallelism:
-    """How a job is split: tensor, context, pipeline, data and expert parallel degrees.
+    """How a job is split, and how it is run.
 
-    ``chips = tp * cp * pp * dp``; context (sequence) parallelism splits each sequence over
-    ``cp`` chips; expert parallelism splits the experts over ``ep`` of the data-parallel ranks
-    (ep divides dp), as Megatron-style MoE training does.
+    ``chips = tp * cp * pp * dp``; ranks are ordered tp (innermost), cp, pp, dp (outermost);
+    expert parallelism splits the experts over ``ep`` of the data-parallel ranks (ep divides
+    dp), as Megatron-style MoE training does.
+
+    Attributes
+    ----------
+    tp, pp, dp, ep, cp : int
+        Tensor, pipeline, data, expert and context parallel degrees.
+    zero : {0, 1, 2, 3}
+        ZeRO stage over the data-parallel replicas.
+    recompute : {"none", "selective", "full"}
+        Activation recomputation (True is read as "full", False as "none").
+    micro_batch : int
+        Sequences per micro-batch.
+    virtual_stages : int
+        Model chunks per pipeline stage: 1 is plain 1F1B, more is the interleaved schedule.
+    layers_per_stage : tuple of int, optional
+        Uneven pipeline stages (default: even, or the first and last stages one layer short).
+    flash_attention : bool
+        Attention without stored scores (default True).
+    sequence_parallel : bool
+        Megatron sequence parallelism with tp > 1 (default True): reduce-scatter and
+        all-gather instead of all-reduce, activations split over tp.
+    reshard : bool
+        ZeRO-3 frees the gathered weights after the forward pass and gathers them again for
+        the backward (default True); False keeps them, at the memory cost.
+    megatron_state : bool
+        FP32 gradients: 18 bytes per parameter (Megatron-LM) instead of 16.
     """
 
     tp: int = 1
@@ -63,132 +120,158 @@ class Parallelism:
     ep: int = 1
     cp: int = 1
     zero: int = 1
-    recompute: bool = False
+    recompute: str = "none"
     micro_batch: int = 1
+    virtual_stages: int = 1
+    layers_per_stage: tuple[int, ...] | None = None
+    flash_attention: bool = True
+    sequence_parallel: bool = True
+    reshard: bool = True
+    megatron_state: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "recompute", recompute_mode(self.recompute))
+        for name in ("tp", "pp", "dp", "ep", "cp", "micro_batch", "virtual_stages"):
+            _whole(name, getattr(self, name))
+        if isinstance(self.zero, bool) or self.zero not in (0, 1, 2, 3):
+            raise WorkloadError(f"ZeRO stage must be 0, 1, 2 or 3, not {self.zero!r}")
+        if self.layers_per_stage is not None:
+            object.__setattr__(self, "layers_per_stage", tuple(self.layers_per_stage))
 
     @property
     def chips(self) -> int:
         return self.tp * self.cp * self.pp * self.dp
 
+    def strides(self) -> dict[str, int]:
+        """Rank distance between neighbours of each group (tp innermost, dp outermost)."""
+        return {
+            "tp": 1,
+            "cp": self.tp,
+            "pp": self.tp * self.cp,
+            "dp": self.tp * self.cp * self.pp,
+            "ep": self.tp * self.cp * self.pp,
+        }
+
     def __str__(self) -> str:
-        rc = ", recompute" if self.recompute else ""
+        rc = f", recompute {self.recompute}" if self.recompute != "none" else ""
         ep = f" ep{self.ep}" if self.ep > 1 else ""
         cp = f" cp{self.cp}" if self.cp > 1 else ""
+        v = f" v{self.virtual_stages}" if self.virtual_stages > 1 else ""
         return (
-            f"tp{self.tp}{cp} pp{self.pp} dp{self.dp}{ep} zero{self.zero} mb{self.micro_batch}{rc}"
+            f"tp{self.tp}{cp} pp{self.pp}{v} dp{self.dp}{ep} zero{self.zero} "
+            f"mb{self.micro_batch}{rc}"
         )
 
 
 @dataclass(frozen=True)
 class Tiers:
-    """The links a group of chips talks over: inside the NeuronLink domain, and over EFA.
+    """The tiers a system's groups talk over, per chip and direction (for tables).
 
-    ``axes`` lists the domain's torus axes as (length, B/s per direction, latency); a switch
-    is one axis. A group fills the axes in order, so a group longer than the first axis also
-    crosses the next ones, and its ring runs at the slowest of them.
+    ``domain`` chips share the scale-up fabric (NeuronLink, NeuronSwitch or NVSwitch);
+    ``scale_up`` is its per-chip bandwidth each way as large collectives achieve it (the sum
+    over a torus chip's links); ``efa`` the per-chip scale-out bandwidth each way (0 without).
     """
 
     domain: int
-    axes: tuple[tuple[int, float, float], ...]
-    efa_bandwidth: float
-    efa_latency: float
-    overhead: float
-
-    def link_for(self, group: int) -> tuple[float, float]:
-        """(bandwidth, latency) of the slowest link a ring of ``group`` chips crosses."""
-        span, bw, lat = 1, float("inf"), 0.0
-        for length, axis_bw, axis_lat in self.axes:
-            bw, lat = min(bw, axis_bw), max(lat, axis_lat)
-            span *= length
-            if span >= group:
-                break
-        return bw, lat
-
-
-_TIERS: dict[tuple[str, int], Tiers] = {}
-
-
-def _tiers_of(system: System) -> Tiers:
-    topo = fabric.topology(system)
-    inner = topo.part if topo.kind == "cluster" else topo
-    axes = ()
-    if inner.kind != "single":
-        lengths = inner.shape if inner.kind == "torus" else (inner.chips,)
-        axes = tuple(
-            (int(n), float(b), float(la))
-            for n, b, la in zip(lengths, inner.axis_bandwidth, inner.axis_latency, strict=False)
-        )
-    return Tiers(
-        domain=inner.chips,
-        axes=axes,
-        efa_bandwidth=float(topo.efa_bandwidth),
-        efa_latency=float(topo.efa_latency),
-        overhead=float(topo.message_overhead),
-    )
+    scale_up: float
+    efa: float
+    fabric: str
 
 
 def tiers(system: str | System) -> Tiers:
-    """The communication tiers of a system (NeuronLink domain size and link figures, EFA)."""
+    """The scale-up domain and the per-chip bandwidths of a system (from trnlab.fabric)."""
     sysobj = catalog.system(system) if isinstance(system, str) else system
-    key = (sysobj.key, sysobj.chips)  # systems hold dicts (unhashable): key on what defines them
-    if key not in _TIERS:
-        _TIERS[key] = _tiers_of(sysobj)
-    return _TIERS[key]
+    topo = fabric.topology(sysobj)
+    inner = topo.part if topo.kind == "cluster" else topo
+    if inner.kind == "torus":
+        pairs = zip(inner.shape, inner.axis_bandwidth, strict=True)
+        up = sum(b * (2 if d > 2 else 1) for d, b in pairs)
+    elif inner.kind == "switch":
+        up = inner.axis_bandwidth[0]
+    else:
+        up = 0.0
+    return Tiers(inner.chips, float(up), float(topo.efa_bandwidth), inner.name)
 
 
-#: Largest group for which every algorithm is tried; larger groups use the bidirectional ring
-#: (the fabric's recursive-doubling closed form walks every route and grows as n^2 log n).
-AUTO_ALGORITHM_MAX_CHIPS = 64
+_TIMES: dict = {}
 
 
-@lru_cache(maxsize=4096)
-def _ring_time(
-    op: str, nbytes: int, chips: int, bandwidth: float, latency: float, overhead: float
-) -> float:
-    """Seconds for a collective on a ring of ``chips`` (the fabric's closed form)."""
-    if chips <= 1 or nbytes <= 0:
+def collective_time(op: str, nbytes: float, system: System, size: int, stride: int = 1) -> float:
+    """Seconds for ``op`` on ``nbytes`` over the group of ``size`` chips ``stride`` ranks apart
+    in ``system`` (the fabric's auto algorithm on :func:`trnlab.fabric.group`). Cached.
+
+    Raises
+    ------
+    WorkloadError
+        When the group does not fit the system's layout (the fabric's reason).
+    """
+    if size <= 1 or nbytes <= 0:
         return 0.0
-    ring = fabric.ring(chips, bandwidth, latency, overhead)
-    algorithm = "auto" if chips <= AUTO_ALGORITHM_MAX_CHIPS else "bidirectional_ring"
-    if op == "broadcast" and algorithm != "auto":
-        algorithm = "ring"
-    return float(fabric.collective(op, int(nbytes), system=ring, algorithm=algorithm).time)
+    key = (system.key, system.chips, op, int(nbytes), size, stride)
+    if key not in _TIMES:
+        if len(_TIMES) > 200_000:
+            _TIMES.clear()
+        try:
+            topo = fabric.group(system, size, stride)
+            _TIMES[key] = float(fabric.collective(op, int(nbytes), topo, "auto").time)
+        except FabricError as err:
+            raise WorkloadError(str(err)) from None
+    return _TIMES[key]
 
 
-def _group_time(op: str, nbytes: float, group: int, inside_domain: bool, t: Tiers) -> float:
-    if group <= 1:
+def _reduction(op: str, nbytes: float, system: System, groups) -> float:
+    """A reduction over several nested groups [(size, stride), ...] (innermost first):
+    reduce-scatter inside, the outer ones on the shrunk data, all-gather back (the
+    hierarchical algorithm of the Neuron runtime docs)."""
+    groups = [(n, s) for n, s in groups if n > 1]
+    if not groups:
         return 0.0
-    if inside_domain:
-        if not t.axes:
-            raise WorkloadError(
-                "a group of more than one chip needs a fabric; this system has one chip"
-            )
-        bw, lat = t.link_for(group)
-        return _ring_time(op, int(nbytes), group, bw, lat, t.overhead)
-    if t.efa_bandwidth <= 0:
-        raise WorkloadError(
-            "this group leaves the NeuronLink domain but the system has no EFA figure"
-        )
-    return _ring_time(op, int(nbytes), group, t.efa_bandwidth, t.efa_latency, t.overhead)
+    if len(groups) == 1:
+        return collective_time(op, nbytes, system, *groups[0])
+    (n, s), rest = groups[0], groups[1:]
+    inner = collective_time("reduce_scatter" if op != "all_gather" else "all_gather",
+                            nbytes, system, n, s)  # fmt: skip
+    outer = _reduction(op, nbytes / n, system, rest)
+    back = collective_time("all_gather", nbytes, system, n, s) if op == "all_reduce" else 0.0
+    return inner + outer + back
 
 
-@lru_cache(maxsize=32)
-def achieved_flops_per_chip(chip_key: str, dtype: str) -> tuple[float, str]:
+@lru_cache(maxsize=256)
+def achieved_flops_per_chip(
+    chip_key: str, dtype: str, shape: tuple[int, int, int] | None = None
+) -> tuple[float, str]:
     """Dense matmul FLOP/s one chip sustains, and where the figure comes from.
 
     Neuron chips: the NeuronCore model's ``blocked_mnk`` kernel on a 2048^3 GEMM (timing
-    only), times the chip's cores. GPUs: the datasheet peak times :data:`GPU_MATMUL_EFFICIENCY`.
+    only), times the chip's cores. GPUs: the datasheet peak times the chip's measured
+    ``matmul_efficiency`` (the Maximum Achievable Matmul FLOPS of a shape search, a sourced
+    figure). With ``shape = (M, N, K)`` a GPU GEMM is also held to its memory roofline:
+    2MNK / ((MK + KN + MN) x 2 bytes) FLOP per byte at the HBM bandwidth, so small or thin
+    GEMMs come out slower than the large-shape ceiling.
     """
     chip = catalog.chip(chip_key)
     peak = chip.peak_flops(dtype)
     if chip.core is None or dtype not in _KERNEL_FORMAT:
-        return peak * GPU_MATMUL_EFFICIENCY, f"assumed {GPU_MATMUL_EFFICIENCY:.0%} of peak"
+        fig = chip.figures.get("matmul_efficiency")
+        eff = float(fig.value) if fig is not None else GPU_MATMUL_EFFICIENCY
+        where = (
+            f"{eff:.1%} of peak (measured MAMF, {fig.sources[0].key})"
+            if fig is not None and not fig.extra.get("assumption")
+            else f"assumed {eff:.1%} of peak"
+        )
+        rate = peak * eff
+        if shape is not None:
+            M, N, K = (max(1, int(x)) for x in shape)
+            intensity = 2 * M * N * K / (2 * (M * K + K * N + M * N))  # bf16 operands
+            rate = min(rate, intensity * chip.hbm_bandwidth)
+            where += f", roofline of a {M}x{N}x{K} GEMM"
+        return rate, where
     from trnlab import kernels  # the core simulator compiles on first use
 
-    shape = (_GEMM, _GEMM)
+    gemm = (_GEMM, _GEMM)
     run = kernels.matmul(
-        shape,
-        shape,
+        gemm,
+        gemm,
         variant="blocked_mnk",
         chip=chip_key,
         dtype=_KERNEL_FORMAT[dtype],
@@ -218,6 +301,7 @@ class PlanResult:
     price_per_chip_hour: float | None = None
     watts_per_chip: float | None = None
     tokens: float = 0.0
+    stages: tuple[int, ...] = ()
 
     @property
     def feasible(self) -> bool:
@@ -236,15 +320,42 @@ class PlanResult:
         return self.tokens_per_step / self.step_time if self.step_time else 0.0
 
     @property
+    def micro_batches(self) -> int:
+        """Micro-batches each pipeline runs per step."""
+        return self.global_batch // (self.parallel.dp * self.parallel.micro_batch)
+
+    @property
     def model_flops_per_step(self) -> float:
-        # MFU counts the model's FLOPs (6N + attention), never recomputation (PaLM, App. B).
-        return self.tokens_per_step * self.model.training_flops_per_token(seq_len=self.seq_len)
+        """6N + attention per token, no recomputation (see :data:`MFU_CONVENTION`)."""
+        return self.tokens_per_step * self.model.model_flops_per_token(seq_len=self.seq_len)
+
+    @property
+    def hardware_flops_per_step(self) -> float:
+        """What the chips compute, recomputation included."""
+        return self.tokens_per_step * self.model.training_flops_per_token(
+            self.parallel.recompute, self.seq_len
+        )
+
+    def _peak(self) -> float:
+        return self.system.chips * self.system.chip.peak_flops(self.dtype)
 
     @property
     def mfu(self) -> float:
-        """Model FLOPs utilisation: model FLOP/s over the chips' published peak."""
-        peak = self.system.chips * self.system.chip.peak_flops(self.dtype)
-        return self.model_flops_per_step / (self.step_time * peak) if self.step_time else 0.0
+        """Model FLOPs utilisation against the dense peak of the matmul format."""
+        return (
+            self.model_flops_per_step / (self.step_time * self._peak()) if self.step_time else 0.0
+        )
+
+    @property
+    def hfu(self) -> float:
+        """Hardware FLOPs utilisation: recomputed FLOPs counted too."""
+        if not self.step_time:
+            return 0.0
+        return self.hardware_flops_per_step / (self.step_time * self._peak())
+
+    @property
+    def convention(self) -> str:
+        return MFU_CONVENTION
 
     @property
     def time_to_train(self) -> float:
@@ -268,10 +379,14 @@ class PlanResult:
     def explain(self) -> str:
         """What limits the plan, in a sentence or two of numbers."""
         gib = 2**30
+        m = self.memory
         mem = (
-            f"{self.memory.total / gib:,.1f} GiB per chip of {self.capacity / gib:,.0f} GiB "
-            f"(weights {self.memory.weights / gib:,.1f}, gradients {self.memory.gradients / gib:,.1f}, "
-            f"optimizer {self.memory.optimizer / gib:,.1f}, activations {self.memory.activations / gib:,.1f})"
+            f"{m.total / gib:,.1f} GiB per chip of {self.capacity / gib:,.0f} GiB "
+            f"(weights {m.weights / gib:,.1f}, gradients {m.gradients / gib:,.1f}, "
+            f"optimizer {m.optimizer / gib:,.1f}, activations {m.activations / gib:,.1f}"
+            + (f", gathered weights {m.buffers / gib:,.1f}" if m.buffers else "")
+            + (f", logits {m.logits / gib:,.1f}" if m.logits else "")
+            + ")"
         )
         if not self.feasible:
             return (
@@ -279,8 +394,8 @@ class PlanResult:
             )
         parts = ", ".join(f"{k} {v * 1e3:,.1f} ms" for k, v in self.step.items() if v > 0)
         return (
-            f"{self.parallel}: step {self.step_time:.3f} s ({parts}); MFU {self.mfu:.1%}; "
-            f"{self.tokens_per_second:,.0f} tokens/s; memory {mem}."
+            f"{self.parallel}: step {self.step_time:.3f} s ({parts}); MFU {self.mfu:.1%} "
+            f"(HFU {self.hfu:.1%}); {self.tokens_per_second:,.0f} tokens/s; memory {mem}."
         )
 
 
@@ -290,6 +405,39 @@ def _price(system: System, override: float | None) -> float | None:
     if system.price_per_hour is not None:
         return system.price_per_hour / system.chips
     return system.chip.price_per_chip_hour
+
+
+def _positive(name: str, value, whole: bool = False) -> None:
+    ok = (
+        not isinstance(value, bool)
+        and isinstance(value, int | float)
+        and math.isfinite(value)
+        and value > 0
+    )
+    if ok and whole and value != int(value):
+        ok = False
+    if not ok:
+        kind = "a whole number >= 1" if whole else "a positive, finite number"
+        raise WorkloadError(f"{name} must be {kind}, not {value!r}")
+
+
+def _check_options(global_batch, seq_len, tokens, price, watts, usable_hbm) -> None:
+    _positive("global batch", global_batch, whole=True)
+    _positive("sequence length", seq_len, whole=True)
+    _positive("token budget", tokens)
+    if price is not None:
+        _positive("price per chip-hour (USD)", price)
+    if watts is not None:
+        _positive("power per chip (W)", watts)
+    if (
+        isinstance(usable_hbm, bool)
+        or not isinstance(usable_hbm, int | float)
+        or not 0 < usable_hbm <= 1
+    ):
+        raise WorkloadError(
+            f"usable_hbm = {usable_hbm!r}: the share of HBM a job may use is in (0, 1] "
+            f"(default {USABLE_HBM})"
+        )
 
 
 def plan(
@@ -326,32 +474,39 @@ def plan(
     tokens : float
         Training token budget, for time, cost and energy.
     overlap_dp : bool
-        The data-parallel gradient reduction overlaps the backward pass (only what does not
-        fit under it is exposed).
+        The data-parallel gradient reduction overlaps the backward pass of the last
+        micro-batch, bucket by bucket (False: fully exposed).
     price_per_chip_hour, watts_per_chip : float, optional
         Override the catalogue's price (system price / chips, else a market estimate) and
         power per chip.
     usable_hbm : float
-        Share of each chip's HBM the job may use (default :data:`USABLE_HBM`, an assumption).
+        Share of each chip's HBM the job may use, in (0, 1] (default :data:`USABLE_HBM`,
+        an assumption).
 
     Returns
     -------
     PlanResult
         With ``problems`` listing why the plan cannot run (memory, placement, divisibility);
         times are computed only for feasible plans.
+
+    Raises
+    ------
+    WorkloadError
+        Sizes, prices or shares out of range, or an unknown data type.
     """
     m = model(model_spec)
     sysobj = catalog.system(system) if isinstance(system, str) else system
     chips = sysobj.chips
     p = parallel or Parallelism(dp=chips)
-    s = seq_len or m.seq_len
-    for name, value in (
-        ("global batch", global_batch),
-        ("sequence length", s),
-        ("token budget", tokens),
-    ):
-        if value <= 0:
-            raise WorkloadError(f"{name} must be positive, not {value!r}")
+    if not isinstance(p, Parallelism):
+        raise WorkloadError(f"parallel must be a Parallelism, not {type(p).__name__}")
+    s = m.seq_len if seq_len is None else seq_len
+    _check_options(global_batch, s, tokens, price_per_chip_hour, watts_per_chip, usable_hbm)
+    try:
+        dt = catalog.dtype_name(dtype)
+        sysobj.chip.peak_flops(dt)
+    except CatalogError as err:
+        raise WorkloadError(f"{sysobj.chip.name} cannot run {dtype!r} matmuls: {err}") from None
     problems: list[str] = []
     if p.chips != chips:
         problems.append(
@@ -360,18 +515,22 @@ def plan(
         )
     if p.ep > 1 and p.dp % p.ep:
         problems.append(f"expert parallelism {p.ep} must divide data parallelism {p.dp}")
-    t = tiers(sysobj)
-    if p.tp * p.cp * p.ep > t.domain:
+    domain = tiers(sysobj).domain
+    if p.tp > domain:
         problems.append(
-            f"tensor x context x expert parallel group of {p.tp * p.cp * p.ep} chips does not "
-            f"fit the {t.domain}-chip NeuronLink domain of {sysobj}"
+            f"tensor parallel group of {p.tp} chips does not fit the {domain}-chip NeuronLink "
+            f"domain of {sysobj}"
         )
     per_replica = p.micro_batch * p.dp
     if global_batch % per_replica:
         problems.append(
             f"global batch {global_batch} is not a multiple of micro-batch x dp = {per_replica}"
         )
+    micro_batches = max(1, global_batch // per_replica)
+    stages: tuple[int, ...] = ()
     try:
+        _check_degrees(m, tp=p.tp, ep=p.ep)
+        stages = stage_layers(m, p.pp, p.layers_per_stage)
         mem = training_memory(
             m,
             tp=p.tp,
@@ -383,6 +542,13 @@ def plan(
             micro_batch=p.micro_batch,
             seq_len=s,
             recompute=p.recompute,
+            flash_attention=p.flash_attention,
+            sequence_parallel=p.sequence_parallel,
+            virtual_stages=p.virtual_stages,
+            layers_per_stage=stages,
+            micro_batches=micro_batches,
+            megatron_state=p.megatron_state,
+            reshard=p.reshard,
         )
     except WorkloadError as err:
         problems.append(str(err))
@@ -401,7 +567,7 @@ def plan(
         model=m,
         system=sysobj,
         parallel=p,
-        dtype=dtype,
+        dtype=dt,
         global_batch=global_batch,
         seq_len=s,
         memory=mem,
@@ -409,67 +575,119 @@ def plan(
         price_per_chip_hour=_price(sysobj, price_per_chip_hour),
         watts_per_chip=watts_per_chip if watts_per_chip is not None else sysobj.chip.power,
         tokens=tokens,
+        stages=stages,
     )
     if problems:
         return PlanResult(**common, problems=tuple(problems))
-
-    flops_per_chip, source = achieved_flops_per_chip(sysobj.chip.key, catalog.dtype_name(dtype))
-    micro_batches = global_batch // per_replica
-    step_flops = global_batch * s * m.training_flops_per_token(recompute=p.recompute, seq_len=s)
-    compute = step_flops / (chips * flops_per_chip)
-    # 1F1B pipeline: (m + p - 1) micro-batch slots for m micro-batches; the idle share is
-    # (p - 1)/(m + p - 1) of the step (Narayanan et al., SC'21).
-    bubble = compute * (p.pp - 1) / micro_batches
-    # one micro-batch's activations on one context-parallel slice, in bf16 bytes
-    act = p.micro_batch * (s // p.cp) * m.hidden * 2
-    layers = m.layers // p.pp
-    # Megatron tensor parallelism: 2 all-reduces forward, 2 backward per layer (+2 recomputed).
-    tp_calls = micro_batches * layers * (6 if p.recompute else 4)
-    tp_time = tp_calls * _group_time("all_reduce", act, p.tp, True, t)
-    # Context parallelism (ring attention): each layer all-gathers K and V over the cp group
-    # forward (again when recomputing) and reduce-scatters their gradients backward.
-    kv = p.micro_batch * s * m.kv_heads * m.head_dim * 2 * 2 // p.tp  # K and V, bf16, gathered
-    cp_time = (
-        micro_batches
-        * layers
-        * (
-            (2 if p.recompute else 1) * _group_time("all_gather", kv, p.cp, True, t)
-            + _group_time("reduce_scatter", kv, p.cp, True, t)
-        )
-    )
-    ep_time = 0.0
-    if m.is_moe and p.ep > 1:
-        # dispatch + combine all-to-all, forward and backward, of each token's top-k copies
-        ep_time = (
-            micro_batches * layers * 4 * _group_time("all_to_all", act * m.top_k, p.ep, True, t)
-        )
-    pp_inside = p.tp * p.cp * p.ep * p.pp <= t.domain
-    pp_time = (
-        2
-        * micro_batches
-        * (p.pp - 1)
-        / p.pp
-        * _group_time("broadcast", act / p.tp, 2, pp_inside, t)
-        if p.pp > 1
-        else 0.0
-    )
-    grads = 2 * (m.params / (p.tp * p.pp))  # bf16 gradients per chip before any sharding
-    dp_inside = chips <= t.domain
-    dp_op = "all_reduce" if p.zero < 2 else "reduce_scatter"
-    # Gradients are reduced over every replica of the weights: dp x cp (Megatron).
-    replicas = p.dp * p.cp
-    dp_time = _group_time(dp_op, grads, replicas, dp_inside, t)
-    if p.zero >= 3:  # ZeRO-3 gathers the weights in the forward and again in the backward
-        dp_time += 2 * _group_time("all_gather", grads, replicas, dp_inside, t)
-    backward = compute * (2 / 3 if not p.recompute else 2 / 4)
-    dp_exposed = max(0.0, dp_time - backward) if overlap_dp else dp_time
-    step = {
-        "compute": compute,
-        "pipeline bubble": bubble,
-        "tensor parallel": tp_time,
-        "context parallel": cp_time,
-        "expert all-to-all": ep_time,
-        "pipeline sends": pp_time,
-        "data parallel (exposed)": dp_exposed,
-    }
+    try:
+        step, source = _step_time(m, sysobj, p, dt, s, micro_batches, stages, overlap_dp)
+    except WorkloadError as err:  # a group that does not fit the system's layout
+        return PlanResult(**common, problems=(str(err),))
     return PlanResult(**common, step=step, flops_source=source)
+
+
+def _step_time(m: ModelSpec, sysobj: System, p: Parallelism, dtype: str, s: int, mbs: int,
+               stages: tuple[int, ...], overlap_dp: bool):  # fmt: skip
+    st = p.strides()
+    b, h = p.micro_batch, m.hidden
+    # The layer's largest GEMM for one micro-batch on one chip: tokens x hidden x ffn / tp.
+    gemm = (b * s // p.cp, m.ffn // p.tp, h)
+    flops_per_chip, source = achieved_flops_per_chip(sysobj.chip.key, dtype, gemm)
+    tokens = b * s  # per micro-batch per pipeline
+    # Forward FLOPs per token of one layer: its matmuls (attention projections, the top_k
+    # experts a token visits, the router) and the attention scores (PaLM's accounting).
+    layer_params = m.attention_params + m.top_k * m.expert_params
+    layer_params += m.hidden * m.experts if m.is_moe else 0
+    attn = 4 * m.heads * m.head_dim * s
+    layer_fwd = 2 * layer_params + attn
+    head_fwd = 2 * m.vocab * h  # the output projection, on the last stage
+    recompute = {"none": 0.0, "selective": attn, "full": layer_fwd}[p.recompute]
+    split = p.tp * p.cp
+    # Activations of one micro-batch on one context-parallel slice, in bf16 bytes.
+    act = b * (s // p.cp) * h * 2
+    tp_ops = _tp_collectives(act, sysobj, p)
+    kv = b * s * m.kv_heads * m.head_dim * 2 * 2 / p.tp  # K and V, bf16, gathered over cp
+    cp_passes = 2 if p.recompute == "full" else 1
+    cp_layer = cp_passes * collective_time("all_gather", kv, sysobj, p.cp, st["cp"])
+    cp_layer += collective_time("reduce_scatter", kv, sysobj, p.cp, st["cp"])
+    a2a = 6 if p.recompute == "full" else 4  # dispatch + combine, forward and backward
+    ep_layer = 0.0
+    if m.is_moe and p.ep > 1:
+        payload = act * m.top_k / (p.tp if p.sequence_parallel else 1)
+        ep_layer = a2a * collective_time("all_to_all", payload, sysobj, p.ep, st["ep"])
+    send = act / (p.tp if p.sequence_parallel else 1)
+    pp_send = 2 * collective_time("broadcast", send, sysobj, 2, st["pp"]) if p.pp > 1 else 0.0
+    per_stage = []
+    for i, n_layers in enumerate(stages):
+        fwd = tokens * (n_layers * layer_fwd + (head_fwd if i == p.pp - 1 else 0)) / split
+        extra = tokens * n_layers * recompute / split
+        compute = (3 * fwd + extra) / flops_per_chip
+        comm = {
+            "tensor parallel": n_layers * tp_ops,
+            "context parallel": n_layers * cp_layer,
+            "expert all-to-all": n_layers * ep_layer,
+            "pipeline sends": pp_send,
+        }
+        per_stage.append((compute, comm, 3 * fwd + extra, fwd))
+    totals = [c + sum(x.values()) for c, x, _, _ in per_stage]
+    k = max(range(len(totals)), key=totals.__getitem__)
+    heavy_compute, heavy_comm, heavy_flops, heavy_fwd = per_stage[k]
+    # Interleaved 1F1B: m micro-batches at the slowest stage's pace, plus the fill and drain
+    # through the other stages, in chunks of 1/v (Narayanan et al. 2021).
+    pipeline = mbs * totals[k] + (sum(totals) - totals[k]) / p.virtual_stages
+    step = {"compute": mbs * heavy_compute}
+    for key, value in heavy_comm.items():
+        step[key] = mbs * value
+    step["pipeline bubble"] = pipeline - mbs * totals[k]
+    # Data parallelism: gradients of the heaviest stage's parameters over the replicas.
+    dense, experts = _stage_param_split(m, p, stages[k], k == 0, k == p.pp - 1)
+    grad_bytes = 4 if p.megatron_state else 2
+    dp_groups = [(p.cp, st["cp"]), (p.dp, st["dp"])]
+    ep_groups = [(p.cp, st["cp"]), (p.dp // p.ep, st["dp"] * p.ep)]
+    bwd_share = (heavy_flops - heavy_fwd) / heavy_flops
+    backward = heavy_compute * bwd_share  # the backward of one micro-batch on that stage
+    if p.zero < 3:
+        # ZeRO 0-2: one reduction per step (ZeRO-1/2's reduce-scatter of gradients and
+        # all-gather of updated weights move the same bytes as an all-reduce).
+        t_dp = _reduction("all_reduce", dense * grad_bytes, sysobj, dp_groups)
+        t_dp += _reduction("all_reduce", experts * grad_bytes, sysobj, ep_groups)
+        buckets = max(1, math.ceil((dense + experts) * grad_bytes / DDP_BUCKET_BYTES))
+        exposed = max(t_dp - backward, t_dp / buckets) if overlap_dp else t_dp
+        step["data parallel (exposed)"] = exposed
+        step["ZeRO-3 gathers (exposed)"] = 0.0
+    else:
+        # ZeRO-3: every micro-batch gathers the weights for its forward, again for its
+        # backward (and for recomputation) unless kept, and reduce-scatters its gradients.
+        weights = 2 * (dense + experts)
+        gathers = 1 + (1 if p.reshard else 0) + (1 if p.reshard and p.recompute == "full" else 0)
+        t_ag = _reduction("all_gather", weights, sysobj, dp_groups)
+        t_rs = _reduction("reduce_scatter", (dense + experts) * grad_bytes, sysobj, dp_groups)
+        passes = heavy_compute / gathers  # each gather hides under one pass (prefetch)
+        first = t_ag / max(stages[k], 1)  # the first layer's gather is never hidden
+        hidden_ag = gathers * (max(0.0, t_ag - passes) + first)
+        step["ZeRO-3 gathers (exposed)"] = mbs * hidden_ag
+        buckets = max(1, math.ceil((dense + experts) * grad_bytes / DDP_BUCKET_BYTES))
+        rs = max(t_rs - backward, t_rs / buckets) if overlap_dp else t_rs
+        step["data parallel (exposed)"] = mbs * rs
+    return step, source
+
+
+def _stage_param_split(m: ModelSpec, p: Parallelism, layers: int, first: bool, last: bool):
+    from ._memory import _stage_params
+
+    return _stage_params(m, p.tp, p.ep, layers, first, last)
+
+
+def _tp_collectives(act: float, sysobj: System, p: Parallelism) -> float:
+    """Tensor-parallel traffic of one layer and micro-batch (Megatron-LM): 2 all-reduces
+    forward and 2 backward (2 more when a full recomputation reruns the forward); with
+    sequence parallelism each all-reduce becomes a reduce-scatter plus an all-gather."""
+    if p.tp == 1:
+        return 0.0
+    calls = 6 if p.recompute == "full" else 4
+    if p.sequence_parallel:
+        one = collective_time("reduce_scatter", act, sysobj, p.tp, 1)
+        one += collective_time("all_gather", act, sysobj, p.tp, 1)
+    else:
+        one = collective_time("all_reduce", act, sysobj, p.tp, 1)
+    return calls * one

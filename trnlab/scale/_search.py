@@ -18,7 +18,11 @@ from trnlab.catalog import System
 from ._plan import Parallelism, PlanResult, plan, tiers
 from ._workloads import ModelSpec, WorkloadError, model
 
-__all__ = ["SearchResult", "search"]
+__all__ = ["SearchCancelled", "SearchResult", "search"]
+
+
+class SearchCancelled(WorkloadError):
+    """A search stopped by its ``cancel`` signal before it finished."""
 
 
 def _divisors(n: int) -> list[int]:
@@ -123,9 +127,11 @@ def search(
     tokens: float = 1e12,
     rank_by: str = "time",
     zero_stages: tuple[int, ...] = (1, 3),
-    recompute: tuple[bool, ...] = (False, True),
+    recompute: tuple[str, ...] = ("none", "full"),
     micro_batches: tuple[int, ...] = (1, 2, 4),
     context_parallel: tuple[int, ...] = (1, 2),
+    progress=None,
+    cancel=None,
     **plan_options,
 ) -> SearchResult:
     """Enumerate and evaluate the plans of ``model_spec`` on ``system``.
@@ -136,43 +142,66 @@ def search(
         What "best" means (cost and energy need a price or power figure).
     zero_stages, recompute, micro_batches, context_parallel : tuples
         The choices tried for each of these settings.
+    progress : callable, optional
+        Called with the share of plans evaluated (0 to 1) as the search runs, so a
+        dashboard can show a progress bar while the search runs on another thread.
+    cancel : threading.Event or callable, optional
+        Checked between plans; when set (or returning True) the search stops and raises
+        :class:`SearchCancelled`.
     global_batch, seq_len, dtype, tokens, **plan_options
         As in :func:`trnlab.scale.plan`.
 
     Raises
     ------
     WorkloadError
-        For an unknown ranking or impossible sizes.
+        For an unknown ranking or impossible sizes; :class:`SearchCancelled` when cancelled.
     """
     if rank_by not in ("time", "cost", "energy"):
         raise WorkloadError(f"rank_by must be 'time', 'cost' or 'energy', not {rank_by!r}")
+    for name, options in (("zero_stages", zero_stages), ("recompute", recompute),
+                          ("micro_batches", micro_batches),
+                          ("context_parallel", context_parallel)):  # fmt: skip
+        if not options:
+            raise WorkloadError(f"{name} must offer at least one choice")
     m = model(model_spec)
     sysobj = catalog.system(system) if isinstance(system, str) else system
     chips, domain = sysobj.chips, tiers(sysobj).domain
-    ranked, rejected = [], []
+    candidates = []
     for tp, cp in itertools.product(_divisors(chips), context_parallel):
-        if tp * cp > domain or m.heads % tp or chips % (tp * cp):
+        if tp > domain or m.heads % tp or chips % (tp * cp):
             continue  # not a candidate: cannot split the heads, or leaves the domain
-        for pp in _divisors(chips // (tp * cp)):
+        for pp in [d for d in _divisors(chips // (tp * cp)) if d <= m.layers]:
             dp = chips // (tp * cp * pp)
-            eps = [e for e in _divisors(dp) if m.experts % e == 0 and tp * cp * e <= domain]
+            eps = [e for e in _divisors(dp) if m.experts % e == 0]
             for ep, zero, rc, mb in itertools.product(
                 eps if m.is_moe else [1], zero_stages, recompute, micro_batches
             ):
-                p = Parallelism(
-                    tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, zero=zero, recompute=rc, micro_batch=mb
+                candidates.append(
+                    Parallelism(
+                        tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, zero=zero, recompute=rc, micro_batch=mb
+                    )
                 )
-                r = plan(
-                    m,
-                    sysobj,
-                    p,
-                    global_batch=global_batch,
-                    seq_len=seq_len,
-                    dtype=dtype,
-                    tokens=tokens,
-                    **plan_options,
-                )
-                (ranked if r.feasible else rejected).append(r)
+    stop = cancel.is_set if hasattr(cancel, "is_set") else cancel
+    ranked, rejected = [], []
+    total = len(candidates)
+    for i, p in enumerate(candidates):
+        if stop is not None and stop():
+            raise SearchCancelled(f"search cancelled after {i:,} of {total:,} plans")
+        if progress is not None and i % 16 == 0:
+            progress(i / total)
+        r = plan(
+            m,
+            sysobj,
+            p,
+            global_batch=global_batch,
+            seq_len=seq_len,
+            dtype=dtype,
+            tokens=tokens,
+            **plan_options,
+        )
+        (ranked if r.feasible else rejected).append(r)
+    if progress is not None:
+        progress(1.0)
 
     def key(r: PlanResult) -> float:
         value = {"time": r.step_time, "cost": r.cost, "energy": r.energy}[rank_by]

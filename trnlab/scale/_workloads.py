@@ -140,36 +140,52 @@ class ModelSpec:
         unused = (self.experts - self.top_k) * self.expert_params
         return self.params - self.layers * unused
 
+    @property
+    def matmul_params(self) -> int:
+        """Active parameters a token multiplies: all but the embedding lookup table (unless
+        tied to the output head, which multiplies it), learned positions and norms."""
+        table = 0 if self.tied_embeddings else self.vocab * self.hidden
+        positions = self.seq_len * self.hidden if self.learned_positions else 0
+        norms = (2 * self.layers + 1) * self.hidden * (2 if self.biases else 1)
+        return self.active_params - table - positions - norms
+
     # FLOPs per token ---------------------------------------------------------------------------
     def _attention_flops(self, context: int) -> int:
         # QK^T and AV: 2 matmuls x 2 FLOP x heads x head_dim x context, per layer, forward
         # (PaLM, Chowdhery et al. 2022, App. B; no causal discount, as PaLM counts it).
         return 4 * self.layers * self.heads * self.head_dim * context
 
-    def training_flops_per_token(
-        self, recompute: bool = False, seq_len: int | None = None
-    ) -> float:
+    def training_flops_per_token(self, recompute=False, seq_len: int | None = None) -> float:
         """Training FLOPs per token: 6N + 12·L·H·Q·T (forward 1/3, backward 2/3).
 
-        With full activation recomputation the forward pass runs twice: 8N + 16·L·H·Q·T.
-        N counts active parameters for a mixture-of-experts model.
+        N counts the active parameters a token multiplies (:attr:`matmul_params`: embedding
+        lookups are not matmuls). Recomputation adds what it reruns: ``"selective"`` the
+        attention core's forward (4·L·H·Q·T), ``"full"`` (or True) the whole forward
+        (8N + 16·L·H·Q·T in all). These are hardware FLOPs; MFU counts ``recompute="none"``.
         """
+        from ._memory import recompute_mode
+
         t = seq_len or self.seq_len
-        passes = 4 if recompute else 3  # forward, backward (x2), plus forward again
-        return passes * (2 * self.active_params + self._attention_flops(t))
+        forward = 2 * self.matmul_params + self._attention_flops(t)
+        extra = {"none": 0, "selective": self._attention_flops(t), "full": forward}
+        return 3 * forward + extra[recompute_mode(recompute)]
+
+    def model_flops_per_token(self, seq_len: int | None = None) -> float:
+        """The MFU convention: 6N + 12·L·H·Q·T, no recomputation (PaLM, App. B)."""
+        return self.training_flops_per_token("none", seq_len)
 
     def prefill_flops_per_token(self, prompt: int) -> float:
         """Inference prefill: one forward pass, 2N + 4·L·H·Q·T per prompt token."""
-        return 2 * self.active_params + self._attention_flops(prompt)
+        return 2 * self.matmul_params + self._attention_flops(prompt)
 
     def decode_flops_per_token(self, context: int) -> float:
         """Inference decode: 2N + 4·L·H·Q·c for a token generated at context length c."""
-        return 2 * self.active_params + self._attention_flops(context)
+        return 2 * self.matmul_params + self._attention_flops(context)
 
-    def training_flops(self, tokens: float, recompute: bool = False) -> float:
+    def training_flops(self, tokens: float, recompute=False) -> float:
         """Total training FLOPs for ``tokens`` tokens (about 6·N·D)."""
-        if tokens <= 0:
-            raise WorkloadError(f"a token budget must be positive, not {tokens!r}")
+        if not (isinstance(tokens, int | float) and tokens > 0 and tokens < float("inf")):
+            raise WorkloadError(f"a token budget must be positive and finite, not {tokens!r}")
         return tokens * self.training_flops_per_token(recompute=recompute)
 
     def kv_bytes_per_token(self, bytes_per_value: float) -> float:
@@ -178,6 +194,9 @@ class ModelSpec:
 
 
 _LLAMA3 = "Llama Team, 'The Llama 3 Herd of Models', 2024, Table 3"
+_LLAMA2 = (
+    "Touvron et al., 'Llama 2: Open Foundation and Fine-Tuned Chat Models', 2023 (model cards)"
+)
 PRESETS: dict[str, ModelSpec] = {
     m.name: m
     for m in (
@@ -211,6 +230,34 @@ PRESETS: dict[str, ModelSpec] = {
             experts=8,
             top_k=2,
             source="Jiang et al., 'Mixtral of Experts', 2024",
+        ),
+        ModelSpec(
+            "olmoe-1b-7b",
+            16,
+            2048,
+            16,
+            16,
+            1024,
+            50304,
+            4096,
+            experts=64,
+            top_k=8,
+            source="Muennighoff et al., 'OLMoE: Open Mixture-of-Experts Language Models', 2024, "
+            "Table 1: a fine-grained MoE, 64 small experts per layer, 8 active",
+        ),
+        ModelSpec("llama2-7b", 32, 4096, 32, 32, 11008, 32000, 4096, source=_LLAMA2),
+        ModelSpec("llama2-13b", 40, 5120, 40, 40, 13824, 32000, 4096, source=_LLAMA2),
+        ModelSpec("llama2-70b", 80, 8192, 64, 8, 28672, 32000, 4096, source=_LLAMA2),
+        ModelSpec(
+            "mistral-7b",
+            32,
+            4096,
+            32,
+            8,
+            14336,
+            32000,
+            32768,
+            source="Jiang et al., 'Mistral 7B', 2023, Table 1",
         ),
         ModelSpec(
             "mixtral-8x22b",

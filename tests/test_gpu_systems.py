@@ -1,0 +1,61 @@
+"""GPU systems in the catalogue, through the same fabric and planner as Trainium systems."""
+
+from __future__ import annotations
+
+import pytest
+
+from trnlab import catalog, fabric, scale
+
+GPU_SYSTEMS = [
+    # (key, chips, chip, NVLink figure per GPU both ways, scale-out bit/s)
+    ("dgx-a100", 8, "a100", 600e9, 1.6e12),
+    ("p5.48xlarge", 8, "h100", 900e9, 3.2e12),
+    ("p5en.48xlarge", 8, "h200", 900e9, 3.2e12),
+    ("p6-b200.48xlarge", 8, "b200", 1.8e12, 3.2e12),
+    ("gb200-nvl72", 72, "gb200", 1.8e12, None),
+]
+
+
+@pytest.mark.parametrize(("key", "chips", "chip", "nvlink", "net"), GPU_SYSTEMS)
+def test_gpu_systems_are_switched_domains_with_sourced_figures(key, chips, chip, nvlink, net):
+    s = catalog.system(key)
+    assert s.chips == chips and s.chip.key == chip and s.chip.kind == "gpu"
+    t = fabric.topology(s)
+    assert t.kind == "switch" and t.chips == chips
+    eff = catalog.table("collectives")["nvlink_efficiency"].value
+    assert t.axis_bandwidth[0] == pytest.approx(nvlink / 2 * eff)  # one port, each way
+    assert s.network_bandwidth == net
+    for fig in (s.figures["chips"], s.chip.figures["hbm_bandwidth"]):
+        assert fig.sources  # every figure names its source
+    assert any("assumed for NCCL" in n for n in t.notes)
+
+
+def test_gb200_rack_totals_follow_from_the_per_gpu_figures():
+    rows = {c.figure: c for c in catalog.system("gb200-nvl72").compare()}
+    assert rows["fp8_dense_flops"].agrees and rows["hbm_bandwidth"].agrees
+    # the per-GPU peak is disputed: NVIDIA's rack figure halved, or a per-GPU table
+    assert catalog.chip("gb200").peak_figure("bf16").disputed
+
+
+def test_gpu_matmul_rate_is_the_measured_ceiling_or_the_memory_roofline():
+    peak = catalog.chip("h100").peak_flops("bf16")
+    big, where = scale.achieved_flops_per_chip("h100", "bf16")
+    assert big == pytest.approx(0.801 * peak) and "MAMF" in where
+    # a decode GEMM (one token): 2 M N K / (2 (MK + KN + MN)) FLOP per byte at 3.35 TB/s
+    M, N, K = 1, 28672, 8192
+    thin, _ = scale.achieved_flops_per_chip("h100", "bf16", (M, N, K))
+    assert thin == pytest.approx(2 * M * N * K / (2 * (M * K + K * N + M * N)) * 3.35e12)
+    assert scale.achieved_flops_per_chip("a100", "bf16")[0] == pytest.approx(267.9e12, rel=1e-3)
+
+
+def test_the_planner_runs_gpu_clusters_like_any_system():
+    c = catalog.cluster("p5.48xlarge", 8)
+    r = scale.plan("llama3-8b", c, scale.Parallelism(tp=8, dp=8, zero=1), global_batch=64,
+                   seq_len=4096)  # fmt: skip
+    assert r.feasible and 0 < r.mfu < 1
+    assert r.price_per_chip_hour == pytest.approx(55.04 / 8)
+    found = scale.search("llama3-8b", catalog.cluster("p5en.48xlarge", 2), global_batch=64,
+                         seq_len=4096)  # fmt: skip
+    assert found.best is not None
+    with pytest.raises(fabric.FabricError, match="no EFA bandwidth"):
+        fabric.topology(catalog.cluster("gb200-nvl72", 2))

@@ -1,0 +1,78 @@
+"""Fit the two physical figures of the collective model on Neuron's published nccom-test runs.
+
+- ``op_overhead``, the fixed cost per collective operation: the mean, over the small-message
+  points marked ``"fixed cost"`` (at most 64 KiB, where bytes cost almost nothing), of the
+  measured time less the model's step costs.
+- ``neuronlink_efficiency``, the share of link bandwidth a large collective achieves: the
+  value that makes the model's time equal the measured one at the point marked
+  ``"bandwidth"`` (the largest published intra-instance run).
+
+Each fit uses only its own points; every other published point is a validation case
+(:func:`predict` gives the model's time for any of them). The catalogue stores the fitted
+values; tests re-fit them and check that the stored ones match.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from trnlab import catalog
+
+from ._collective import CollectiveResult, collective
+from ._group import group
+from ._params import FabricParams
+from ._published import NCCOM_RUNS, NccomRun
+
+__all__ = ["calibrate", "calibrate_link_efficiency", "calibrate_op_overhead", "predict"]
+
+
+def _system(run: NccomRun):
+    if run.system.startswith("2x "):
+        return catalog.cluster(run.system[3:], 2)
+    return catalog.system(run.system)
+
+
+def predict(run: NccomRun, nbytes: int, params: FabricParams | None = None) -> CollectiveResult:
+    """The model's time for one row of a published run (auto algorithm, the run's chips)."""
+    topo = group(_system(run), run.chips, 1, params)
+    return collective(run.op, int(nbytes), topo, "auto", params=params)
+
+
+def _points(role: str):
+    return [(run, s, t) for run in NCCOM_RUNS for s, t, r in run.points() if r == role]
+
+
+def calibrate_op_overhead(link_efficiency: float | None = None) -> float:
+    """Fixed seconds per collective: mean residual of the ``"fixed cost"`` points."""
+    params = FabricParams(op_overhead=0.0, link_efficiency=link_efficiency)
+    residual = [t - predict(run, s, params).time for run, s, t in _points("fixed cost")]
+    return float(np.mean(residual))
+
+
+def calibrate_link_efficiency(op_overhead: float | None = None) -> float:
+    """Share of link bandwidth that makes the ``"bandwidth"`` point's time come out right
+    (bisection on the efficiency; time falls as it rises)."""
+    (run, s, measured), *_ = _points("bandwidth")
+    lo, hi = 1e-3, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        t = predict(run, s, FabricParams(op_overhead=op_overhead, link_efficiency=mid)).time
+        lo, hi = (mid, hi) if t > measured else (lo, mid)
+    return (lo + hi) / 2
+
+
+def calibrate(iterations: int = 4) -> dict[str, float]:
+    """Both figures, each fitted with the other's current value until they settle."""
+    op, eff = calibrate_op_overhead(1.0), 1.0
+    for _ in range(iterations):
+        eff = calibrate_link_efficiency(op)
+        op = calibrate_op_overhead(eff)
+    return {"op_overhead": op, "neuronlink_efficiency": eff}
+
+
+def with_defaults(params: FabricParams | None) -> FabricParams:
+    """``params`` with every figure resolved (for reports)."""
+    p = params or FabricParams()
+    return replace(p, op_overhead=p.op, link_efficiency=p.efficiency())

@@ -1,0 +1,251 @@
+"""Published training and inference runs, with their inputs, for calibration and validation.
+
+Each case records what its source printed (the measured figure and the configuration) and
+trnlab's reading of it where the source leaves something out (``notes``). ``role`` is
+``"calibration"`` for the one case per chip generation that fits ``decode_layer_overhead``;
+every other case is a validation case the model was not fitted to. The runner is
+``benchmarks/bench_validation.py``, which writes ``docs/validation.md``.
+
+Sources (keys of the catalogue's sources.toml):
+
+- ``korthikanti-2022``: Korthikanti et al., "Reducing Activation Recomputation in Large
+  Transformer Models", Table 5 (iteration times on DGX A100 80 GB, as Calculon's validation
+  lists them; configurations from Calculon's validation files).
+- ``llama3-2024``: Llama Team, "The Llama 3 Herd of Models", Table 4 (405B on H100).
+- ``ndoc-trn1-training-perf``: Neuron docs, Trn1/Trn1n training performance tables.
+- ``ndoc-trn1-inference-perf``: Neuron docs, Trn1 inference performance (decoder latency).
+- ``ndoc-trn2-llama-tutorials``: Neuron docs, Llama 3.3 70B and Llama 3.1 405B on Trn2
+  tutorials (baseline rows of their performance comparison tables).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from trnlab import catalog
+
+from ._memory import RECOMPUTE
+from ._plan import Parallelism
+from ._workloads import ModelSpec
+
+__all__ = ["DECODE_CASES", "TRAINING_CASES", "DecodeCase", "TrainingCase"]
+
+
+def _gpt(name: str, layers: int, hidden: int, heads: int, vocab: int = 51200, seq: int = 2048):
+    """A GPT-style model as Megatron-LM runs it: GELU MLP of 4h, biases, tied embeddings,
+    learned positions, Megatron's padded vocabulary of 51,200."""
+    return ModelSpec(
+        name, layers, hidden, heads, heads, 4 * hidden, vocab, seq, gated_ffn=False,
+        tied_embeddings=True, learned_positions=True, biases=True,
+        source="Korthikanti et al. 2022 / Calculon model files",
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class TrainingCase:
+    """A published training run: its configuration and one measured figure."""
+
+    key: str
+    source: str
+    system: str
+    nodes: int
+    model: ModelSpec | str
+    parallel: Parallelism
+    global_batch: int
+    seq_len: int
+    dtype: str
+    measure: str  # "step_s", "seq_per_s" or "mfu"
+    published: float
+    notes: str = ""
+    # Settings the source does not publish: the plan tries each combination and keeps the
+    # fastest that fits, as a framework's tuning would (e.g. (("virtual_stages", (1, 2, 4)),)).
+    unpublished: tuple[tuple[str, tuple], ...] = ()
+
+    def system_obj(self):
+        base = catalog.system(self.system)
+        return base if self.nodes == 1 else catalog.cluster(base, self.nodes)
+
+
+@dataclass(frozen=True)
+class DecodeCase:
+    """A published decode measurement (time per output token, P50)."""
+
+    key: str
+    source: str
+    system: str
+    model: str
+    tp: int
+    batch: int
+    prompt: int
+    output: int
+    weight_format: str
+    tpot_ms: float
+    role: str = "validation"
+    notes: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+_KORTHIKANTI = [
+    # (model, tp, pp, batch, micro-batch, virtual stages, full s, seqsel s)
+    (_gpt("megatron-22b", 48, 6144, 64), 8, 1, 4, 4, 1, 1.42, 1.10),
+    (_gpt("gpt3-175b", 96, 12288, 96), 8, 8, 64, 1, 3, 18.13, 13.75),
+    (_gpt("turing-530b", 105, 20480, 128), 8, 35, 280, 1, 3, 49.05, 37.83),
+    (_gpt("megatron-1t", 128, 25600, 160), 8, 64, 512, 1, 1, 94.42, 71.49),
+]
+
+
+def _korthikanti_cases():
+    out = []
+    for m, tp, pp, batch, mb, v, full, seqsel in _KORTHIKANTI:
+        common = dict(tp=tp, pp=pp, dp=1, zero=0, micro_batch=mb, virtual_stages=v,
+                      flash_attention=False, megatron_state=True)  # fmt: skip
+        for mode, value, par in (
+            ("full", full, Parallelism(recompute="full", sequence_parallel=False, **common)),
+            ("seqsel", seqsel, Parallelism(recompute="selective", **common)),
+        ):
+            out.append(
+                TrainingCase(
+                    key=f"{m.name} {mode}",
+                    source="korthikanti-2022",
+                    system="dgx-a100",
+                    nodes=tp * pp // 8,
+                    model=m,
+                    parallel=par,
+                    global_batch=batch,
+                    seq_len=2048,
+                    dtype="fp16",
+                    measure="step_s",
+                    published=value,
+                    notes="full: full recomputation, tensor parallelism by all-reduce; seqsel: "
+                    "sequence parallelism + selective recomputation (Korthikanti et al. Table 5)",
+                )
+            )
+    return out
+
+
+_TRN1 = "ndoc-trn1-training-perf"
+TRAINING_CASES: tuple[TrainingCase, ...] = (
+    *_korthikanti_cases(),
+    *(
+        TrainingCase(
+            key=f"llama3-405b {gpus} H100 {label}",
+            source="llama3-2024",
+            system="p5.48xlarge",
+            nodes=gpus // 8,
+            model="llama3-405b",
+            parallel=Parallelism(tp=8, cp=cp, pp=16, dp=gpus // (8 * cp * 16), zero=1),
+            global_batch=2048 if seq == 8192 else 128,
+            seq_len=seq,
+            dtype="bf16",
+            measure="mfu",
+            published=mfu,
+            notes="Meta's H100 cluster (8 GPUs per server, 400 Gb/s per GPU over RoCE) is read "
+            "as p5.48xlarge, the same GPUs and per-GPU network; the virtual stages and the "
+            "recomputation are not published: the plan tries 1, 2, 4 and none, selective, "
+            "full, and keeps the fastest that fits",
+            unpublished=(("virtual_stages", (1, 2, 4)), ("recompute", RECOMPUTE)),
+        )
+        for gpus, cp, seq, mfu, label in (
+            (8192, 1, 8192, 0.43, "8k context"),
+            (16384, 1, 8192, 0.41, "8k context"),
+            (16384, 16, 131072, 0.38, "128k context"),
+        )
+    ),
+    TrainingCase(
+        key="llama3.1-8b trn1 32 nodes",
+        source=_TRN1,
+        system="trn1.32xlarge",
+        nodes=32,
+        model="llama3-8b",
+        parallel=Parallelism(tp=16, dp=32, zero=1),
+        global_batch=1024,
+        seq_len=8192,
+        dtype="bf16",
+        measure="seq_per_s",
+        published=47.95,
+        notes="TP=32 NeuronCores = 16 chips; DP=32; SDK 2.24",
+    ),
+    TrainingCase(
+        key="llama3.1-70b trn1 32 nodes",
+        source=_TRN1,
+        system="trn1.32xlarge",
+        nodes=32,
+        model="llama3-70b",
+        parallel=Parallelism(tp=16, pp=8, dp=4, zero=1),
+        global_batch=1024,
+        seq_len=8192,
+        dtype="bf16",
+        measure="seq_per_s",
+        published=7.94,
+        notes="TP=32 cores = 16 chips, PP=8, DP=4; SDK 2.24",
+    ),
+    TrainingCase(
+        key="gpt3-175b trn1 32 nodes",
+        source=_TRN1,
+        system="trn1.32xlarge",
+        nodes=32,
+        model="gpt3-175b",
+        parallel=Parallelism(tp=16, pp=8, dp=4, zero=1),
+        global_batch=1024,
+        seq_len=2048,
+        dtype="bf16",
+        measure="seq_per_s",
+        published=12.7,
+        notes="NeMo Megatron; TP=32 cores = 16 chips, PP=8, DP=4; SDK 2.13 (published MFU 33.1%)",
+    ),
+    TrainingCase(
+        key="llama2-7b trn1 16 nodes",
+        source=_TRN1,
+        system="trn1.32xlarge",
+        nodes=16,
+        model="llama2-7b",
+        parallel=Parallelism(tp=4, dp=64, zero=1),
+        global_batch=1024,
+        seq_len=4096,
+        dtype="bf16",
+        measure="seq_per_s",
+        published=81,
+        notes="NeuronX Distributed; TP=8 cores = 4 chips, DP=64; the table gives no sequence "
+        "length: 4,096 is what its MFU (30.8%) and throughput imply; SDK 2.15",
+    ),
+    TrainingCase(
+        key="llama2-13b trn1 32 nodes",
+        source=_TRN1,
+        system="trn1.32xlarge",
+        nodes=32,
+        model="llama2-13b",
+        parallel=Parallelism(tp=4, pp=4, dp=32, zero=1),
+        global_batch=1024,
+        seq_len=4096,
+        dtype="bf16",
+        measure="seq_per_s",
+        published=60,
+        notes="NeMo Megatron; TP=8 cores = 4 chips, PP=4; the table's DP=4 contradicts its own "
+        "note (DP = world / (TP x PP) = 32), trnlab uses 32; sequence 4,096 as implied by the "
+        "MFU (20.7%); SDK 2.15",
+    ),
+)
+
+_TRN1_INF = "ndoc-trn1-inference-perf"
+_TRN2_INF = "ndoc-trn2-llama-tutorials"
+DECODE_CASES: tuple[DecodeCase, ...] = (
+    DecodeCase("llama2-7b trn1 8k", _TRN1_INF, "trn1.32xlarge", "llama2-7b", 16, 1, 128, 8064,
+               "bf16", 6.70, "calibration", "TP=32 cores = 16 chips; SDK 2.18"),
+    DecodeCase("llama2-13b trn1 8k", _TRN1_INF, "trn1.32xlarge", "llama2-13b", 16, 1, 4096,
+               4096, "bf16", 9.84, "not modelled", "40 heads on 32 NeuronCores: the Neuron "
+               "library pads the heads; trnlab's tp must divide them (SDK 2.18)"),
+    DecodeCase("llama2-70b trn1 256", _TRN1_INF, "trn1.32xlarge", "llama2-70b", 16, 1, 128,
+               128, "bf16", 25.18, notes="SDK 2.18"),
+    DecodeCase("llama2-70b trn1 4k", _TRN1_INF, "trn1.32xlarge", "llama2-70b", 16, 1, 2048,
+               2048, "bf16", 26.85, notes="SDK 2.18"),
+    DecodeCase("llama3-8b trn1 int8 8k", _TRN1_INF, "trn1.32xlarge", "llama3-8b", 16, 1, 128,
+               8064, "int8", 7.03, notes="int8 weights, BF16 matmuls; SDK 2.18.1"),
+    DecodeCase("llama3-70b trn1 1k", _TRN1_INF, "trn1.32xlarge", "llama3-70b", 16, 1, 128,
+               1024, "bf16", 24.48, notes="SDK 2.18.1"),
+    DecodeCase("mistral-7b trn1 16k", _TRN1_INF, "trn1.32xlarge", "mistral-7b", 16, 1, 8192,
+               8192, "bf16", 9.89, notes="SDK 2.18"),
+    DecodeCase("llama3.3-70b trn2", _TRN2_INF, "trn2.48xlarge", "llama3-70b", 16, 1, 10000, 1500,
+               "bf16", 19.6, "calibration", "TP=64 at LNC=2 = 16 chips; baseline row"),
+    DecodeCase("llama3.1-405b trn2", _TRN2_INF, "trn2.48xlarge", "llama3-405b", 16, 1, 10000,
+               1500, "bf16", 37.9, notes="TP=64 at LNC=2 = 16 chips; baseline row (BF16)"),
+)  # fmt: skip

@@ -1,0 +1,297 @@
+"""The validation table: every published case, the model's figure beside it, and the ratio.
+
+:func:`validation_rows` runs the collective, training and decode cases of
+:mod:`trnlab.fabric._published` and :mod:`trnlab.scale._published`; :func:`validation_markdown`
+writes ``docs/validation.md`` from them (``python -m benchmarks validation`` regenerates it).
+Calibration points are listed apart and never count in the error. A case more than 20% from
+its published figure keeps its row and names the mechanism that explains the gap
+(:data:`MECHANISMS`); a test fails if one is missing.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from trnlab import catalog
+from trnlab.fabric import _calibration as fabric_calibration
+from trnlab.fabric._published import NCCOM_RUNS
+
+from ._calibration import predict_decode
+from ._plan import plan
+from ._published import DECODE_CASES, TRAINING_CASES, TrainingCase
+from ._workloads import model
+
+__all__ = ["MECHANISMS", "TOLERANCE", "ValidationRow", "validation_markdown", "validation_rows"]
+
+TOLERANCE = 0.20  # the acceptance band; the goal is 15%
+
+#: Why a case lands outside the band, by case key (or run key for collective points).
+MECHANISMS = {
+    "sdk2.10-allg-r32": "the SDK 2.10 runtime (April 2023) spent about 150 us on any "
+    "collective; the same command in the SDK 2.24 guide takes 6.2 us. The model's fixed cost "
+    "is fitted on the current runtime.",
+    "sdk2.10-allr-r64-n2": "small and mid sizes: the SDK 2.10 runtime's fixed costs (520 us at "
+    "8 B; the single-instance 2023 runs show ~150 us per collective). The two largest sizes, "
+    "where bytes dominate, land within 15% with the link efficiency fitted on a 2026 run.",
+    "sdk2.28-allr-r16": "this run's floor is 300 us at every size up to 8 KiB, 30x the other "
+    "SDK 2.28 example (10 us, all-gather on 8 ranks) and 50x the SDK 2.24 one: a setup the "
+    "guide does not describe (the --show-algorithm run; KangaRing at 32 MiB still carries ~2.3 "
+    "ms of fixed cost). Only its 512 MiB point, where bytes dominate, is used (to fit the link "
+    "efficiency).",
+    "megatron-22b full": "non-matmul work is not modelled: Megatron-LM in 2022 ran softmax and "
+    "dropout over the s^2 attention scores, LayerNorm, GELU and bias adds as separate, "
+    "memory-bound kernels (no FlashAttention). Their share falls as the hidden size grows (the "
+    "matmuls grow as h^2, these as h and s): the ratio rises from 0.6 (22B) to 0.86 (1T).",
+    "megatron-22b seqsel": "as megatron-22b full: memory-bound non-matmul kernels of 2022 "
+    "Megatron-LM are not modelled.",
+    "gpt3-175b full": "as megatron-22b full: memory-bound non-matmul kernels are not modelled.",
+    "gpt3-175b seqsel": "as megatron-22b full: memory-bound non-matmul kernels are not modelled.",
+    "turing-530b seqsel": "as megatron-22b full: memory-bound non-matmul kernels are not modelled.",
+    "gpt3-175b trn1 32 nodes": "tensor parallelism over all 16 chips of each trn1 instance: the "
+    "model charges 4 all-reduces of 50 MB per layer at the link efficiency fitted on Trainium2 "
+    "(32.5%), which makes communication twice the compute; NeMo's runs overlap part of it "
+    "and trn1's achieved NeuronLink share is not published.",
+    "llama3.1-8b trn1 32 nodes": "too fast: the NeuronCore model's GEMM rate (72% of peak at "
+    "2048^3) is an upper bound for the 8k-token layers, whose attention, norms and rotary "
+    "embeddings run on the vector engines and are not modelled.",
+    "llama2-13b trn1 32 nodes": "too fast, as llama3.1-8b: non-matmul work on the vector "
+    "engines is not modelled; the published table also contradicts itself on DP (see notes).",
+    "mistral-7b trn1 16k": "long context: decode at 8-16k tokens of context, where attention "
+    "reads the KV cache through the vector engines; the model charges only the KV bytes at HBM "
+    "bandwidth (Llama-2-13B's published 8k and 16k rows show the same growth, 9.8 to 13.4 ms).",
+}
+
+
+@dataclass(frozen=True)
+class ValidationRow:
+    """One published figure and the model's."""
+
+    group: str
+    key: str
+    inputs: str
+    source: str
+    measure: str
+    published: float
+    predicted: float
+    role: str  # "validation", "calibration" or "not modelled"
+    mechanism: str = ""
+
+    @property
+    def ratio(self) -> float:
+        return self.predicted / self.published if self.published else float("nan")
+
+    @property
+    def within(self) -> bool:
+        return abs(self.ratio - 1) <= TOLERANCE
+
+
+def _collective_rows() -> list[ValidationRow]:
+    rows = []
+    for run in NCCOM_RUNS:
+        for size, t, role in run.points():
+            r = fabric_calibration.predict(run, size)
+            row_role = "validation" if role == "validation" else "calibration"
+            row = ValidationRow(
+                group="collectives",
+                key=f"{run.key} {size:,} B",
+                inputs=f"{run.op}, {run.ranks} ranks = {run.chips} chips of {run.system}, "
+                f"{size:,} B (SDK {run.sdk}); model: {r.algorithm}",
+                source="ndoc-nccom-test",
+                measure="time (us)",
+                published=t * 1e6,
+                predicted=r.time * 1e6,
+                role=row_role,
+            )
+            if row_role == "validation" and not row.within:
+                row = replace(row, mechanism=MECHANISMS.get(run.key, ""))
+            rows.append(row)
+    return rows
+
+
+def _best_plan(case: TrainingCase):
+    names = [n for n, _ in case.unpublished]
+    best, last = None, None
+    for combo in itertools.product(*(o for _, o in case.unpublished)):
+        par = replace(case.parallel, **dict(zip(names, combo, strict=True)))
+        r = plan(case.model, case.system_obj(), par, global_batch=case.global_batch,
+                 seq_len=case.seq_len, dtype=case.dtype)  # fmt: skip
+        last = r
+        if r.feasible and (best is None or r.step_time < best.step_time):
+            best = r
+    return best or last
+
+
+def _training_rows() -> list[ValidationRow]:
+    rows = []
+    for case in TRAINING_CASES:
+        r = _best_plan(case)
+        m = model(case.model)
+        system = case.system_obj()
+        if not r.feasible:
+            value = float("nan")
+        else:
+            value = {
+                "step_s": r.step_time,
+                "seq_per_s": case.global_batch / r.step_time,
+                "mfu": r.mfu,
+            }[case.measure]
+        row = ValidationRow(
+            group="training",
+            key=case.key,
+            inputs=f"{m.name} on {system.chips:,} x {system.chip.name}, {r.parallel}, batch "
+            f"{case.global_batch} x {case.seq_len}, {case.dtype}",
+            source=case.source,
+            measure={"step_s": "step (s)", "seq_per_s": "sequences/s", "mfu": "MFU"}[case.measure],
+            published=case.published,
+            predicted=value,
+            role="validation",
+        )
+        if not row.within:
+            row = replace(row, mechanism=MECHANISMS.get(case.key, ""))
+        rows.append(row)
+    return rows
+
+
+def _decode_rows() -> list[ValidationRow]:
+    rows = []
+    for case in DECODE_CASES:
+        inputs = (
+            f"{case.model} on {case.system}, tp {case.tp} chips, batch {case.batch}, "
+            f"{case.prompt} in / {case.output} out, {case.weight_format} weights"
+        )
+        if case.role == "not modelled":
+            rows.append(ValidationRow("decode", case.key, inputs, case.source, "TPOT (ms)",
+                                      case.tpot_ms, float("nan"), case.role, case.notes))  # fmt: skip
+            continue
+        r = predict_decode(case)
+        row = ValidationRow(
+            group="decode",
+            key=case.key,
+            inputs=inputs,
+            source=case.source,
+            measure="TPOT (ms)",
+            published=case.tpot_ms,
+            predicted=r.tpot * 1e3,
+            role=case.role,
+        )
+        if case.role == "validation" and not row.within:
+            row = replace(row, mechanism=MECHANISMS.get(case.key, ""))
+        rows.append(row)
+    return rows
+
+
+def validation_rows() -> list[ValidationRow]:
+    """Every published case with the model's figure (collectives, training, decode)."""
+    return _collective_rows() + _training_rows() + _decode_rows()
+
+
+def mean_absolute_error(rows, group: str | None = None) -> float:
+    """Mean |prediction / published - 1| over the validation rows (of one group)."""
+    errs = [abs(r.ratio - 1) for r in rows if r.role == "validation"
+            and (group is None or r.group == group) and np.isfinite(r.ratio)]  # fmt: skip
+    return float(np.mean(errs)) if errs else float("nan")
+
+
+def _fmt(v: float) -> str:
+    if not np.isfinite(v):
+        return "n/a"
+    return f"{v:,.3g}" if abs(v) < 1000 else f"{v:,.0f}"
+
+
+def validation_markdown(rows) -> str:
+    """docs/validation.md: the calibration facts, then each group's table and its error."""
+    cat = catalog.table("collectives")
+    trn1 = catalog.chip("trn1").figures["decode_layer_overhead"]
+    trn2 = catalog.chip("trn2").figures["decode_layer_overhead"]
+    lines = [
+        "# How far to trust the scale-out model: validation against published runs",
+        "",
+        "Generated by `python -m benchmarks validation` (trnlab.scale._validation); do not edit.",
+        "Each row: the inputs, the source (a key of `trnlab/catalog/data/sources.toml`), the "
+        "published figure, the model's, and their ratio. Calibration points fit one physical "
+        "figure each and are listed apart; they never count in the error. A validation case "
+        f"more than {TOLERANCE:.0%} away keeps its row and names the mechanism behind the gap.",
+        "",
+        "## Calibrated figures (each fitted on its own points)",
+        "",
+        "| figure | value | fitted on | source |",
+        "|---|---|---|---|",
+        f"| fixed cost per collective | {cat['op_overhead'].value * 1e6:.2f} us | mean residual "
+        "of the 6 small-message (<= 64 KiB) nccom-test points of SDK 2.24 and 2.28 | "
+        "ndoc-nccom-test |",
+        f"| NeuronLink share achieved by large collectives | "
+        f"{cat['neuronlink_efficiency'].value:.3f} | the 512 MiB all-reduce on 4 Trainium2 "
+        "chips (SDK 2.28) | ndoc-nccom-test |",
+        f"| decode step cost per layer, Trainium | {trn1.value * 1e6:.0f} us | Llama-2-7B, TP=32, "
+        "6.70 ms per token | ndoc-trn1-inference-perf |",
+        f"| decode step cost per layer, Trainium2 | {trn2.value * 1e6:.0f} us | Llama 3.3 70B, "
+        "TP=64 (LNC=2), 19.6 ms per token | ndoc-trn2-llama-tutorials |",
+        "",
+        "Sourced, not fitted: a NeuronLink step 1.5 us (runtime docs: 'about 1-2 us'), an EFA hop "
+        "15 us ('~15 us'), the runtime's algorithm bands (mesh < 1 MB, RDH to 56 MB, rings "
+        "above), GPU matmul ceilings (measured MAMF), every bandwidth and peak in the catalogue.",
+        "",
+    ]
+    overall = mean_absolute_error(rows)
+    n_val = sum(r.role == "validation" for r in rows)
+    n_in = sum(r.role == "validation" and r.within for r in rows)
+    lines += [
+        "## Summary",
+        "",
+        f"{n_val} validation cases, {n_in} within {TOLERANCE:.0%}. Mean absolute error "
+        f"|model / published - 1|: {overall:.1%} over all of them; by group:",
+        "",
+        "| group | cases | within 20% | mean absolute error |",
+        "|---|---|---|---|",
+    ]
+    for group in ("collectives", "training", "decode"):
+        sel = [r for r in rows if r.group == group and r.role == "validation"]
+        lines.append(
+            f"| {group} | {len(sel)} | {sum(r.within for r in sel)} | "
+            f"{mean_absolute_error(rows, group):.1%} |"
+        )
+    lines.append("")
+    titles = {
+        "collectives": "Collectives (Neuron nccom-test examples)",
+        "training": "Training runs",
+        "decode": "Decode (time per output token)",
+    }
+    for group in ("collectives", "training", "decode"):
+        lines += [f"## {titles[group]}", "",
+                  "| case | inputs | source | measure | published | model | ratio | role |",
+                  "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        for r in (x for x in rows if x.group == group):
+            mark = "" if r.role != "validation" or r.within else " **outside**"
+            lines.append(
+                f"| {r.key} | {r.inputs} | {r.source} | {r.measure} | {_fmt(r.published)} | "
+                f"{_fmt(r.predicted)} | {_fmt(r.ratio)}{mark} | {r.role} |"
+            )
+        notes = {}
+        for r in rows:
+            if r.group == group and r.mechanism:
+                notes.setdefault(r.mechanism, []).append(r.key)
+        if notes:
+            lines += ["", "Why the cases outside the band are outside:", ""]
+            for text, keys in notes.items():
+                lines.append(f"- {', '.join(keys)}: {text}")
+        lines.append("")
+    lines += [
+        "## Conventions",
+        "",
+        f"- MFU: {_mfu()}",
+        "- nccom-test sizes follow nccl-tests (the all-gather's output, the all-reduce's "
+        "buffer); ranks are read as NeuronCores (2 per Trainium, 4 per Trainium2 at LNC=2).",
+        "- Training cases give their parallel split in chips: Neuron's TP=32 NeuronCores on "
+        "trn1 is 16 chips.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _mfu() -> str:
+    from ._plan import MFU_CONVENTION
+
+    return MFU_CONVENTION
