@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 #: Papermill parameters that make the lab small and fast in tests.
 PARAMS = {"M": 256, "K": 512, "N": 1024}
 
@@ -29,4 +27,7 @@ def check(values: dict) -> None:
     # the streamed kernel moves A and B once: at least their bytes over trn1's 272 GB/s
     assert values["large_streamed_us"] * 1e-6 >= 2 * (lm * lk + lk * ln) / 272e9
     assert values["fast_reference_utilisation"] >= 0.55 > values["fast_tiled_utilisation"]
-    assert values["fast_tiled_utilisation"] == pytest.approx(0.066, abs=0.01)
+    # the tiled kernel waits for one B tile per matmul, and a queue sets up one transfer at a
+    # time (trn1: the DMA guide's ~1.3 us): at most 512 cycles at 2.8 GHz per 1.3 us; with
+    # single buffers (this reference) each matmul also waits for its loads to land
+    assert 0.02 < values["fast_tiled_utilisation"] <= 512 / 2.8e9 / 1.3e-6 * 1.02
