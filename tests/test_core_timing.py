@@ -430,3 +430,34 @@ def test_schedule_properties_on_random_programs(steps, chip, window):
         assert c.busy[sel].sum() <= r.latency * (1 + 1e-9)
     assert r.latency >= r.roofline_bound * (1 - 1e-9)
     assert r.latency >= r.hbm_bytes / r.params.dma_bandwidth * (1 - 1e-9)
+
+
+def test_long_runs_show_progress_in_notebooks_only(monkeypatch):
+    from IPython import display as ipd
+
+    from trnlab.core import _progress
+
+    shown = []
+
+    class Handle:
+        def update(self, obj):
+            shown.append(obj.data)
+
+    def fake_display(obj, display_id=False):
+        shown.append(obj.data)
+        return Handle()
+
+    monkeypatch.setattr(ipd, "display", fake_display)
+    quiet = _progress.Progress()  # not in a notebook here: silent whatever the time
+    quiet.t0 -= 10
+    quiet.tick(100_000)
+    assert shown == []
+    p = _progress.Progress(enabled=True)
+    p.tick(16_384)  # a fresh run: under 2 s, nothing shown
+    assert shown == []
+    p.t0 -= 3  # the run has now taken over 2 s
+    p.tick(32_768)
+    p.phase("scheduling 40,000 instructions")
+    p.done("40,000 instructions")
+    assert len(shown) == 3
+    assert "32,768 instructions" in shown[0] and "scheduling" in shown[1] and "done" in shown[2]

@@ -30,9 +30,9 @@ __all__ = ["MatmulStepper"]
 _VARIANT_TIPS = {
     "tiled": "load an A and a B tile for every matmul",
     "hoisted": "load A's K strip once per M tile",
-    "blocked_mn": "keep blocks of A and B in SBUF over all of K",
-    "blocked_mnk": "block K too, accumulate partial sums in SBUF",
-    "pipelined": "double-buffer the blocks: DMA overlaps the Tensor Engine",
+    "blocked_mn": "keep 2 x 2 blocks of A and B in SBUF over all of K",
+    "blocked_mnk": "block K too (16 x 2 x 8 tiles), accumulate partial sums in SBUF",
+    "pipelined": "blocked_mnk with a third buffer per block: loads run further ahead",
 }
 
 

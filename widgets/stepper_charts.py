@@ -45,7 +45,8 @@ def _ylabels(cursor: RunCursor) -> list[str]:
 
 
 class GanttChart:
-    """The engine timeline: one row per engine (DMA queues included), a bar per instruction
+    """The engine timeline: one row per engine and per DMA queue (a queue's transfers run on the
+    DMA engines that serve their partitions), a bar per instruction
     coloured by operation, the cursor as a vertical line, instructions in flight outlined."""
 
     def __init__(self, height: int = 380) -> None:
@@ -130,7 +131,7 @@ class MemoryMap:
             rows=1,
             cols=2,
             column_widths=[0.78, 0.22],
-            subplot_titles=("SBUF", "PSUM"),
+            subplot_titles=("SBUF (usable bytes per partition)", "PSUM"),
             horizontal_spacing=0.06,
         )
         self.fig = go.FigureWidget(fig)
@@ -193,7 +194,7 @@ class MemoryMap:
             live = sum(b.size for b in sbuf if b.live)
             self.fig.layout.title.text = (
                 f"Memories at the cursor: SBUF {live / 1024:,.1f} of "
-                f"{p.sbuf_usable_partition_bytes / 1024:,.0f} KiB per partition in use; PSUM "
+                f"{p.sbuf_usable_partition_bytes / 1024:,.0f} KiB usable per partition in use; PSUM "
                 f"{sum(b.size for b in psum if b.live)} of {p.psum_banks} banks"
             )
 

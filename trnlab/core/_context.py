@@ -37,6 +37,7 @@ from ._errors import (
 )
 from ._memory import Memory
 from ._params import CoreParams
+from ._progress import EVERY, Progress
 from ._tiles import HBMTensor, HBMView, Tile, TilePool, View, format_bits
 
 __all__ = ["KernelContext"]
@@ -104,6 +105,8 @@ class KernelContext(EngineOps):
         self._store_queue = P.FIRST_DMA + self._n_queues - 1
         self._load_queues = max(1, self._n_queues - 1)
         self._default_dge: int | None = None
+        self.progress = Progress()  # a progress line in notebooks once a run passes ~2 s
+        self._tick = EVERY - 1
 
     def _fmt(self, fmt: str) -> int:
         i = self._fmt_ids.get(fmt)
@@ -342,6 +345,8 @@ class KernelContext(EngineOps):
             (P.DMA_LOAD, eng, dt.id, -1, -1, tensor.id, p1 - p0, f1 - f0, 0, 0, 0,
              tensor.fmt_id, -1, 0, dge_flag, d.key, -1, -1, s.rkey, s.ckey, -1, -1)
         )  # fmt: skip
+        if not i & self._tick:
+            self.progress.tick(i)
         dt.version += 1
         if not dt.fully_written:
             dt.mark_written(d.region)
@@ -391,6 +396,8 @@ class KernelContext(EngineOps):
             (P.DMA_STORE, q, -1, st.id, -1, tensor.id, p1 - p0, f1 - f0, 0, 0, 0,
              tensor.fmt_id, -1, 0, dge_flag, -1, s.key, -1, d.rkey, d.ckey, -1, -1)
         )  # fmt: skip
+        if not i & self._tick:
+            self.progress.tick(i)
         if self.numerics:
             x = s.get()
             if st.fmt != tensor.fmt:
@@ -506,6 +513,8 @@ class KernelContext(EngineOps):
              dt, reload, P.FLAG_OUT_READ if accumulate else 0, o.key, st.key, mv.key,
              -1, -1, -1, -1)
         )  # fmt: skip
+        if not i & self._tick:
+            self.progress.tick(i)
         self._wrote(o)
         if self.numerics:
             prod = st.get().T @ mv.get()  # float32 products, fp32 accumulation
@@ -541,6 +550,8 @@ class KernelContext(EngineOps):
             (P.TRANSPOSE, P.TENSOR, o.tile.id, s.tile.id, -1, -1, parts, parts, parts, free, 0,
              s.tile.fmt_id, dt, 1, 0, o.key, s.key, -1, -1, -1, -1, -1)
         )  # fmt: skip
+        if not i & self._tick:
+            self.progress.tick(i)
         self._wrote(o)
         if self.numerics:
             o.set(s.get().T)

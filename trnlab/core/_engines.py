@@ -59,6 +59,23 @@ _BINARY = {
 }
 _REDUCE = {"add": np.sum, "maximum": np.max, "minimum": np.min}
 _FUNC_IDS = {name: i for i, name in enumerate(ACTIVATIONS)}
+_INF = float("inf")
+
+
+def _act_fn(func, s_num, b_num):
+    """The numerics of an activation: f(x * scale + bias), scale or bias maybe a tile."""
+    f = ACTIVATIONS[func]
+    if s_num is None:
+        return lambda x, s: f(x * s + np.float32(b_num))
+    if b_num is None:
+        return lambda x, b: f(x * np.float32(s_num) + b)
+    return lambda x: f(x * np.float32(s_num) + np.float32(b_num))
+
+
+def _scalar_fn(op, value):
+    g = _BINARY[op]
+    v = np.float32(value)
+    return lambda x: g(x, v)
 
 
 def _is_tile(x) -> bool:
@@ -93,8 +110,10 @@ class EngineOps:
     """Elementwise engine instructions; relies on KernelContext's ``_view``, ``_check_read``,
     ``_wrote`` and ``_rows``."""
 
-    def _elementwise(self, op, engine, out, ins, fn, what: str, aux: int = -1) -> int:
-        """Check and record one Vector / Scalar / GpSimd instruction ``out = fn(*ins)``;
+    def _elementwise(
+        self, op, engine, out, ins, fn, what: str, aux: int = -1, fn_args: tuple = ()
+    ) -> int:
+        """Check and record one Vector / Scalar / GpSimd instruction ``out = fn(*fn_args)(*ins)``;
         ``fn`` is called only when numerics are on."""
         o = out if type(out) is View and not out.tile.freed else self._view(out, what)
         ot = o.tile
@@ -149,8 +168,10 @@ class EngineOps:
                    aux, 0, flags, o.key, a.key, b.key, -1, -1, c_id, c_key)  # fmt: skip
         i = len(self._rows)
         self._rows.append(row)
+        if not i & self._tick:
+            self.progress.tick(i)
         if self.numerics:
-            o.set(quantize(np.asarray(fn()(*[v.get() for v in views]), np.float32), ot.fmt))
+            o.set(quantize(np.asarray(fn(*fn_args)(*[v.get() for v in views]), np.float32), ot.fmt))
         self._wrote(o)
         return i
 
@@ -159,8 +180,15 @@ class EngineOps:
         or per-partition ``[P, 1]`` SBUF views (the Scalar engine's pipelined multiply-add, at
         no extra cost). Reads SBUF or PSUM, writes SBUF (with a cast). A function other than
         the one the engine used last first loads its table (``act_table_load``)."""
-        f = _choice(func, ACTIVATIONS, "activation")
-        fid = _FUNC_IDS[func]
+        fid = _FUNC_IDS.get(func) if type(func) is str else None
+        if fid is None:
+            _choice(func, ACTIVATIONS, "activation")  # raises, listing the functions
+        if (type(scale) is float or type(scale) is int) and bias is None:
+            if scale != scale or scale in (_INF, -_INF):
+                _number(scale, "activation scale")
+            return self._elementwise(
+                P.ACTIVATION, P.SCALAR, out, (src,), _act_fn, "activation", fid, (func, scale, 0.0)
+            )
         tiles = []
         s_num = b_num = None
         if _is_tile(scale):
@@ -176,16 +204,15 @@ class EngineOps:
                 "activation takes a per-partition scale tile or a bias tile, not both at once "
                 "(the engine reads one extra operand); fold one into a number or a separate op"
             )
-
-        def fn():
-            if not tiles:
-                return lambda x: f(x * np.float32(s_num) + np.float32(b_num))
-            if s_num is None:
-                return lambda x, s: f(x * s + np.float32(b_num))
-            return lambda x, b: f(x * np.float32(s_num) + b)
-
         return self._elementwise(
-            P.ACTIVATION, P.SCALAR, out, (src, *tiles), fn, "activation", aux=fid
+            P.ACTIVATION,
+            P.SCALAR,
+            out,
+            (src, *tiles),
+            _act_fn,
+            "activation",
+            fid,
+            (func, s_num, b_num),
         )
 
     def tensor_tensor_scan(
@@ -228,14 +255,21 @@ class EngineOps:
 
     def tensor_scalar(self, out, src, op: str = "multiply", value: float = 1.0) -> int:
         """Vector engine: ``out = src <op> value``."""
-        g = _choice(op, _BINARY, "tensor_scalar op")
-        value = _number(value, "tensor_scalar value")
-
-        def fn():
-            v = np.float32(value)
-            return lambda x: g(x, v)
-
-        return self._elementwise(P.TENSOR_SCALAR, P.VECTOR, out, (src,), fn, "tensor_scalar")
+        if type(op) is not str or op not in _BINARY:
+            _choice(op, _BINARY, "tensor_scalar op")
+        if (
+            not (type(value) is float or type(value) is int)
+            or value != value
+            or value
+            in (
+                _INF,
+                -_INF,
+            )
+        ):
+            value = _number(value, "tensor_scalar value")
+        return self._elementwise(
+            P.TENSOR_SCALAR, P.VECTOR, out, (src,), _scalar_fn, "tensor_scalar", -1, (op, value)
+        )
 
     def reduce(self, out, src, op: str = "add") -> int:
         """Vector engine: reduce ``src[P, F]`` along the free dimension into ``out[P, 1]``."""

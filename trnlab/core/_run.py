@@ -391,11 +391,15 @@ def run(
     64.0
     """
     ctx, _ = record(kernel, chip=chip, numerics=numerics, **args)
+    ctx.progress.phase(f"dependencies of {len(ctx._rows):,} instructions")
     program = ctx.program()
+    ctx.progress.phase(f"scheduling {len(program):,} instructions")
     stored = set(program.table["hbm"][program.table["op"] == P.DMA_STORE].tolist())
     outputs = {}
     if numerics:
         for t in ctx._tensors:
             if t.id in stored:
                 outputs[t.name] = t.data
-    return simulate(program, ctx.params, outputs, numerics)
+    r = simulate(program, ctx.params, outputs, numerics)
+    ctx.progress.done(f"{len(program):,} instructions, {r.latency * 1e6:,.1f} us on the core")
+    return r
