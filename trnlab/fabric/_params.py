@@ -170,10 +170,18 @@ class FabricParams:
             return float(self.op_overhead)
         return collective_figure("op_overhead")
 
-    def efficiency(self, kind: str = "neuron") -> float:
-        """Achieved share of scale-up link bandwidth (``kind``: "neuron" or "gpu")."""
+    def efficiency(self, kind: str = "neuron", chip=None) -> float:
+        """Achieved share of scale-up link bandwidth.
+
+        ``link_efficiency`` when set; else the chip's own ``scaleup_efficiency`` (a GPU's
+        NVLink share as NCCL achieves it) when the catalogue has one; else the calibrated
+        ``neuronlink_efficiency`` for Neuron chips (``kind="neuron"``) or the
+        ``nvlink_efficiency`` assumption for GPUs.
+        """
         if self.link_efficiency is not None:
             return float(self.link_efficiency)
+        if chip is not None and "scaleup_efficiency" in chip.figures:
+            return float(chip.figures["scaleup_efficiency"].value)
         name = "neuronlink_efficiency" if kind == "neuron" else "nvlink_efficiency"
         return collective_figure(name)
 

@@ -398,7 +398,9 @@ def _scale_out_name(sysobj) -> str:
 def _from_system(sysobj, params: FabricParams) -> Topology:
     # Per link and direction: the chip figure / 2 when it counts both directions, times the
     # share of it a large collective achieves (calibrated).
-    div = (2.0 if params.counts_both_directions else 1.0) / params.efficiency(sysobj.chip.kind)
+    div = (2.0 if params.counts_both_directions else 1.0) / params.efficiency(
+        sysobj.chip.kind, sysobj.chip
+    )
     over = params.overhead
     lat_nl = params.neuronlink_latency
     timing = (
@@ -489,7 +491,7 @@ def _switch(sysobj, params: FabricParams, div: float, timing: str) -> Topology:
     switch = "NeuronSwitch-v1" if chip.kind == "neuron" else "NVSwitch"
     if chip.kind != "neuron":
         timing += " (the Neuron runtime's step and fixed costs, assumed for NCCL)"
-    eff = params.efficiency(chip.kind)
+    eff = params.efficiency(chip.kind, chip)
     if levels:
         how = ", ".join(f"{b / 1e9:.3g} GB/s within {n} chips" for n, b in levels)
         note = (

@@ -98,7 +98,7 @@ def _korthikanti_cases():
     out = []
     for m, tp, pp, batch, mb, v, full, seqsel in _KORTHIKANTI:
         common = dict(tp=tp, pp=pp, dp=1, zero=0, micro_batch=mb, virtual_stages=v,
-                      flash_attention=False, megatron_state=True)  # fmt: skip
+                      flash_attention=False, megatron_state=True, dropout=True)  # fmt: skip
         for mode, value, par in (
             ("full", full, Parallelism(recompute="full", sequence_parallel=False, **common)),
             ("seqsel", seqsel, Parallelism(recompute="selective", **common)),
@@ -121,6 +121,13 @@ def _korthikanti_cases():
                 )
             )
     return out
+
+
+def _nemo(tp: int, pp: int, dp: int, recompute: str, dropout: bool = True) -> Parallelism:
+    """How NeMo Megatron ran on trn1 in 2023 (its example scripts): sequence parallelism,
+    ZeRO-1, the attention core unfused (no flash attention), GPT's dropout of 0.1."""
+    return Parallelism(tp=tp, pp=pp, dp=dp, zero=1, recompute=recompute,
+                       flash_attention=False, dropout=dropout)  # fmt: skip
 
 
 _TRN1 = "ndoc-trn1-training-perf"
@@ -157,13 +164,15 @@ TRAINING_CASES: tuple[TrainingCase, ...] = (
         system="trn1.32xlarge",
         nodes=32,
         model="llama3-8b",
-        parallel=Parallelism(tp=16, dp=32, zero=1),
+        parallel=Parallelism(tp=16, dp=32, zero=1, recompute="selective"),
         global_batch=1024,
         seq_len=8192,
         dtype="bf16",
         measure="seq_per_s",
         published=47.95,
-        notes="TP=32 NeuronCores = 16 chips; DP=32; SDK 2.24",
+        notes="NeuronX Distributed; TP=32 NeuronCores = 16 chips; DP=32; sequence parallelism, "
+        "selective recomputation and flash attention as its tutorial runs them "
+        "(nxd-llama-tutorials); SDK 2.24",
     ),
     TrainingCase(
         key="llama3.1-70b trn1 32 nodes",
@@ -171,13 +180,14 @@ TRAINING_CASES: tuple[TrainingCase, ...] = (
         system="trn1.32xlarge",
         nodes=32,
         model="llama3-70b",
-        parallel=Parallelism(tp=16, pp=8, dp=4, zero=1),
+        parallel=Parallelism(tp=16, pp=8, dp=4, zero=1, recompute="selective"),
         global_batch=1024,
         seq_len=8192,
         dtype="bf16",
         measure="seq_per_s",
         published=7.94,
-        notes="TP=32 cores = 16 chips, PP=8, DP=4; SDK 2.24",
+        notes="NeuronX Distributed; TP=32 cores = 16 chips, PP=8, DP=4; sequence parallelism, "
+        "selective recomputation and flash attention (nxd-llama-tutorials); SDK 2.24",
     ),
     TrainingCase(
         key="gpt3-175b trn1 32 nodes",
@@ -185,13 +195,15 @@ TRAINING_CASES: tuple[TrainingCase, ...] = (
         system="trn1.32xlarge",
         nodes=32,
         model="gpt3-175b",
-        parallel=Parallelism(tp=16, pp=8, dp=4, zero=1),
+        parallel=_nemo(16, 8, 4, "selective"),
         global_batch=1024,
         seq_len=2048,
         dtype="bf16",
         measure="seq_per_s",
         published=12.7,
-        notes="NeMo Megatron; TP=32 cores = 16 chips, PP=8, DP=4; SDK 2.13 (published MFU 33.1%)",
+        notes="NeMo Megatron; TP=32 cores = 16 chips, PP=8, DP=4; selective recomputation, "
+        "sequence parallelism, dropout 0.1, no flash attention (nemo-neuron-scripts: "
+        "gpt_175b.sh); SDK 2.13 (published MFU 33.1%)",
     ),
     TrainingCase(
         key="llama2-7b trn1 16 nodes",
@@ -199,14 +211,15 @@ TRAINING_CASES: tuple[TrainingCase, ...] = (
         system="trn1.32xlarge",
         nodes=16,
         model="llama2-7b",
-        parallel=Parallelism(tp=4, dp=64, zero=1),
+        parallel=Parallelism(tp=4, dp=64, zero=1, recompute="selective", flash_attention=False),
         global_batch=1024,
         seq_len=4096,
         dtype="bf16",
         measure="seq_per_s",
         published=81,
         notes="NeuronX Distributed; TP=8 cores = 4 chips, DP=64; the table gives no sequence "
-        "length: 4,096 is what its MFU (30.8%) and throughput imply; SDK 2.15",
+        "length: its script runs 4,096 with sequence parallelism and selective recomputation, "
+        "without flash attention in that release (nxd-llama2-7b-script); SDK 2.15",
     ),
     TrainingCase(
         key="llama2-13b trn1 32 nodes",
@@ -214,15 +227,38 @@ TRAINING_CASES: tuple[TrainingCase, ...] = (
         system="trn1.32xlarge",
         nodes=32,
         model="llama2-13b",
-        parallel=Parallelism(tp=4, pp=4, dp=32, zero=1),
+        parallel=_nemo(4, 4, 32, "full", dropout=False),
         global_batch=1024,
         seq_len=4096,
         dtype="bf16",
         measure="seq_per_s",
         published=60,
         notes="NeMo Megatron; TP=8 cores = 4 chips, PP=4; the table's DP=4 contradicts its own "
-        "note (DP = world / (TP x PP) = 32), trnlab uses 32; sequence 4,096 as implied by the "
-        "MFU (20.7%); SDK 2.15",
+        "note (DP = world / (TP x PP) = 32), trnlab uses 32; sequence 4,096, full "
+        "recomputation, sequence parallelism, no dropout (nemo-neuron-scripts: llama_13b.sh); "
+        "SDK 2.15",
+    ),
+    *(
+        TrainingCase(
+            key=f"gpt3-{name} trn1 32 nodes",
+            source=_TRN1,
+            system="trn1.32xlarge",
+            nodes=32,
+            model=_gpt(f"nemo-gpt3-{name}", layers, 8192, 64),
+            parallel=_nemo(4, pp, 32 * 16 // (4 * pp), mode),
+            global_batch=1024,
+            seq_len=2048,
+            dtype="bf16",
+            measure="seq_per_s",
+            published=published,
+            notes=f"NeMo Megatron; {layers} layers of 8,192 with 64 heads (nemo-neuron-scripts: "
+            f"gpt_{name}.sh); TP=8 cores = 4 chips, PP={pp}; {mode} recomputation, sequence "
+            f"parallelism, dropout 0.1; SDK 2.15 (published MFU {mfu}%)",
+        )
+        for name, layers, pp, mode, published, mfu in (
+            ("23b", 28, 4, "selective", 100.0, 29.65),
+            ("46b", 56, 8, "full", 47.2, 27.7),
+        )
     ),
 )
 
