@@ -16,6 +16,12 @@ Sources (keys of the catalogue's sources.toml):
 - ``ndoc-trn1-inference-perf``: Neuron docs, Trn1 inference performance (decoder latency).
 - ``ndoc-trn2-llama-tutorials``: Neuron docs, Llama 3.3 70B and Llama 3.1 405B on Trn2
   tutorials (baseline rows of their performance comparison tables).
+- ``megatron-core-scaling-2024``: the Megatron-LM README's weak-scaling table of GPT models
+  on H100 (Megatron-Core r0.8, 2024).
+
+The configurations the Neuron table leaves out (recomputation, flash attention, dropout) come
+from the example scripts each row links to (``nemo-neuron-scripts``, ``nxd-llama-tutorials``,
+``nxd-llama2-7b-script``).
 """
 
 from __future__ import annotations
@@ -260,6 +266,58 @@ TRAINING_CASES: tuple[TrainingCase, ...] = (
             ("46b", 56, 8, "full", 47.2, 27.7),
         )
     ),
+)
+
+#: Megatron-Core's H100 weak-scaling table: (size, heads, hidden, layers, tp, pp, dp, batch,
+#: MFU). GPT layers with a 4h GELU MLP and untied embeddings (the parameter counts need
+#: them: 1.7B = 24 x 12 x 2048^2 + 2 x 131,072 x 2048).
+_MCORE = (
+    ("1.7b", 16, 2048, 24, 1, 1, 48, 192, 0.41),
+    ("7.1b", 32, 4096, 30, 2, 1, 48, 192, 0.47),
+    ("16b", 48, 6144, 32, 4, 1, 48, 192, 0.49),
+    ("32b", 56, 7168, 48, 8, 1, 48, 192, 0.46),
+    ("70b", 64, 8192, 84, 8, 2, 48, 384, 0.42),
+    ("119b", 80, 10240, 92, 8, 4, 48, 768, 0.43),
+    ("177b", 96, 12288, 96, 8, 6, 48, 1152, 0.44),
+    ("314b", 128, 16384, 96, 8, 8, 48, 1536, 0.48),
+    ("462b", 144, 18432, 112, 8, 16, 48, 3072, 0.47),
+)
+TRAINING_CASES = TRAINING_CASES + tuple(
+    TrainingCase(
+        key=f"megatron-core {name} H100",
+        source="megatron-core-scaling-2024",
+        system="p5.48xlarge",
+        nodes=tp * pp * dp // 8,
+        model=ModelSpec(
+            f"mcore-gpt-{name}",
+            layers,
+            hidden,
+            heads,
+            heads,
+            4 * hidden,
+            131072,
+            4096,
+            gated_ffn=False,
+            biases=True,
+            source="Megatron-LM README weak-scaling table (2024)",
+        ),
+        parallel=Parallelism(tp=tp, pp=pp, dp=dp, zero=1),
+        global_batch=batch,
+        seq_len=4096,
+        dtype="bf16",
+        measure="mfu",
+        published=mfu,
+        notes="NVIDIA's H100 cluster (8 GPUs per node, 400 Gb/s per GPU) read as p5.48xlarge; "
+        "the distributed optimizer as ZeRO-1; micro-batch, virtual stages and recomputation "
+        "are not published: the plan tries 1, 2, 4 / 1, 2, 4, 8 / none, selective, full and "
+        "keeps the fastest that fits",
+        unpublished=(
+            ("micro_batch", (1, 2, 4)),
+            ("virtual_stages", (1, 2, 4, 8) if pp > 1 else (1,)),
+            ("recompute", RECOMPUTE),
+        ),
+    )
+    for name, heads, hidden, layers, tp, pp, dp, batch, mfu in _MCORE
 )
 
 _TRN1_INF = "ndoc-trn1-inference-perf"
