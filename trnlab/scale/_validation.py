@@ -114,7 +114,8 @@ def _collective_rows() -> list[ValidationRow]:
                 group="collectives",
                 key=f"{run.key} {size:,} B",
                 inputs=f"{run.op}, {run.ranks} ranks = {run.chips} chips of {run.system}, "
-                f"{size:,} B (SDK {run.sdk}); model: {r.algorithm}",
+                f"{size:,} B (SDK {run.sdk}); model: {r.algorithm}"
+                + (f", {run.runtime} runtime" if run.runtime != "current" else ""),
                 source="ndoc-nccom-test",
                 measure="time (us)",
                 published=t * 1e6,
@@ -290,8 +291,10 @@ def validation_markdown(rows) -> str:
         "decode": "Decode (time per output token)",
     }
     for group in ("collectives", "training", "decode"):
-        lines += [f"## {titles[group]}", "",
-                  "| case | inputs | source | measure | published | model | ratio | role |",
+        lines += [f"## {titles[group]}", ""]
+        if group in _INTROS:
+            lines += [_INTROS[group], ""]
+        lines += ["| case | inputs | source | measure | published | model | ratio | role |",
                   "|---|---|---|---|---|---|---|---|"]  # fmt: skip
         for r in (x for x in rows if x.group == group):
             mark = "" if r.role != "validation" or r.within else " **outside**"
@@ -319,6 +322,19 @@ def validation_markdown(rows) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+_INTROS = {
+    "collectives": "The guide's examples are the only collective timings Neuron publishes; it "
+    "says they 'should not be considered up-to-date' and names no instance. Left out: its "
+    "2-rank runs (two NeuronCores of one chip: the fabric model starts at the chip), the "
+    "permute example (its pairs stay inside a chip), and the all-gatherv, all-to-allv and "
+    "multi-stream examples (variable sizes per rank; two streams sharing the links).",
+    "training": "Settings a source does not publish (Llama 3's and Megatron-Core's virtual "
+    "stages, recomputation and micro-batch) are searched: the plan keeps the fastest that fits. "
+    "The trn1 runs use the recomputation, flash attention and dropout of the scripts their "
+    "table links to.",
+}
 
 
 def _mfu() -> str:
