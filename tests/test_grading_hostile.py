@@ -50,15 +50,17 @@ def _snapshot(*roots: Path, skip: tuple[Path, ...] = ()) -> dict[str, tuple[int,
 
 
 def _alive(name: str) -> list[int]:
-    """PIDs of processes whose command name (``/proc/PID/comm``) is ``name``."""
+    """PIDs of live (not zombie) processes whose command name (``/proc/PID/comm``) is
+    ``name``."""
     found = []
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
             try:
                 comm = Path(f"/proc/{entry.name}/comm").read_text().strip()
+                state = Path(f"/proc/{entry.name}/stat").read_text().rsplit(")", 1)[1].split()[0]
             except OSError:
                 continue
-            if comm == name:
+            if comm == name and state != "Z":
                 found.append(int(entry.name))
     return found
 
@@ -281,3 +283,22 @@ def test_a_lab04_kernel_that_patches_the_checks_is_graded_on_what_it_computes(tm
         for key in ("lab04.fits_sbuf", "lab04.fast", "lab04.epilogue"):
             assert got[student, key][0] == "not attempted"
     assert not [r for r in rows if r["exercise"] == ""]  # no submission-level errors
+
+
+def test_without_a_sandbox_a_notebook_still_ends_with_its_processes(tmp_path):
+    """--unsafe-no-sandbox gives no isolation, but grades the same, and a detached process of
+    the notebook (re-parented to the runner) is still ended with it."""
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    name = f"trnlab{uuid.uuid4().hex[:8]}"
+    daemon_answers = {**RIGHT, "trust": "f'daemon {daemon_pid} was running'"}
+    submission(folder / "pat.ipynb", "pat", daemon_answers, extra=_daemon_cell([], name))
+    rows = grading.grade(
+        folder, tmp_path / "g.csv", timeout=120, lab="01", unsafe_no_sandbox=True, log=None
+    )
+    assert [(r["exercise"], r["status"]) for r in rows] == [
+        *[(k, "passed") for k in KEYS[:3]],
+        ("lab01.trust", "failed"),
+    ]
+    assert "was running" in rows[3]["message"]
+    assert _alive(name) == []

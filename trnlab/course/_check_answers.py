@@ -133,6 +133,7 @@ def selftest(lab: str, variant: dict | None = None) -> dict:
     module = _module(lab)
     _setup(module, variant or {})
     failures = []
+    checked = 0
     for ex in _exercises(module):
         try:
             reference = ex.reference()
@@ -143,9 +144,10 @@ def selftest(lab: str, variant: dict | None = None) -> dict:
             ex.check(recorder)
         data = json.loads(json.dumps(A.encode(reference, recorder)))
         status, message = _check(ex, data)
+        checked += 1
         if status != PASSED:
             failures.append(f"{ex.key}: {status}: {message}")
-    return {"failures": failures}
+    return {"failures": failures, "checked": checked}
 
 
 def main() -> int:

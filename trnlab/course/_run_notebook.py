@@ -19,18 +19,23 @@ user): the grader treats it as untrusted data. Answers are checked in another, c
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
+
+from trnlab.course.sandbox import descendants
 
 #: Upper bounds on what is read back from the run.
 MAX_REQUEST = 64 * 2**20
 MAX_ANSWERS = 200 * 2**20
 MAX_NOTEBOOK = 200 * 2**20
+PR_SET_CHILD_SUBREAPER = 36
 CHECK_CALL = re.compile(r"^\s*(lab\d\d)\.(\w+)\.check\(", re.M)
 STARTUP = """\
 import os as _trnlab_os
@@ -68,12 +73,34 @@ def _read_bounded(path: Path, limit: int) -> tuple[str, bool]:
     return data[:limit].decode("utf-8", "replace"), len(data) > limit
 
 
-def _stop_everything_else() -> None:
-    """Kill every other process of the run (the sandbox's PID namespace holds only the run)."""
-    try:
-        os.kill(-1, signal.SIGKILL)  # all we may signal, except ourselves and the namespace init
-    except ProcessLookupError:
-        pass
+def _stop_everything_else(isolated: bool) -> None:
+    """Kill every other process of the run: in a sandbox, everything we may signal (its PID
+    namespace holds only the run); without one, our descendants (orphans included: we are
+    their subreaper)."""
+    if isolated:
+        try:
+            os.kill(-1, signal.SIGKILL)  # all but ourselves and the namespace's init
+        except ProcessLookupError:
+            pass
+        return
+    for pid in descendants(os.getpid()):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    _reap()
+
+
+def _reap(grace: float = 5.0) -> None:
+    """Collect our dead children (orphans killed above were re-parented to us)."""
+    end = time.monotonic() + grace
+    while time.monotonic() < end:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return  # none left
+        if pid == 0:
+            time.sleep(0.01)  # some still dying
 
 
 def main() -> int:
@@ -89,16 +116,18 @@ def main() -> int:
     source, executed = work / "submission.ipynb", work / "executed.ipynb"
     source.write_text(json.dumps(request["notebook"]), encoding="utf-8")
 
+    isolated = bool(request.get("isolated"))
+    # Orphans of the run (a detached process) become our children, so we can end them.
+    ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     stopped = threading.Event()
-    if request.get("isolated"):
 
-        def stop() -> None:
-            stopped.set()
-            _stop_everything_else()
+    def stop() -> None:
+        stopped.set()
+        _stop_everything_else(isolated)
 
-        timer = threading.Timer(float(request["stop_after"]), stop)
-        timer.daemon = True
-        timer.start()
+    timer = threading.Timer(float(request["stop_after"]), stop)
+    timer.daemon = True
+    timer.start()
 
     failure = None
     try:
@@ -132,6 +161,8 @@ def main() -> int:
             errors = _cell_errors(json.loads(text))
         except (ValueError, AttributeError, TypeError):
             errors = []
+    timer.cancel()
+    _stop_everything_else(isolated)  # the notebook has ended: nothing of it runs on
     captured, truncated = _read_bounded(answers, MAX_ANSWERS)
     result = {
         "answers": "" if truncated else captured,

@@ -463,9 +463,12 @@ class _Progress:
             sys.stderr.write("\n")
 
 
-def _selftest(box: sb.Sandbox, labs: list[str], limits: sb.Limits, cache: Path) -> None:
+def _selftest(
+    box: sb.Sandbox, labs: list[str], limits: sb.Limits, cache: Path, say: Callable[[str], Any]
+) -> None:
     """Check every lab's reference answers through the sandboxed checker (warming its cache)."""
     for lab in labs:
+        t0 = time.monotonic()
         outcome = box.run(
             ["-m", "trnlab.course._check_answers"],
             json.dumps({"selftest": lab}).encode(),
@@ -474,6 +477,8 @@ def _selftest(box: sb.Sandbox, labs: list[str], limits: sb.Limits, cache: Path) 
             writable_cache=True,
         )
         data = sb.parse_json_output(outcome)
+        if data is not None and not data.get("checked"):
+            data = {"failures": ["no reference answer was checked"]}
         if data is None or data.get("failures"):
             why = (
                 "; ".join(data["failures"])
@@ -484,6 +489,10 @@ def _selftest(box: sb.Sandbox, labs: list[str], limits: sb.Limits, cache: Path) 
                 f"the grader's self-test failed for {lab} (its reference answers do not pass "
                 f"through the sandboxed checker), so nothing was graded: {why}"
             )
+        say(
+            f"self-test {lab}: its {data['checked']} reference answers pass the checker "
+            f"({time.monotonic() - t0:.1f} s)"
+        )
 
 
 def grade(
@@ -601,7 +610,8 @@ def grade(
         cache = Path(private) / "numba"
         cache.mkdir()
         cache.chmod(0o777)  # the self-test's sandbox user writes the compiled functions here
-        _selftest(box, labs, replace(limits, wall_s=min(notebook_timeout, 900)), cache)
+        say(f"sandbox: {box.describe()}; {len(subs)} notebooks, {jobs} at a time")
+        _selftest(box, labs, replace(limits, wall_s=min(notebook_timeout, 900)), cache, say)
         deadline = None if budget is None else t0 + budget
         settings = _Settings(box, limits, timeout, kernel_name, cache, deadline)
         bar = sys.stderr.isatty() if progress_bar is None else progress_bar

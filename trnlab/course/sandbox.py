@@ -275,7 +275,14 @@ class Sandbox:
 
     def _kill(self, proc: subprocess.Popen) -> None:
         # bwrap's child dies with it (--die-with-parent), and with the PID namespace's first
-        # process, every process of the run. Unconfined: the process group, at best.
+        # process, every process of the run. Unconfined: its descendants as they are now
+        # (one that re-parented itself away is out of reach), then its process group.
+        if not self.isolated:
+            for pid in descendants(proc.pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -427,6 +434,26 @@ def _wait_gone(uid: int, grace: float = 10.0) -> int:
     return len(processes_of(uid))
 
 
+def descendants(pid: int) -> list[int]:
+    """Every live process below ``pid``, from /proc's parent links."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/stat", "rb") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(b")", 1)[1].split()[1])
+            children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
 def _kill_user(uid: int) -> None:
     """SIGKILL every process of ``uid`` (a sandbox's own user id) still alive."""
     for pid in processes_of(uid):
@@ -437,7 +464,7 @@ def _kill_user(uid: int) -> None:
 
 
 def processes_of(uid: int) -> list[int]:
-    """PIDs of live processes whose real or effective user id is ``uid``.
+    """PIDs of live (not zombie) processes whose real or effective user id is ``uid``.
 
     Read from ``/proc/PID/status`` (the owner of ``/proc/PID`` is root for a process that
     made itself non-dumpable, so it would hide there).
@@ -449,6 +476,8 @@ def processes_of(uid: int) -> list[int]:
         try:
             with open(f"/proc/{entry.name}/status", "rb") as f:
                 for line in f:
+                    if line.startswith(b"State:") and line.split()[1] == b"Z":
+                        break
                     if line.startswith(b"Uid:"):
                         if uid in [int(v) for v in line.split()[1:3]]:
                             found.append(int(entry.name))
