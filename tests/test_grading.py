@@ -7,12 +7,14 @@ lines filled with values worked out from the published figures (tests/grading_he
 
 from __future__ import annotations
 
+import json
 import re
 
 import nbformat
 import pytest
 
 from tests.grading_helpers import KEYS, LAB01, RIGHT, WRONG, read_csv, sandbox_or_skip, submission
+from tests.lab_checks import lab01 as lab01_checks
 from trnlab.course import grading
 from trnlab.course.__main__ import main
 
@@ -98,3 +100,58 @@ def test_solutions_stay_off_and_a_raising_cell_is_an_error_not_the_end(tmp_path)
 def test_grade_refuses_a_missing_folder(tmp_path, capsys):
     assert main(["grade", str(tmp_path / "nowhere"), "--csv", str(tmp_path / "g.csv")]) == 2
     assert "no folder" in capsys.readouterr().err
+
+
+# Dense BF16 chip rating / (cores x 128 x 128 PEs x 2 FLOP per MAC), in GHz.
+CLOCK_GHZ = {"trn1": 190e12 / (2 * 128 * 128 * 2) / 1e9, "trn3": 671e12 / (8 * 128 * 128 * 2) / 1e9}
+
+
+@pytest.mark.notebook
+def test_a_manifest_grades_the_assigned_variant_and_only_its_students(tmp_path, capsys):
+    sandbox_or_skip()
+    from trnlab.course import variants
+
+    out = tmp_path / "variants"
+    manifest = variants.make_variants(LAB01, ["ann", "ben"], 3, out, {"CLOCK_CHIP": "trn1"})
+    assert manifest == {"ann": {"CLOCK_CHIP": "trn1"}, "ben": {"CLOCK_CHIP": "trn1"}}
+    data = json.loads((out / "manifest.json").read_text())
+    data["students"]["ghost"] = {"student": "ghost", "file": "x.ipynb", "CLOCK_CHIP": "trn9"}
+    (out / "manifest.json").write_text(json.dumps(data))
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    # ann answers her own variant (trn1); ben edits his notebook's metadata to trn3 and
+    # answers for trn3: he is graded on trn1, as assigned.
+    for student, chip in (("ann", "trn1"), ("ben", "trn3")):
+        path = folder / f"01_trainium_family__{student}.ipynb"
+        params = {**lab01_checks.PARAMS, "CLOCK_CHIP": chip}
+        submission(path, student, {"clock_ghz": CLOCK_GHZ[chip]}, parameters=params)
+    submission(folder / "01_trainium_family__carl.ipynb", "carl", RIGHT)  # not in the manifest
+
+    argv = ["grade", str(folder), "--csv", str(tmp_path / "g.csv")]
+    assert main([*argv, "--manifest", str(out / "manifest.json")]) == 0
+    rows = {(r["student"], r["file"], r["exercise"]): r for r in read_csv(tmp_path / "g.csv")}
+    assert rows["ann", "01_trainium_family__ann.ipynb", "lab01.clock"]["status"] == "passed"
+    ben = rows["ben", "01_trainium_family__ben.ipynb", "lab01.clock"]
+    assert ben["status"] == "failed"
+    carl = rows["", "01_trainium_family__carl.ipynb", ""]
+    assert carl["status"] == "error" and "matches no student of manifest.json" in carl["message"]
+    assert len(rows) == 2 * 4 + 1
+    out = capsys.readouterr().out
+    assert "manifest.json: student 'ghost': CLOCK_CHIP = 'trn9' is not a variant" in out
+
+
+def test_the_time_budget_stops_new_notebooks_and_the_csv_is_still_written(tmp_path, capsys):
+    sandbox_or_skip()
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    for student in ("ann", "ben"):
+        submission(folder / f"{student}.ipynb", student, RIGHT)
+    rows = grading.grade(
+        folder, tmp_path / "g.csv", lab="01", budget=0.01, progress_bar=True, log=print
+    )
+    assert [(r["student"], r["status"], r["message"]) for r in rows] == [
+        (s, "error", "not graded: the grading's time budget ran out") for s in ("ann", "ben")
+    ]
+    assert read_csv(tmp_path / "g.csv") == rows
+    captured = capsys.readouterr()
+    assert "[##############################] 2/2 notebooks" in captured.err

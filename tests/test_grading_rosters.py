@@ -75,12 +75,12 @@ def test_a_manifest_is_checked_against_the_labs_own_variant_space(tmp_path):
         ("pat", "01_trainium_family__pat.ipynb", {"CLOCK_CHIP": "trn1"})
     ]
     problems = "\n".join(roster.problems)
-    assert "'fay'): CLOCK_CHIP = 'h100' is not a variant" in problems
-    assert "'uma'): 'file' must be a notebook file name" in problems
+    assert "student 'fay': CLOCK_CHIP = 'h100' is not a variant" in problems
+    assert "student 'uma': 'file' must be a notebook file name" in problems
     assert "file 01_trainium_family__pat.ipynb is already 'pat''s" in problems
     assert "'EXTRA' is not a variant parameter of lab01" in problems
-    assert "'ann'): no value for CLOCK_CHIP" in problems
-    assert "'bob'): expected an object" in problems
+    assert "student 'ann': no value for CLOCK_CHIP" in problems
+    assert "student 'bob': expected an object" in problems
     assert len(roster.problems) == 6
 
 
@@ -110,7 +110,7 @@ def test_the_variants_csv_manifest_reads_back_typed(tmp_path):
     assert [(s.name, s.variant) for s in roster.students] == [
         ("pat", {"M": 256, "K": 512, "N": 1024})
     ]
-    assert "M = '250' is not a variant" in roster.problems[0]
+    assert roster.problems[0].startswith("row 3 ('fay'): M = '250' is not a variant")
 
 
 @pytest.mark.parametrize(

@@ -182,28 +182,26 @@ def _check_entry(
     if not isinstance(name, str) or not name.strip():
         return None, f"{where}: the student's name is missing"
     if not isinstance(entry, Mapping):
-        return None, f"{where} ({name!r}): expected an object with a file and the variant"
+        return None, f"{where}: expected an object with a file and the variant"
     file = entry.get("file")
     if not isinstance(file, str) or not _FILE.fullmatch(file):
-        return None, (
-            f"{where} ({name!r}): 'file' must be a notebook file name (no folders), not {file!r}"
-        )
+        return None, (f"{where}: 'file' must be a notebook file name (no folders), not {file!r}")
     variant = {}
     for key, value in entry.items():
         if key in ("student", "file"):
             continue
         if key not in space:
             return None, (
-                f"{where} ({name!r}): {key!r} is not a variant parameter of {lab} "
+                f"{where}: {key!r} is not a variant parameter of {lab} "
                 f"({', '.join(space) or 'it has none'})"
             )
         try:
             variant[key] = check_variant(lab, key, value, space)
         except ValueError as err:
-            return None, f"{where} ({name!r}): {err}"
+            return None, f"{where}: {err}"
     missing = set(space) - set(variant)
     if missing:
-        return None, f"{where} ({name!r}): no value for {', '.join(sorted(missing))}"
+        return None, f"{where}: no value for {', '.join(sorted(missing))}"
     return Student(name.strip(), file, variant), None
 
 
@@ -231,7 +229,10 @@ def read_manifest(path: str | Path) -> Roster:
                 "(the variants tool writes NN_title__student.ipynb)"
             ) from None
         space = _variant_space(lab)
-        entries = [(f"row {i}", r.get("student"), _typed(r, space)) for i, r in enumerate(rows, 2)]
+        entries = [
+            (f"row {i} ({r.get('student')!r})", r.get("student"), _typed(r, space))
+            for i, r in enumerate(rows, 2)
+        ]
     else:
         try:
             data = json.loads(text)
