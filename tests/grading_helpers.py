@@ -37,6 +37,26 @@ WRONG = {
     "trust": "'glossary'",
 }
 KEYS = ["lab01.clock", "lab01.growth", "lab01.bandwidth", "lab01.trust"]
+#: A learner's first tiled matmul for lab 04 (``my_tiled``), as a cell would hold it.
+TILED_KERNEL = """
+def my_tiled(ctx, a_t, b, c):
+    (K, M), N = a_t.shape, b.shape[1]
+    a_tile = ctx.sbuf((128, 128), a_t.fmt, "a tile")
+    b_tile = ctx.sbuf((128, 512), b.fmt, "b tile")
+    acc = ctx.psum((128, 512), "acc")
+    out = ctx.sbuf((128, 512), c.fmt, "c tile")
+    for m0 in range(0, M, 128):
+        ms = min(128, M - m0)
+        for n0 in range(0, N, 512):
+            ns = min(512, N - n0)
+            for k0 in range(0, K, 128):
+                ks = min(128, K - k0)
+                ctx.load(a_tile[:ks, :ms], a_t[k0 : k0 + ks, m0 : m0 + ms])
+                ctx.load(b_tile[:ks, :ns], b[k0 : k0 + ks, n0 : n0 + ns])
+                ctx.matmul(acc[:ms, :ns], a_tile[:ks, :ms], b_tile[:ks, :ns], accumulate=k0 > 0)
+            ctx.copy(out[:ms, :ns], acc[:ms, :ns])
+            ctx.store(c[m0 : m0 + ms, n0 : n0 + ns], out[:ms, :ns])
+"""
 
 
 def submission(
@@ -75,6 +95,22 @@ def submission(
         nb.cells.insert(at + 1, nbformat.v4.new_code_cell(extra))
     nbformat.write(nb, path)
     return path
+
+
+def lab04_submission(path: Path, student: str, kernel: str) -> Path:
+    """Lab 04 at its test parameters with ``kernel`` (source defining ``my_tiled``) in a cell
+    after the setup and given as the answer to the first exercise (``my_matmul``)."""
+    from tests.lab_checks import lab04 as lab04_checks
+
+    return submission(
+        path,
+        student,
+        {"my_matmul": "my_tiled"},
+        lab=LAB04,
+        parameters=lab04_checks.PARAMS,
+        extra=kernel,
+        after="from trnlab.exercises import lab04",
+    )
 
 
 def read_csv(csv_path: Path) -> list[dict]:

@@ -24,10 +24,11 @@ import pytest
 
 from tests.grading_helpers import (
     KEYS,
-    LAB04,
     RIGHT,
     ROOT,
+    TILED_KERNEL,
     WRONG,
+    lab04_submission,
     read_csv,
     sandbox_or_skip,
     submission,
@@ -224,26 +225,6 @@ def test_hostile_lab01_submissions_change_nothing_outside_and_pass_nothing(tmp_p
     assert {s for s, _ in got} == {"eve", "fred", "pete", "dan", "lou", "hal", "vic", "pat"}
 
 
-HONEST_KERNEL = """
-def my_tiled(ctx, a_t, b, c):
-    (K, M), N = a_t.shape, b.shape[1]
-    a_tile = ctx.sbuf((128, 128), a_t.fmt, "a tile")
-    b_tile = ctx.sbuf((128, 512), b.fmt, "b tile")
-    acc = ctx.psum((128, 512), "acc")
-    out = ctx.sbuf((128, 512), c.fmt, "c tile")
-    for m0 in range(0, M, 128):
-        ms = min(128, M - m0)
-        for n0 in range(0, N, 512):
-            ns = min(512, N - n0)
-            for k0 in range(0, K, 128):
-                ks = min(128, K - k0)
-                ctx.load(a_tile[:ks, :ms], a_t[k0 : k0 + ks, m0 : m0 + ms])
-                ctx.load(b_tile[:ks, :ns], b[k0 : k0 + ks, n0 : n0 + ns])
-                ctx.matmul(acc[:ms, :ns], a_tile[:ks, :ms], b_tile[:ks, :ns], accumulate=k0 > 0)
-            ctx.copy(out[:ms, :ns], acc[:ms, :ns])
-            ctx.store(c[m0 : m0 + ms, n0 : n0 + ns], out[:ms, :ns])
-"""
-
 CHEAT_KERNEL = """
 def my_tiled(ctx, a_t, b, c):
     import trnlab.exercises.lab04 as checks
@@ -260,20 +241,10 @@ def my_tiled(ctx, a_t, b, c):
 
 def test_a_lab04_kernel_that_patches_the_checks_is_graded_on_what_it_computes(tmp_path):
     sandbox_or_skip()
-    from tests.lab_checks import lab04 as lab04_checks
-
     folder = tmp_path / "submissions"
     folder.mkdir()
-    for student, kernel in (("kim", HONEST_KERNEL), ("max", CHEAT_KERNEL)):
-        submission(
-            folder / f"04_write_a_kernel__{student}.ipynb",
-            student,
-            {"my_matmul": "my_tiled"},
-            lab=LAB04,
-            parameters=lab04_checks.PARAMS,
-            extra=kernel,
-            after="from trnlab.exercises import lab04",
-        )
+    for student, kernel in (("kim", TILED_KERNEL), ("max", CHEAT_KERNEL)):
+        lab04_submission(folder / f"04_write_a_kernel__{student}.ipynb", student, kernel)
     rows = grading.grade(folder, tmp_path / "g.csv", timeout=300, lab="04", jobs=2, log=None)
     got = {(r["student"], r["exercise"]): (r["status"], r["message"]) for r in rows}
     assert got["kim", "lab04.correct_matmul"] == ("passed", "correct")

@@ -158,7 +158,7 @@ def test_wall_time_kills_the_whole_tree_and_says_so():
     assert _survivors(outcome, box) == 0
 
 
-def test_process_memory_and_output_limits_hold():
+def test_process_memory_disk_and_output_limits_hold():
     box = _box()
     limits = sb.Limits(wall_s=120, processes=24, memory_bytes=1 * 2**30)
     out = _json(
@@ -192,6 +192,27 @@ def test_process_memory_and_output_limits_hold():
     if box.as_root:  # the process limit needs a user id of the run's own
         assert out["forked"] < 24 and out["fork_error"] == 11  # EAGAIN
     assert out["memory"] == "MemoryError"
+    disk = _json(
+        _run(
+            box,
+            """
+            import json, os
+            def write(name, mib):
+                try:
+                    with open(name, "wb") as f:
+                        f.write(b"x" * (mib * 2**20))
+                    return "ok"
+                except OSError as err:
+                    os.remove(name)  # what was written before the limit
+                    return err.errno
+            print(json.dumps([write("big", 20), write("a", 12), write("b", 12), write("c", 12)]))
+            """,
+            sb.Limits(wall_s=120, file_bytes=16 * 2**20, scratch_bytes=32 * 2**20),
+        )
+    )
+    assert disk[0] == 27  # EFBIG: one file over the file-size limit
+    if "--size" in box.features:
+        assert disk[1:] == ["ok", "ok", 28]  # ENOSPC: the scratch space is full
     flood = _run(box, "import sys\nsys.stdout.write('x' * 3_000_000)", max_output=1_000_000)
     assert flood.truncated and len(flood.stdout) == 1_000_000
 

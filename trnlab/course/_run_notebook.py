@@ -32,7 +32,7 @@ from pathlib import Path
 from trnlab.course.sandbox import descendants
 
 #: Upper bounds on what is read back from the run.
-MAX_REQUEST = 64 * 2**20
+MAX_REQUEST = 160 * 2**20  # a submission (at most 64 MiB) and its parameters, as JSON
 MAX_ANSWERS = 200 * 2**20
 MAX_NOTEBOOK = 200 * 2**20
 PR_SET_CHILD_SUBREAPER = 36

@@ -60,7 +60,7 @@ from .submissions import (
     student_from_filename,
 )
 
-__all__ = ["COLUMNS", "ERROR", "UNREADABLE", "GradingError", "grade", "grade_notebook"]
+__all__ = ["COLUMNS", "ERROR", "UNREADABLE", "GradingError", "grade"]
 
 COLUMNS = ["file", "student", "lab", "exercise", "status", "message"]
 ERROR, UNREADABLE = "error", "unreadable"
@@ -654,27 +654,6 @@ def grade(
         if missing:
             say(f"no submission from {len(missing)} of the roster: {', '.join(missing)}")
     return rows
-
-
-def grade_notebook(
-    path: str | Path,
-    *,
-    timeout: float = 300,
-    kernel_name: str = KERNEL,
-    lab: str | None = None,
-    student: Student | None = None,
-    notebook_timeout: float = 900,
-    unsafe_no_sandbox: bool = False,
-) -> list[dict[str, str]]:
-    """The CSV rows of one submission, graded as :func:`grade` grades each (no self-test)."""
-    limits = sb.Limits(wall_s=notebook_timeout, cpu_s=2 * notebook_timeout)
-    try:
-        box = sb.open_sandbox(unsafe=unsafe_no_sandbox, hide=[Path(path).parent])
-    except sb.SandboxUnavailable as err:
-        raise GradingError(str(err)) from None
-    expected = lab_name(lab) if lab is not None else None
-    settings = _Settings(box, limits, float(timeout), kernel_name, None, None)
-    return _grade_one(_read_submission(Path(path)), student, expected, settings)
 
 
 def _seconds(text: str) -> float:

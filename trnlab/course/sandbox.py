@@ -159,12 +159,14 @@ class Sandbox:
         self.hide = [os.path.realpath(p) for p in hide]
         self.isolated = tool is not None
         self.as_root = os.geteuid() == 0
+        self.features = _features(tool) if tool else frozenset()
 
     def describe(self) -> str:
         if not self.isolated:
             return "no sandbox (--unsafe-no-sandbox): students' code runs with your rights"
         who = "its own user id per run" if self.as_root else "your user id (not root)"
-        return f"bubblewrap ({self.tool}), {who}"
+        extra = "" if "--size" in self.features else "; scratch space not size-limited (old bwrap)"
+        return f"bubblewrap ({self.tool}), {who}{extra}"
 
     # ------------------------------------------------------------------------------------------
     def run(
@@ -308,7 +310,9 @@ class Sandbox:
             # to the run's own unprivileged user id (so RLIMIT_NPROC counts only its processes).
             argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
         else:
-            argv += ["--unshare-user", "--disable-userns"]
+            argv += ["--unshare-user"]
+            if "--disable-userns" in self.features:
+                argv += ["--disable-userns"]
         made: set[str] = {"/"}
         bound: set[str] = set()
         for d in SYSTEM_DIRS:
@@ -319,9 +323,9 @@ class Sandbox:
             made.add(d)
             bound.add(d)
         argv += ["--proc", "/proc", "--dev", "/dev"]
-        size = str(int(limits.scratch_bytes))
-        argv += ["--perms", "1777", "--size", size, "--tmpfs", "/tmp"]
-        argv += ["--perms", "1777", "--size", size, "--tmpfs", "/dev/shm"]
+        sized = ["--size", str(int(limits.scratch_bytes))] if "--size" in self.features else []
+        argv += ["--perms", "1777", *sized, "--tmpfs", "/tmp"]
+        argv += ["--perms", "1777", *sized, "--tmpfs", "/dev/shm"]
         made |= {"/proc", "/dev", "/tmp", "/dev/shm"}
         bound |= {"/proc", "/dev"}
         for path in _visible_paths():
@@ -335,7 +339,7 @@ class Sandbox:
             folder = h if os.path.isdir(h) else os.path.dirname(h)
             if any(folder == b or folder.startswith(b + "/") for b in bound - {"/proc", "/dev"}):
                 argv += ["--tmpfs", folder]
-        argv += ["--perms", "1777", "--size", size, "--tmpfs", ROOT]
+        argv += ["--perms", "1777", *sized, "--tmpfs", ROOT]
         if cache is not None:
             target = str(cache) if writable_cache else CACHE_TEMPLATE
             if writable_cache:
@@ -343,6 +347,17 @@ class Sandbox:
             argv += ["--bind" if writable_cache else "--ro-bind", str(cache), target]
         argv += ["--chdir", ROOT]
         return argv
+
+
+def _features(tool: str) -> frozenset[str]:
+    """The options this bubblewrap knows (older ones lack --size and --disable-userns)."""
+    try:
+        text = subprocess.run(
+            [tool, "--help"], capture_output=True, text=True, timeout=30, check=False
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return frozenset()
+    return frozenset(w for w in text.split() if w.startswith("--"))
 
 
 def _parents(path: str, made: set[str], bound: set[str]) -> list[str]:
