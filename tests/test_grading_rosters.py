@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from tests.grading_helpers import read_csv
 from trnlab.course import grading, submissions
 from trnlab.course.__main__ import main
 
@@ -175,3 +176,21 @@ def test_without_bubblewrap_the_grader_refuses_unless_told(tmp_path, capsys, mon
     assert main(argv) == 0
     assert "WARNING: grading without a sandbox" in capsys.readouterr().out
     assert (tmp_path / "g.csv").read_text().strip() == ",".join(grading.COLUMNS)
+
+
+def test_links_and_folders_among_the_submissions_are_not_read(tmp_path, capsys):
+    folder = tmp_path / "subs"
+    folder.mkdir()
+    secret = tmp_path / "secret.txt"
+    secret.write_text("instructor only: not JSON")
+    (folder / "link.ipynb").symlink_to(secret)
+    (folder / "dir.ipynb").mkdir()
+    argv = ["grade", str(folder), "--csv", str(tmp_path / "g.csv"), "--unsafe-no-sandbox"]
+    assert main(argv) == 0
+    rows = read_csv(tmp_path / "g.csv")
+    assert [(r["file"], r["status"]) for r in rows] == [
+        ("dir.ipynb", "unreadable"),
+        ("link.ipynb", "unreadable"),
+    ]
+    assert all("not a regular file" in r["message"] for r in rows)
+    assert "instructor only" not in (tmp_path / "g.csv").read_text()

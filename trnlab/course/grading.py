@@ -97,6 +97,9 @@ class _Submission:
 
 def _read_submission(path: Path) -> _Submission:
     try:
+        if path.is_symlink() or not path.is_file():
+            # (a link in an unpacked archive could point the grader at any file it can read)
+            raise ValueError("not a regular file (a link or a folder); submit the notebook itself")
         if path.stat().st_size > MAX_SUBMISSION:
             raise ValueError(f"{path.stat().st_size:,} bytes, more than a lab notebook can be")
         nb = nbformat.reads(path.read_bytes().decode("utf-8"), as_version=4)
