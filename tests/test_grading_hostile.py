@@ -187,6 +187,11 @@ def test_hostile_lab01_submissions_change_nothing_outside_and_pass_nothing(tmp_p
     submission(folder / name("hal"), "hal", hog_answers, extra=HOG_CELL)
     submission(folder / name("vic"), "vic", WRONG)
     submission(folder / name("pat"), "pat", RIGHT)
+    # Another lab's notebook handed in as this one (its exercises are not this lab's).
+    from tests.lab_checks import lab00 as lab00_checks
+
+    lab00 = ROOT / "labs" / "00_welcome.ipynb"
+    submission(folder / name("zed"), "zed", lab=lab00, parameters=lab00_checks.PARAMS)
 
     before = _snapshot(tmp_path, ROOT / "trnlab")
     rows = grading.grade(
@@ -222,7 +227,10 @@ def test_hostile_lab01_submissions_change_nothing_outside_and_pass_nothing(tmp_p
     # Forks and memory hit the sandbox's limits, not the machine; the student still graded.
     assert [status["hal", k] for k in KEYS[:3]] == ["passed"] * 3
     assert "hog None" in got["hal", "lab01.trust"][1]
-    assert {s for s, _ in got} == {"eve", "fred", "pete", "dan", "lou", "hal", "vic", "pat"}
+    # The other lab's notebook is graded as this lab, and says so.
+    assert [status["zed", k] for k in KEYS] == ["not attempted"] * 4
+    assert got["zed", ""] == ("error", "this notebook is lab00's, but lab01 is being graded")
+    assert {s for s, _ in got} == {"eve", "fred", "pete", "dan", "lou", "hal", "vic", "pat", "zed"}
 
 
 CHEAT_KERNEL = """

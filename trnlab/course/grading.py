@@ -150,7 +150,12 @@ def _own_parameters(nb) -> dict[str, Any]:
         return {}
     if not isinstance(own, Mapping):
         return {}
-    return {str(k): v for k, v in own.items() if k not in ("STUDENT", *FORCED)}
+    # (only names papermill can assign: the injected cell is code)
+    return {
+        str(k): v
+        for k, v in own.items()
+        if isinstance(k, str) and k.isidentifier() and k not in ("STUDENT", *FORCED)
+    }
 
 
 def _exercises_of(lab: str) -> list[Any]:
@@ -251,6 +256,52 @@ def _parse_check(outcome: sb.Outcome) -> dict | None:
     }
 
 
+def _run(nb, parameters: dict, settings: _Settings) -> dict:
+    """Step 1: the notebook run in its sandbox; its answers, failing cells and failure."""
+    remaining = _remaining(settings)
+    wall = min(settings.limits.wall_s, remaining)
+    request = {
+        "notebook": nb,
+        "parameters": parameters,
+        "kernel": settings.kernel,
+        "cell_timeout": settings.cell_timeout,
+        # the runner stops the notebook itself a little before the sandbox is killed, so the
+        # answers recorded so far are still handed back
+        "stop_after": max(1.0, wall - max(5.0, 0.05 * wall)),
+        "isolated": settings.box.isolated,
+    }
+    outcome = settings.box.run(
+        ["-m", "trnlab.course._run_notebook"],
+        json.dumps(request).encode(),
+        replace(settings.limits, wall_s=wall),
+        cache_template=settings.cache,
+    )
+    run = _parse_run(outcome)
+    if run is None:
+        failure = _run_failure(outcome, wall, wall < settings.limits.wall_s)
+        run = {"answers": "", "errors": [], "failure": failure, "truncated": False}
+    return run
+
+
+def _check(nb, lab: str, variant: dict, run: dict, settings: _Settings) -> dict | None:
+    """Step 2: the recorded answers checked in a clean sandbox (None if that failed)."""
+    request = {
+        "lab": lab,
+        "variant": variant,
+        "answers": run["answers"],
+        "errors": run["errors"],
+        "order": _check_order(nb),
+    }
+    wall = min(settings.limits.wall_s, max(_remaining(settings), 30.0))
+    outcome = settings.box.run(
+        ["-m", "trnlab.course._check_answers"],
+        json.dumps(request).encode(),
+        replace(settings.limits, wall_s=wall),
+        cache_template=settings.cache,
+    )
+    return _parse_check(outcome)
+
+
 def _grade_one(
     sub: _Submission,
     student: Student | None,
@@ -264,70 +315,26 @@ def _grade_one(
         return [{**row, "status": UNREADABLE, "message": sub.problem or "unreadable"}]
     nb = sub.notebook
     declared = _lab_of(nb)
-    lab = expected_lab or declared
-    row["lab"] = lab
-    notes = []
-    if expected_lab and declared and declared != expected_lab:
-        notes.append(f"this notebook is {declared}'s, but {expected_lab} is being graded")
+    lab = row["lab"] = expected_lab or declared
     if not lab or not _exercises_of(lab):
         why = f"there are no exercises for {lab}" if lab else "it imports no lab's exercises"
         return [{**row, "status": ERROR, "message": f"not a trnlab lab notebook: {why}"}]
+    if _remaining(settings) < 1:
+        message = "not graded: the grading's time budget ran out"
+        return [{**row, "status": ERROR, "message": message}]
 
-    names = _variant_names(lab)
     own = _own_parameters(nb)
     if student is not None and student.variant:
         variant = dict(student.variant)
-    else:
-        variant = {k: own[k] for k in names if k in own}
-    parameters = {**own, **variant, "STUDENT": name, **FORCED}
+    else:  # no manifest: the variant the notebook was given (any value the lab allows)
+        variant = {k: own[k] for k in _variant_names(lab) if k in own}
     _prepare(nb)
+    run = _run(nb, {**own, **variant, "STUDENT": name, **FORCED}, settings)
+    checked = _check(nb, lab, variant, run, settings)
 
-    remaining = _remaining(settings)
-    if remaining < 1:
-        return [
-            {**row, "status": ERROR, "message": "not graded: the grading's time budget ran out"}
-        ]
-    wall = min(settings.limits.wall_s, remaining)
-    request = {
-        "notebook": nb,
-        "parameters": parameters,
-        "kernel": settings.kernel,
-        "cell_timeout": settings.cell_timeout,
-        "stop_after": max(1.0, wall - max(5.0, 0.05 * wall)),
-        "isolated": settings.box.isolated,
-    }
-    outcome = settings.box.run(
-        ["-m", "trnlab.course._run_notebook"],
-        json.dumps(request).encode(),
-        replace(settings.limits, wall_s=wall),
-        cache_template=settings.cache,
-    )
-    run = _parse_run(outcome)
-    if run is None:
-        run = {"answers": "", "errors": [], "failure": None, "truncated": False}
-        run["failure"] = _run_failure(outcome, wall, wall < settings.limits.wall_s)
-    if run["truncated"]:
-        notes.append("the answers recorded by the run were more than the grader reads")
-
-    check_wall = min(settings.limits.wall_s, max(_remaining(settings), 30.0))
-    check_request = {
-        "lab": lab,
-        "variant": variant,
-        "answers": run["answers"],
-        "errors": run["errors"],
-        "order": _check_order(nb),
-    }
-    checked = _parse_check(
-        settings.box.run(
-            ["-m", "trnlab.course._check_answers"],
-            json.dumps(check_request).encode(),
-            replace(settings.limits, wall_s=check_wall),
-            cache_template=settings.cache,
-        )
-    )
-    rows = []
+    notes = [run["failure"]] if run["failure"] else []
     if checked is None:
-        message = "the grader's checking process failed; re-grade this notebook"
+        message = "the grader's checking process failed; grade this notebook again"
         rows = [
             {**row, "exercise": e.key, "status": ERROR, "message": message}
             for e in _exercises_of(lab)
@@ -336,18 +343,19 @@ def _grade_one(
         return [{**row, "status": ERROR, "message": _short(checked["problem"])}]
     else:
         rows = [{**row, **r} for r in checked["rows"]]
+        if not notes and checked["other_errors"]:
+            notes.append("; ".join(checked["other_errors"]))
+        elif not notes and not checked["installed"]:
+            notes.append(
+                "the notebook ran, but the grader's record of its answers is missing (it was "
+                "removed or replaced during the run)"
+            )
         if checked["problem"]:
             notes.append(checked["problem"])
-    if run["failure"]:
-        notes.insert(0, run["failure"])
-    elif checked is not None and checked["other_errors"]:
-        notes.insert(0, "; ".join(checked["other_errors"]))
-    elif checked is not None and not checked["installed"]:
-        notes.insert(
-            0,
-            "the notebook ran, but its answers were not recorded (the grader's answer capture "
-            "was removed or the kernel never imported trnlab)",
-        )
+    if expected_lab and declared and declared != expected_lab:
+        notes.append(f"this notebook is {declared}'s, but {expected_lab} is being graded")
+    if run["truncated"]:
+        notes.append("the answers recorded by the run were more than the grader reads")
     if notes:
         rows.append({**row, "status": ERROR, "message": "; ".join(notes)})
     return rows
