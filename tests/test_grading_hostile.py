@@ -20,6 +20,7 @@ import os
 import uuid
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from tests.grading_helpers import (
@@ -281,3 +282,27 @@ def test_without_a_sandbox_a_notebook_still_ends_with_its_processes(tmp_path):
     ]
     assert "was running" in rows[3]["message"]
     assert _alive(name) == []
+
+
+def test_a_notebook_over_its_time_limit_is_stopped_and_graded_on_what_it_checked(tmp_path):
+    """Every cell within --timeout, the whole over --notebook-timeout: the run is stopped
+    (all its processes), and the answers checked before then still count."""
+    sandbox_or_skip()
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    slow = "import time\nfor _ in range(25):\n    time.sleep(1)"
+    path = submission(folder / "sam.ipynb", "sam", RIGHT, extra=slow, after="lab01.clock.check(")
+    nb = nbformat.read(path, as_version=4)
+    at = next(i for i, c in enumerate(nb.cells) if "lab01.clock.check(" in c.source)
+    for _ in range(3):  # 4 x 25 s after the first answer: far past the limit
+        nb.cells.insert(at + 1, nbformat.v4.new_code_cell(slow))
+    nbformat.write(nb, path)
+    rows = grading.grade(
+        folder, tmp_path / "g.csv", timeout=60, notebook_timeout=60, lab="01", log=None
+    )
+    assert [(r["exercise"], r["status"]) for r in rows] == [
+        ("lab01.clock", "passed"),
+        *[(k, "not attempted") for k in KEYS[1:]],
+        ("", "error"),
+    ]
+    assert rows[-1]["message"].startswith("the notebook was stopped after 55 s, its time limit")
