@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.grading_helpers import TILED_KERNEL
 from trnlab.course import answers as A
 from trnlab.exercises import Exercise, lab01, lab04
 
@@ -213,21 +214,9 @@ def test_a_kernel_that_patches_the_checks_passes_only_in_its_own_process(monkeyp
 
 
 def test_errors_and_wrong_kernels_read_the_same_when_replayed():
-    def accumulate_never(ctx, a_t, b, c):
-        (k, m), n = a_t.shape, b.shape[1]
-        at, bt = ctx.sbuf((128, 128), a_t.fmt), ctx.sbuf((128, 512), b.fmt)
-        acc, out = ctx.psum((128, 512)), ctx.sbuf((128, 512), c.fmt)
-        for m0 in range(0, m, 128):
-            ms = min(128, m - m0)
-            for n0 in range(0, n, 512):
-                ns = min(512, n - n0)
-                for k0 in range(0, k, 128):
-                    ks = min(128, k - k0)
-                    ctx.load(at[:ks, :ms], a_t[k0 : k0 + ks, m0 : m0 + ms])
-                    ctx.load(bt[:ks, :ns], b[k0 : k0 + ks, n0 : n0 + ns])
-                    ctx.matmul(acc[:ms, :ns], at[:ks, :ms], bt[:ks, :ns])
-                ctx.copy(out[:ms, :ns], acc[:ms, :ns])
-                ctx.store(c[m0 : m0 + ms, n0 : n0 + ns], out[:ms, :ns])
+    space: dict = {}
+    exec(TILED_KERNEL.replace("accumulate=k0 > 0", "accumulate=False"), space)
+    accumulate_never = space["my_tiled"]  # a first tiled kernel that never accumulates over K
 
     def too_big(ctx, a_t, b, c):
         ctx.sbuf((128, 10**6), "bf16")
