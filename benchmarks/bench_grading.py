@@ -4,7 +4,8 @@ notebook run in its own sandbox and its answers checked in a second, clean one.
 A class of lab 01 submissions (the fastest lab; a third right, a third wrong, a third
 untouched) at the lab's small test parameters, and a pair of lab 04 submissions (kernels:
 the slowest checks), graded with as many notebooks at a time as there are cores, and one at a
-time for the speed-up. Also the sandbox's own cost: a trivial command confined, and the
+time for the speed-up. The reference: one of the same notebooks run by papermill directly
+(no sandbox, no checker). Also the sandbox's own cost: a trivial command confined, and the
 self-test that warms the checker. Without bubblewrap, the figures say so and are empty.
 """
 
@@ -45,6 +46,17 @@ def _grade(folder: Path, lab: str, jobs: int, lines: list[str]) -> tuple[float, 
     return seconds, len({r["file"] for r in rows}), failed
 
 
+def _plain(notebook: Path, out: Path) -> float:
+    """The same notebook run by papermill directly: no sandbox, no checker (the reference)."""
+    import papermill as pm
+
+    t0 = time.perf_counter()
+    pm.execute_notebook(
+        str(notebook), str(out), kernel_name="trnlab", progress_bar=False, store_widget_state=False
+    )
+    return time.perf_counter() - t0
+
+
 def run() -> dict:
     try:
         box = sb.open_sandbox()
@@ -60,6 +72,9 @@ def run() -> dict:
         lab01 = Path(tmp) / "lab01"
         lab01.mkdir()
         _class(lab01)
+        first = sorted(lab01.glob("*.ipynb"))[0]
+        plain = min(_plain(first, Path(tmp) / "plain.ipynb") for _ in range(2))
+        figures["lab01_plain_papermill_s"] = round(plain, 2)
         lab04 = Path(tmp) / "lab04"
         lab04.mkdir()
         _lab04(lab04)
@@ -72,6 +87,10 @@ def run() -> dict:
             figures[f"lab01_{key}_notebooks_per_min"] = round(60 * n / seconds, 1)
             selftest = [ln for ln in lines if ln.startswith("self-test")]
             figures["lab01_selftest_line"] = selftest[0] if selftest else ""
+        per_notebook = figures["lab01_serial_s"] / CLASS_SIZE
+        figures["lab01_serial_s_per_notebook"] = round(per_notebook, 2)
+        # sandboxed run + clean check, against the bare papermill run of the same notebook
+        figures["lab01_grading_over_plain_run"] = round(per_notebook / plain, 2)
         if "lab01_serial_s" in figures and "lab01_parallel_s" in figures:
             figures["lab01_speedup"] = round(
                 figures["lab01_serial_s"] / figures["lab01_parallel_s"], 2
