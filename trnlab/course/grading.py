@@ -32,333 +32,47 @@ from __future__ import annotations
 
 import argparse
 import csv
-import importlib
 import json
 import math
 import os
-import re
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import nbformat
-
 from . import sandbox as sb
+from ._grading_steps import (
+    ERROR,
+    UNREADABLE,
+    Settings,
+    Submission,
+    exercises_of,
+    grade_one,
+    lab_of,
+    read_submission,
+    short,
+)
 from .submissions import (
     Roster,
     RosterError,
-    Student,
     lab_name,
     read_manifest,
     read_roster,
-    student_from_filename,
 )
 
 __all__ = ["COLUMNS", "ERROR", "UNREADABLE", "GradingError", "grade"]
 
 COLUMNS = ["file", "student", "lab", "exercise", "status", "message"]
-ERROR, UNREADABLE = "error", "unreadable"
-STATUSES = {"passed", "failed", "not attempted", ERROR}
 KERNEL = "trnlab"
-#: Always forced when grading, whatever the submission says.
-FORCED = {"SOLUTIONS": False, "STRICT": False}
-#: Largest submission read (a lab notebook with outputs is a few MB).
-MAX_SUBMISSION = 64 * 2**20
-
-_LAB_IMPORT = re.compile(r"from\s+trnlab\.exercises\s+import\s+(lab\d\d)\b")
-_CHECK_CALL = re.compile(r"^\s*(lab\d\d)\.(\w+)\.check\(", re.M)
-_SOLUTIONS_ASSIGN = re.compile(r"^SOLUTIONS\s*=", re.M)
 
 
 class GradingError(ValueError):
     """The grading cannot start: a bad argument, no sandbox, or a failed self-test."""
-
-
-def _short(text: str, limit: int = 300) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-# ----------------------------------------------------------------------------------------------
-# Reading a submission (in the grader: plain JSON, no code runs)
-# ----------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _Submission:
-    name: str
-    notebook: Any  # nbformat node, or None when unreadable
-    problem: str | None
-
-
-def _read_submission(path: Path) -> _Submission:
-    try:
-        if path.is_symlink() or not path.is_file():
-            # (a link in an unpacked archive could point the grader at any file it can read)
-            raise ValueError("not a regular file (a link or a folder); submit the notebook itself")
-        if path.stat().st_size > MAX_SUBMISSION:
-            raise ValueError(f"{path.stat().st_size:,} bytes, more than a lab notebook can be")
-        nb = nbformat.reads(path.read_bytes().decode("utf-8"), as_version=4)
-        if not isinstance(nb.get("cells"), list):
-            raise ValueError("not a notebook: it has no list of cells")
-    except Exception as exc:  # any unreadable file is reported, never fatal
-        return _Submission(path.name, None, _short(f"{type(exc).__name__}: {exc}"))
-    return _Submission(path.name, nb, None)
-
-
-def _lab_of(nb) -> str:
-    for cell in nb.cells:
-        found = _LAB_IMPORT.search(cell.get("source", ""))
-        if found:
-            return found.group(1)
-    return ""
-
-
-def _check_order(nb) -> list[list[str]]:
-    return [
-        list(m.groups())
-        for c in nb.cells
-        if c.get("cell_type") == "code"
-        for m in _CHECK_CALL.finditer(c.get("source", ""))
-    ]
-
-
-def _prepare(nb) -> None:
-    """Make sure papermill injects the forced parameters after the learner's own.
-
-    papermill inserts its parameters cell after the cell tagged ``parameters``; if a student
-    removed the tag, the cell that sets ``SOLUTIONS`` is tagged again, so the injected
-    ``SOLUTIONS = False`` still comes after it.
-    """
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    if any("parameters" in c.metadata.get("tags", []) for c in code):
-        return
-    for cell in code:
-        if _SOLUTIONS_ASSIGN.search(cell.source):
-            cell.metadata.setdefault("tags", []).append("parameters")
-            return
-
-
-def _own_parameters(nb) -> dict[str, Any]:
-    try:
-        own = nb.metadata.get("papermill", {}).get("parameters", {}) or {}
-    except AttributeError:
-        return {}
-    if not isinstance(own, Mapping):
-        return {}
-    # (only names papermill can assign: the injected cell is code)
-    return {
-        str(k): v
-        for k, v in own.items()
-        if isinstance(k, str) and k.isidentifier() and k not in ("STUDENT", *FORCED)
-    }
-
-
-def _exercises_of(lab: str) -> list[Any]:
-    """The Exercise objects of ``trnlab.exercises.<lab>``, in module order ([] if unknown)."""
-    from trnlab.exercises import Exercise
-
-    try:
-        module = importlib.import_module(f"trnlab.exercises.{lab}")
-    except (ModuleNotFoundError, ValueError):
-        return []
-    return [v for v in vars(module).values() if isinstance(v, Exercise)]
-
-
-def _variant_names(lab: str) -> list[str]:
-    try:
-        module = importlib.import_module(f"trnlab.exercises.{lab}")
-    except (ModuleNotFoundError, ValueError):
-        return []
-    return list(getattr(module, "VARIANTS", None) or {})
-
-
-# ----------------------------------------------------------------------------------------------
-# One submission
-# ----------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _Settings:
-    box: sb.Sandbox
-    limits: sb.Limits
-    cell_timeout: float
-    kernel: str
-    cache: Path | None
-    deadline: float | None  # time.monotonic() after which nothing new starts
-
-
-def _remaining(settings: _Settings) -> float:
-    return math.inf if settings.deadline is None else settings.deadline - time.monotonic()
-
-
-def _run_failure(outcome: sb.Outcome, wall: float, by_budget: bool) -> str:
-    if outcome.timed_out:
-        why = "the grading's time budget" if by_budget else "its time limit"
-        return f"the notebook ran past {wall:.0f} s ({why}) and was stopped"
-    tail = outcome.stderr.strip().splitlines()
-    last = f": {_short(tail[-1], 200)}" if tail else ""
-    if outcome.truncated:
-        return "the notebook's run printed more than the grader reads"
-    return f"the notebook's run ended without a result (exit status {outcome.returncode}){last}"
-
-
-def _parse_run(outcome: sb.Outcome) -> dict | None:
-    """The runner's JSON, if it has the expected shape (it is untrusted data)."""
-    data = sb.parse_json_output(outcome)
-    if data is None:
-        return None
-    ok = (
-        isinstance(data.get("answers"), str)
-        and isinstance(data.get("errors"), list)
-        and (data.get("failure") is None or isinstance(data.get("failure"), str))
-    )
-    if not ok:
-        return None
-    errors = []
-    for e in data["errors"][:1000]:
-        if not isinstance(e, dict):
-            continue
-        calls = e.get("calls") if isinstance(e.get("calls"), list) else []
-        calls = [[str(x) for x in c[:2]] for c in calls if isinstance(c, list) and len(c) == 2]
-        cell = e.get("cell") if isinstance(e.get("cell"), int) else -1
-        errors.append({"cell": cell, "calls": calls, "error": _short(str(e.get("error", "")))})
-    return {
-        "answers": data["answers"],
-        "errors": errors,
-        "failure": _short(data["failure"]) if data.get("failure") else None,
-        "truncated": bool(data.get("answers_truncated")),
-    }
-
-
-def _parse_check(outcome: sb.Outcome) -> dict | None:
-    data = sb.parse_json_output(outcome)
-    if data is None or not isinstance(data.get("rows"), list):
-        return None
-    rows = []
-    for r in data["rows"]:
-        if not (isinstance(r, dict) and r.get("status") in STATUSES):
-            return None
-        rows.append(
-            {
-                "exercise": str(r.get("exercise", "")),
-                "status": r["status"],
-                "message": str(r.get("message", "")),
-            }
-        )
-    return {
-        "rows": rows,
-        "other_errors": [str(x) for x in data.get("other_errors") or []],
-        "installed": bool(data.get("capture_installed")),
-        "problem": data.get("problem") if isinstance(data.get("problem"), str) else None,
-    }
-
-
-def _run(nb, parameters: dict, settings: _Settings) -> dict:
-    """Step 1: the notebook run in its sandbox; its answers, failing cells and failure."""
-    remaining = _remaining(settings)
-    wall = min(settings.limits.wall_s, remaining)
-    request = {
-        "notebook": nb,
-        "parameters": parameters,
-        "kernel": settings.kernel,
-        "cell_timeout": settings.cell_timeout,
-        # the runner stops the notebook itself a little before the sandbox is killed, so the
-        # answers recorded so far are still handed back
-        "stop_after": max(1.0, wall - max(5.0, 0.05 * wall)),
-        "isolated": settings.box.isolated,
-    }
-    outcome = settings.box.run(
-        ["-m", "trnlab.course._run_notebook"],
-        json.dumps(request).encode(),
-        replace(settings.limits, wall_s=wall),
-        cache_template=settings.cache,
-    )
-    run = _parse_run(outcome)
-    if run is None:
-        failure = _run_failure(outcome, wall, wall < settings.limits.wall_s)
-        run = {"answers": "", "errors": [], "failure": failure, "truncated": False}
-    return run
-
-
-def _check(nb, lab: str, variant: dict, run: dict, settings: _Settings) -> dict | None:
-    """Step 2: the recorded answers checked in a clean sandbox (None if that failed)."""
-    request = {
-        "lab": lab,
-        "variant": variant,
-        "answers": run["answers"],
-        "errors": run["errors"],
-        "order": _check_order(nb),
-    }
-    wall = min(settings.limits.wall_s, max(_remaining(settings), 30.0))
-    outcome = settings.box.run(
-        ["-m", "trnlab.course._check_answers"],
-        json.dumps(request).encode(),
-        replace(settings.limits, wall_s=wall),
-        cache_template=settings.cache,
-    )
-    return _parse_check(outcome)
-
-
-def _grade_one(
-    sub: _Submission,
-    student: Student | None,
-    expected_lab: str | None,
-    settings: _Settings,
-) -> list[dict[str, str]]:
-    """The CSV rows of one submission (never raises for a bad one)."""
-    name = student.name if student is not None else student_from_filename(sub.name)
-    row = {"file": sub.name, "student": name, "lab": "", "exercise": ""}
-    if sub.notebook is None:
-        return [{**row, "status": UNREADABLE, "message": sub.problem or "unreadable"}]
-    nb = sub.notebook
-    declared = _lab_of(nb)
-    lab = row["lab"] = expected_lab or declared
-    if not lab or not _exercises_of(lab):
-        why = f"there are no exercises for {lab}" if lab else "it imports no lab's exercises"
-        return [{**row, "status": ERROR, "message": f"not a trnlab lab notebook: {why}"}]
-    if _remaining(settings) < 1:
-        message = "not graded: the grading's time budget ran out"
-        return [{**row, "status": ERROR, "message": message}]
-
-    own = _own_parameters(nb)
-    if student is not None and student.variant:
-        variant = dict(student.variant)
-    else:  # no manifest: the variant the notebook was given (any value the lab allows)
-        variant = {k: own[k] for k in _variant_names(lab) if k in own}
-    _prepare(nb)
-    run = _run(nb, {**own, **variant, "STUDENT": name, **FORCED}, settings)
-    checked = _check(nb, lab, variant, run, settings)
-
-    notes = [run["failure"]] if run["failure"] else []
-    if checked is None:
-        message = "the grader's checking process failed; grade this notebook again"
-        rows = [
-            {**row, "exercise": e.key, "status": ERROR, "message": message}
-            for e in _exercises_of(lab)
-        ]
-    elif checked["problem"] and not checked["rows"]:
-        return [{**row, "status": ERROR, "message": _short(checked["problem"])}]
-    else:
-        rows = [{**row, **r} for r in checked["rows"]]
-        if not notes and checked["other_errors"]:
-            notes.append("; ".join(checked["other_errors"]))
-        elif not notes and not checked["installed"]:
-            notes.append(
-                "the notebook ran, but the grader's record of its answers is missing (it was "
-                "removed or replaced during the run)"
-            )
-        if checked["problem"]:
-            notes.append(checked["problem"])
-    if expected_lab and declared and declared != expected_lab:
-        notes.append(f"this notebook is {declared}'s, but {expected_lab} is being graded")
-    if run["truncated"]:
-        notes.append("the answers recorded by the run were more than the grader reads")
-    if notes:
-        rows.append({**row, "status": ERROR, "message": "; ".join(notes)})
-    return rows
 
 
 # ----------------------------------------------------------------------------------------------
@@ -494,7 +208,7 @@ def _selftest(
             why = (
                 "; ".join(data["failures"])
                 if data
-                else _short(outcome.stderr[-2000:] or "no output")
+                else short(outcome.stderr[-2000:] or "no output")
             )
             raise GradingError(
                 f"the grader's self-test failed for {lab} (its reference answers do not pass "
@@ -595,7 +309,7 @@ def grade(
         if expected is not None and expected != people.lab:
             raise GradingError(f"--lab {lab} disagrees with the manifest's lab ({people.lab})")
         expected = people.lab
-    if expected is not None and not _exercises_of(expected):
+    if expected is not None and not exercises_of(expected):
         raise GradingError(f"there are no exercises for {expected}")
     _check_kernel(kernel_name)
     limits = replace(limits or sb.Limits(cpu_s=2 * notebook_timeout), wall_s=notebook_timeout)
@@ -613,9 +327,9 @@ def grade(
         )
 
     # Every submission read now, before any code runs.
-    subs = [_read_submission(p) for p in sorted(folder.glob("*.ipynb"))]
-    labs = {expected} if expected else {_lab_of(s.notebook) for s in subs if s.notebook is not None}
-    labs = sorted(x for x in labs if x and _exercises_of(x))
+    subs = [read_submission(p) for p in sorted(folder.glob("*.ipynb"))]
+    labs = {expected} if expected else {lab_of(s.notebook) for s in subs if s.notebook is not None}
+    labs = sorted(x for x in labs if x and exercises_of(x))
 
     with tempfile.TemporaryDirectory(prefix="trnlab-grading-") as private:
         cache = Path(private) / "numba"
@@ -624,13 +338,13 @@ def grade(
         say(f"sandbox: {box.describe()}; {len(subs)} notebooks, {jobs} at a time")
         _selftest(box, labs, replace(limits, wall_s=min(notebook_timeout, 900)), cache, say)
         deadline = None if budget is None else t0 + budget
-        settings = _Settings(box, limits, timeout, kernel_name, cache, deadline)
+        settings = Settings(box, limits, timeout, kernel_name, cache, deadline)
         bar = sys.stderr.isatty() if progress_bar is None else progress_bar
         progress = _Progress(len(subs), log, bar)
         results: dict[str, list[dict[str, str]]] = {}
         matched: set[str] = set()
 
-        def task(sub: _Submission) -> list[dict[str, str]]:
+        def task(sub: Submission) -> list[dict[str, str]]:
             start = time.monotonic()
             student = people.match(sub.name) if people is not None else None
             if people is not None and student is None:
@@ -649,7 +363,7 @@ def grade(
             else:
                 if student is not None:
                     matched.add(student.name)
-                rows = _grade_one(sub, student, expected, settings)
+                rows = grade_one(sub, student, expected, settings)
             progress.step(sub.name, rows, time.monotonic() - start)
             return rows
 
