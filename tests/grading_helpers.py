@@ -36,6 +36,16 @@ WRONG = {
     "per_chip_gbs": 820,  # the chip documentation's figure, not the instance's
     "trust": "'glossary'",
 }
+
+
+def load_scaled(seconds: float, cap: float = 6.0) -> int:
+    """A time limit for a notebook run under this machine's load: ``seconds`` on an idle
+    machine, stretched by the run queue per core (up to ``cap`` times), so an honest notebook
+    never trips a limit only because other work shares the cores."""
+    per_core = os.getloadavg()[0] / (os.cpu_count() or 1)
+    return round(seconds * min(cap, max(1.0, per_core)))
+
+
 KEYS = ["lab01.clock", "lab01.growth", "lab01.bandwidth", "lab01.trust"]
 #: A learner's first tiled matmul for lab 04 (``my_tiled``), as a cell would hold it.
 TILED_KERNEL = """

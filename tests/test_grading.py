@@ -13,7 +13,16 @@ import re
 import nbformat
 import pytest
 
-from tests.grading_helpers import KEYS, LAB01, RIGHT, WRONG, read_csv, sandbox_or_skip, submission
+from tests.grading_helpers import (
+    KEYS,
+    LAB01,
+    RIGHT,
+    WRONG,
+    load_scaled,
+    read_csv,
+    sandbox_or_skip,
+    submission,
+)
 from tests.lab_checks import lab01 as lab01_checks
 from trnlab.course import grading
 from trnlab.course.__main__ import main
@@ -82,7 +91,7 @@ def test_solutions_stay_off_and_a_raising_cell_is_an_error_not_the_end(tmp_path)
     cell.source += '\nraise RuntimeError("my own experiment")'
     nbformat.write(nb, path)
 
-    rows = grading.grade(folder, tmp_path / "grades.csv", timeout=120, log=None)
+    rows = grading.grade(folder, tmp_path / "grades.csv", timeout=load_scaled(120), log=None)
     got = [(r["file"], r["student"], r["exercise"], r["status"]) for r in rows]
     assert got == [
         ("broken.ipynb", "broken", "lab01.clock", "passed"),

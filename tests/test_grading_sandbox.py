@@ -66,7 +66,7 @@ def test_the_sandbox_sees_only_the_system_python_and_trnlab_read_only(tmp_path):
                 "secret": os.path.exists({str(secret)!r}),
                 "tmp_path": os.path.exists({str(tmp_path)!r}),
                 "repo_labs": os.path.exists({str(ROOT / "labs")!r}),
-                "main_tree": os.path.exists("/work/main"),
+                "siblings": sorted(os.listdir({str(ROOT.parent)!r})),
                 "write_trnlab": can_write({str(ROOT / "trnlab" / "escape.py")!r}),
                 "write_usr": can_write("/usr/escape"),
                 "write_cwd": can_write("here.txt"),
@@ -78,7 +78,8 @@ def test_the_sandbox_sees_only_the_system_python_and_trnlab_read_only(tmp_path):
     )
     assert out["cwd"] == "/grade/work" and out["cwd_files"] == []
     assert not out["secret"] and not out["tmp_path"] and not out["repo_labs"]
-    assert not out["main_tree"]
+    # beside the project's own folder, nothing of the grader's machine is visible
+    assert set(out["siblings"]) <= {ROOT.name}
     assert not out["write_trnlab"] and not out["write_usr"]
     assert out["write_cwd"] and out["write_tmp"]
     assert out["trnlab"] == str(ROOT / "trnlab" / "__init__.py")

@@ -361,6 +361,8 @@ class _RecordingContext:
             core = _core()
             if isinstance(out, core.Tile | core.HBMTensor):
                 entry[3] = self._handles.add(out)
+            elif isinstance(out, core.TilePool):  # its buffers, numbered in order
+                entry[3] = [self._handles.add(t) for t in out.buffers]
             return out
 
         return call
@@ -496,12 +498,23 @@ class KernelReplay:
                     f"call {i} (ctx.{name}) raised when your kernel ran but not when replayed"
                 )
             if ret is not None:
-                if ret != len(handles.objects):
-                    raise GraderReplayError("a malformed kernel trace (handle numbering)")
-                handles.add(out)
+                _add_returned(ret, out, handles)
         if end is not None:
             raise _raised(end["raised"])(end["message"])
         return None
+
+
+def _add_returned(ret: Any, out: Any, handles: _Handles) -> None:
+    """Number what a replayed call returned as the recorded call's handles ``ret`` say: one
+    handle for a tile or tensor, a list of them for a pool's buffers."""
+    objs = out.buffers if isinstance(out, _core().TilePool) else [out]
+    want = ret if isinstance(ret, list) else [ret]
+    if len(want) != len(objs):
+        raise GraderReplayError("a malformed kernel trace (a pool's buffers)")
+    for h, obj in zip(want, objs, strict=True):
+        if type(h) is not int or h != len(handles.objects):
+            raise GraderReplayError("a malformed kernel trace (handle numbering)")
+        handles.add(obj)
 
 
 def _replayable_methods() -> frozenset[str]:
