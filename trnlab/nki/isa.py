@@ -231,6 +231,18 @@ def _new(shape, dtype, buffer, depth: int = 4) -> NkiTensor:
     return current().tensor(shape, dtype_info(dtype), buffer, depth=depth)
 
 
+def _one_input(dst, src, dtype, what: str, api: str):
+    """``(dst, src, returned)`` of a one-input instruction called as NKI does (``dst=, src=``)
+    or in the older value-returning form (``f(src)``: a new SBUF tile, also returned)."""
+    if src is None:
+        src, dst = dst, None
+    src = _tensor(src, what, api)
+    ret = None
+    if dst is None:
+        dst = ret = _new(src.shape, dtype or src.dtype, MemoryRegion.sbuf, depth=5)
+    return _tensor(dst, "dst", api), src, ret
+
+
 def _chip_shape(shape) -> tuple[int, ...]:
     """The on-chip shape holding an HBM view's elements (a 1-D view goes on one partition)."""
     return tuple(shape) if len(shape) >= 2 else (1, shape[0])
@@ -542,14 +554,7 @@ def tensor_copy(dst=None, src=None, engine=engine.unknown, name=None, dtype=None
     ``dst``'s dtype: the way out of PSUM. Older form: ``tensor_copy(src, dtype=...)``."""
     api = "tensor_copy"
     tr = current()
-    ret = None
-    if src is None:
-        src, dst = dst, None
-    if dst is None:
-        src = _tensor(src, "src", api)
-        dst = ret = _new(src.shape, dtype or src.dtype, MemoryRegion.sbuf)
-    dst = _tensor(dst, "dst", api)
-    src = _tensor(src, "src", api)
+    dst, src, ret = _one_input(dst, src, dtype, "src", api)
     eng = _engine(engine, ("vector", "scalar", "gpsimd"), "vector", api)
     if eng == "scalar" and tr.gen == 2:
         raise HardwareRuleError(
@@ -831,14 +836,7 @@ def reciprocal(dst=None, data=None, name=None, dtype=None):
     """``dst = 1 / data`` on the Vector engine."""
     api = "reciprocal"
     tr = current()
-    ret = None
-    if data is None:
-        data, dst = dst, None
-    if dst is None:
-        data = _tensor(data, "data", api)
-        dst = ret = _new(data.shape, dtype or data.dtype, MemoryRegion.sbuf)
-    dst = _tensor(dst, "dst", api)
-    data = _tensor(data, "data", api)
+    dst, data, ret = _one_input(dst, data, dtype, "data", api)
     rd = _where(dst, _ON_CHIP, "dst", api)
     r = _where(data, _ON_CHIP, "data", api)
     _same_partitions(dst, rd, data, r, api, "dst", "data")
