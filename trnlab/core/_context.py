@@ -110,6 +110,7 @@ class KernelContext(EngineOps, NkiOps):
         self._store_queue = P.FIRST_DMA + self._n_queues - 1
         self._load_queues = max(1, self._n_queues - 1)
         self._default_dge: int | None = None
+        self._dma_elements: dict[int, int] = {}  # strided DMAs: instruction -> elements moved
 
     def _fmt(self, fmt: str) -> int:
         i = self._fmt_ids.get(fmt)
@@ -312,7 +313,13 @@ class KernelContext(EngineOps, NkiOps):
         return flag
 
     def load(
-        self, dst, src, queue: int | None = None, dge: str | None = None, flat: bool = False
+        self,
+        dst,
+        src,
+        queue: int | None = None,
+        dge: str | None = None,
+        flat: bool = False,
+        elements: int | None = None,
     ) -> int:
         """DMA ``src`` (HBM rows x cols) into SBUF ``dst`` (rows onto partitions).
 
@@ -321,7 +328,10 @@ class KernelContext(EngineOps, NkiOps):
         run), ``"hw"`` (the hardware DGE of NeuronCore-v3+, ~600 ns per DMA) or ``"sw"`` (GpSimd
         writes them); None takes the generation's default. ``flat=True`` lets the two regions
         differ in shape if they hold as many elements (the DMA streams them in row-major
-        order, as an NKI ``dma_copy`` between views of different shapes does).
+        order, as an NKI ``dma_copy`` between views of different shapes does). ``elements``
+        (timing only) says the HBM region is the bounding box of a strided access that moves
+        that many elements, as many as the SBUF region holds: dependencies take the box, the
+        bytes counted are the elements'.
         """
         d = dst if type(dst) is View and not dst.tile.freed else self._view(dst, "load destination")
         s = src if type(src) is HBMView else self._hview(src, "load source")
@@ -333,7 +343,9 @@ class KernelContext(EngineOps, NkiOps):
             )
         p0, p1, f0, f1 = d.region
         r0, r1, c0, c1 = s.r0, s.r1, s.c0, s.c1
-        if (p1 - p0 != r1 - r0 or f1 - f0 != c1 - c0) and not (
+        if elements is not None:
+            self._strided_dma("load", elements, (p1 - p0) * (f1 - f0), (r1 - r0) * (c1 - c0))
+        elif (p1 - p0 != r1 - r0 or f1 - f0 != c1 - c0) and not (
             flat and (p1 - p0) * (f1 - f0) == (r1 - r0) * (c1 - c0)
         ):
             raise HardwareRuleError(
@@ -355,6 +367,8 @@ class KernelContext(EngineOps, NkiOps):
             (P.DMA_LOAD, eng, dt.id, -1, -1, tensor.id, p1 - p0, f1 - f0, 0, 0, 0,
              tensor.fmt_id, -1, 0, dge_flag, d.key, -1, -1, s.rkey, s.ckey, -1, -1)
         )  # fmt: skip
+        if elements is not None:
+            self._dma_elements[i] = int(elements)
         dt.version += 1
         if not dt.fully_written:
             dt.mark_written(d.region)
@@ -362,6 +376,20 @@ class KernelContext(EngineOps, NkiOps):
             x = tensor.data[r0:r1, c0:c1].reshape(p1 - p0, f1 - f0)
             d.set(x if dt.fmt == tensor.fmt else quantize(x, dt.fmt, axis=0))
         return i
+
+    def _strided_dma(self, what: str, elements, sbuf_cells: int, hbm_cells: int) -> None:
+        if isinstance(elements, bool) or not isinstance(elements, numbers.Integral):
+            raise KernelArgumentError(f"{what}: elements must be a whole number, not {elements!r}")
+        if self.numerics:
+            raise KernelArgumentError(
+                f"{what}(elements=...) records timing only; a strided access's values are the "
+                f"caller's (trnlab.nki)"
+            )
+        if elements != sbuf_cells or elements > hbm_cells:
+            raise HardwareRuleError(
+                f"{what}: a strided DMA of {elements} elements needs an SBUF region of as many "
+                f"({sbuf_cells}) inside an HBM box of at least as many ({hbm_cells})"
+            )
 
     def _check_stored(self, tensor: HBMTensor, s: HBMView, what: str) -> None:
         """An output tensor counts as written where any store overlapped (not exact cover)."""
@@ -374,10 +402,16 @@ class KernelContext(EngineOps, NkiOps):
         )
 
     def store(
-        self, dst, src, queue: int | None = None, dge: str | None = None, flat: bool = False
+        self,
+        dst,
+        src,
+        queue: int | None = None,
+        dge: str | None = None,
+        flat: bool = False,
+        elements: int | None = None,
     ) -> int:
         """DMA SBUF ``src`` to HBM ``dst`` (rounded to the tensor's format if it differs);
-        ``dge`` and ``flat`` as for :meth:`load`."""
+        ``dge``, ``flat`` and ``elements`` as for :meth:`load`."""
         d = dst if type(dst) is HBMView else self._hview(dst, "store destination")
         s = src if type(src) is View and not src.tile.freed else self._view(src, "store source")
         st = s.tile
@@ -388,7 +422,9 @@ class KernelContext(EngineOps, NkiOps):
             )
         p0, p1, f0, f1 = s.region
         r0, r1, c0, c1 = d.r0, d.r1, d.c0, d.c1
-        if (p1 - p0 != r1 - r0 or f1 - f0 != c1 - c0) and not (
+        if elements is not None:
+            self._strided_dma("store", elements, (p1 - p0) * (f1 - f0), (r1 - r0) * (c1 - c0))
+        elif (p1 - p0 != r1 - r0 or f1 - f0 != c1 - c0) and not (
             flat and (p1 - p0) * (f1 - f0) == (r1 - r0) * (c1 - c0)
         ):
             raise HardwareRuleError(
@@ -401,6 +437,8 @@ class KernelContext(EngineOps, NkiOps):
         if not tensor.written:
             tensor.stored.append((r0, r1, c0, c1))
         i = len(self._rows)
+        if elements is not None:
+            self._dma_elements[i] = int(elements)
         q = self._store_queue if queue is None else self._dma_queue(queue, store=True)
         dge_flag = (
             self._default_dge if dge is None and self._default_dge is not None else self._dge(dge)
@@ -581,6 +619,8 @@ class KernelContext(EngineOps, NkiOps):
 
         rates = {dt: r for (r, dt) in self._rates.values()}
         table = P.build_table(self._rows, tuple(self._formats), rates)
+        for i, n in self._dma_elements.items():  # strided DMAs move their elements, not the box
+            table["bytes"][i] = math.ceil(n * float(table["bits"][i]) / 8)
         n_engines = P.FIRST_DMA + self._n_queues
         ptr, idx = dependencies(table, self._tiles, self._tensors, self.params, n_engines)
         tiles = tuple(
