@@ -226,6 +226,26 @@ def test_an_nd_hbm_tensor_moves_by_rows_of_its_last_dimension():
     np.testing.assert_array_equal(whole, x.reshape(1, 48))
 
 
+def test_strided_and_permuted_hbm_accesses_move_their_own_bytes():
+    def k(a):  # a: [256, 64]
+        evens = nl.ndarray((128, 32), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=evens, src=a[0:128, ::2])  # every other column
+        chunks = nl.ndarray((128, 2, 64), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=chunks, src=a.reshape((2, 128, 64)).permute((1, 0, 2)))
+        out = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out[:, ::2], src=evens)  # a strided store
+        nisa.dma_copy(dst=out[:, 1::2], src=chunks[:, 1, 0:32])
+        return out
+
+    x = rand(256, 64)
+    got = sim(k, x)
+    np.testing.assert_array_equal(got[:, ::2], x[:128, ::2])
+    np.testing.assert_array_equal(got[:, 1::2], x[128:, 0:32])
+    run = nki.profile(k, chip="trn2")(x)
+    t = run.program.table
+    assert list(t["bytes"][t["op"] <= 1]) == [128 * 32 * 4, 256 * 64 * 4, 128 * 32 * 4, 128 * 32 * 4]
+
+
 # --- engine instructions against numpy ----------------------------------------------------------
 BINARY = {
     "add": np.add,
@@ -929,12 +949,6 @@ CONSTRAINTS = [
         IndexError,
         r"reaches outside dim 0 \(size 128\).*does not clip",
         lambda a: a[0:129, :],
-    ),
-    (
-        "HBM access not a rectangle",
-        nki.NotModelledError,
-        r"not one rectangle",
-        lambda a: nisa.dma_copy(dst=nl.ndarray((128, 256), nl.float32), src=a[:, ::2]),
     ),
     (
         "partition steps",

@@ -28,7 +28,7 @@ import trnlab.nki as nki
 import trnlab.nki.isa as nisa
 import trnlab.nki.language as nl
 
-from ._matmul import _span
+from ._matmul import _bytes, _span
 
 __all__ = ["attention_reference", "nki_attention"]
 
@@ -60,6 +60,14 @@ def nki_attention(q_t, k_t, v, causal=False):
     dt = q_t.dtype
     scale = 1.0 / math.sqrt(d)
     out = nl.ndarray((S, d), dtype=dt, buffer=nl.shared_hbm)
+    kv_chunks = -(-S_kv // 128)
+    # K^T and V stay in SBUF for every query tile when they take at most a quarter of it
+    resident = (S_kv + kv_chunks * d) * _bytes(1, dt) <= nl.tile_size.sbuf_fmax_bytes // 4
+    if resident:
+        k_all = nl.ndarray((d, S_kv), dtype=dt, buffer=nl.sbuf)
+        nisa.dma_copy(dst=k_all, src=k_t)
+        v_all = nl.ndarray((128, kv_chunks, d), dtype=dt, buffer=nl.sbuf)
+        _load_v(v_all, v, 0, S_kv)
     for q0 in nl.affine_range(0, S, Q_TILE):
         qs = _span(q0, S, Q_TILE)
         q_tile = nl.ndarray((d, Q_TILE), dtype=dt, buffer=nl.sbuf)
@@ -73,10 +81,17 @@ def nki_attention(q_t, k_t, v, causal=False):
         kv_end = min(S_kv, q0 + qs) if causal else S_kv
         for kv0 in nl.sequential_range(0, kv_end, KV_TILE):
             ks = _span(kv0, kv_end, KV_TILE)
-            k_tile = nl.ndarray((d, KV_TILE), dtype=dt, buffer=nl.sbuf)
-            nisa.dma_copy(dst=k_tile[:, :ks], src=k_t[:, kv0 : kv0 + ks])
+            if resident:
+                k_tile, v_tile, c_first = k_all[:, kv0 : kv0 + ks], v_all, kv0 // 128
+            else:
+                k_tile = nl.ndarray((d, KV_TILE), dtype=dt, buffer=nl.sbuf)
+                nisa.dma_copy(dst=k_tile[:, :ks], src=k_t[:, kv0 : kv0 + ks])
+                k_tile = k_tile[:, :ks]
+                v_tile = nl.ndarray((128, KV_TILE // 128, d), dtype=dt, buffer=nl.sbuf)
+                _load_v(v_tile, v, kv0, ks)
+                c_first = 0
             s_psum = nl.ndarray((Q_TILE, KV_TILE), dtype=nl.float32, buffer=nl.psum)
-            nisa.nc_matmul(dst=s_psum[:qs, :ks], stationary=q_tile[:, :qs], moving=k_tile[:, :ks])
+            nisa.nc_matmul(dst=s_psum[:qs, :ks], stationary=q_tile[:, :qs], moving=k_tile)
             scores = nl.ndarray((Q_TILE, KV_TILE), dtype=nl.float32, buffer=nl.sbuf)
             nisa.activation(dst=scores[:qs, :ks], op=nl.copy, data=s_psum[:qs, :ks], scale=scale)
             if causal and kv0 + ks > q0:  # keep key f where (q0 + p) - (kv0 + f) >= 0
@@ -99,16 +114,15 @@ def nki_attention(q_t, k_t, v, causal=False):
                                operand0=corr[:qs], op1=nl.add, operand1=row_sum[:qs])  # fmt: skip
             nisa.tensor_copy(dst=m[:qs], src=m_new[:qs])
             pv_psum = nl.ndarray((Q_TILE, d), dtype=nl.float32, buffer=nl.psum)
-            for c0 in nl.affine_range(0, ks, 128):
+            for c, c0 in enumerate(nl.affine_range(0, ks, 128)):
                 cs = _span(c0, ks, 128)
                 pt_psum = nl.ndarray((128, Q_TILE), dtype=dt, buffer=nl.psum)
                 nisa.nc_transpose(dst=pt_psum[:cs, :qs], data=probs[:qs, c0 : c0 + cs],
                                   engine=nisa.engine.tensor)  # fmt: skip
                 probs_t = nl.ndarray((128, Q_TILE), dtype=dt, buffer=nl.sbuf)
                 nisa.tensor_copy(dst=probs_t[:cs, :qs], src=pt_psum[:cs, :qs])
-                v_tile = nl.ndarray((128, d), dtype=dt, buffer=nl.sbuf)
-                nisa.dma_copy(dst=v_tile[:cs], src=v[kv0 + c0 : kv0 + c0 + cs, :])
-                nisa.nc_matmul(dst=pv_psum[:qs], stationary=probs_t[:cs, :qs], moving=v_tile[:cs])
+                nisa.nc_matmul(dst=pv_psum[:qs], stationary=probs_t[:cs, :qs],
+                               moving=v_tile[:cs, c_first + c, :])  # fmt: skip
             nisa.tensor_scalar(dst=acc[:qs], data=acc[:qs], op0=nl.multiply, operand0=corr[:qs])
             nisa.tensor_tensor(dst=acc[:qs], data1=acc[:qs], data2=pv_psum[:qs], op=nl.add)
         inv = nl.ndarray((Q_TILE, 1), dtype=nl.float32, buffer=nl.sbuf)
@@ -117,3 +131,17 @@ def nki_attention(q_t, k_t, v, causal=False):
         nisa.tensor_scalar(dst=o_tile[:qs], data=acc[:qs], op0=nl.multiply, operand0=inv[:qs])
         nisa.dma_copy(dst=out[q0 : q0 + qs, :], src=o_tile[:qs])
     return out
+
+
+def _load_v(dst, v, start, size):
+    """Rows ``start .. start + size`` of ``v [S_kv, d]`` into ``dst [128, chunks, d]`` with key
+    ``start + c * 128 + p`` on partition p of chunk c: one DMA for the whole chunks (a
+    permuted view of v) and one for the rest."""
+    d = v.shape[1]
+    full = size // 128
+    if full:
+        rows = v[start : start + full * 128].reshape((full, 128, d)).permute((1, 0, 2))
+        nisa.dma_copy(dst=dst[:, 0:full, :], src=rows)
+    rest = size - full * 128
+    if rest:
+        nisa.dma_copy(dst=dst[:rest, full, :], src=v[start + full * 128 : start + size])

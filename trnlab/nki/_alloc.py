@@ -235,11 +235,11 @@ def _replay(trace: Trace, ctx: KernelContext) -> list[Pool]:
                 _, name, engine, out, ins, elements, func = op
                 ctx.nki_op(name, engine, tile(out), [tile(x) for x in ins], elements, func)
             elif kind == "dma":
-                _, dst, src, dge = op
+                _, dst, src, dge, n = op
                 if dst[0].on_chip:
-                    ctx.load(tile(dst), hbm(src), dge=dge, flat=True)
+                    ctx.load(tile(dst), hbm(src), dge=dge, flat=True, elements=n)
                 else:
-                    ctx.store(hbm(dst), tile(src), dge=dge, flat=True)
+                    ctx.store(hbm(dst), tile(src), dge=dge, flat=True, elements=n)
             elif kind == "matmul":
                 _, out, st, mv, acc, packed = op
                 ctx.matmul(tile(out), tile(st), tile(mv), accumulate=acc, packed=packed)

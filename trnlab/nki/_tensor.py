@@ -14,9 +14,10 @@ How a view maps onto trnlab's engine model (``trnlab.core``, whose tiles are 2-D
   recorded with the bounding range of free offsets (so no dependency is missed) and charged for
   the elements it actually streams.
 - An HBM storage of shape ``(d0, ..., dn)`` is a 2-D tensor ``[d0 * ... * d(n-1), dn]`` (all
-  but the last dimension flattened into rows). A DMA's HBM view must be a rectangle of it:
-  a run of whole rows, or a run of rows sliced to the same columns. Other HBM access patterns
-  raise :class:`~trnlab.nki.NotModelledError`.
+  but the last dimension flattened into rows). A DMA's HBM view is recorded as its rectangle
+  of that (a run of whole rows, or of rows sliced to the same columns) or, for any other
+  access pattern (strided rows, permuted dimensions), as the bounding rows it touches, with
+  the bytes it actually moves.
 
 The numerics are computed on numpy arrays of each storage's own N-D shape.
 """
@@ -560,8 +561,10 @@ class NkiTensor:
                 lo += s * (n - 1)
         return p0, p0 + n0, lo, hi + 1, elements
 
-    def _hbm_region(self) -> tuple[int, int, int, int]:
-        """``(r0, r1, c0, c1)`` of an HBM view in its storage's ``[rows, cols]`` layout."""
+    def _hbm_region(self) -> tuple[int, int, int, int, bool]:
+        """``(r0, r1, c0, c1, exact)`` of an HBM view in its storage's ``[rows, cols]`` layout:
+        the rectangle itself when the view is one (``exact``), else the bounding rows (and
+        columns, within one row) of every element it touches."""
         st = self._s
         cols = st.cols
         dims = [(n, s) for n, s in zip(self.shape, self.strides, strict=True) if n != 1]
@@ -574,25 +577,26 @@ class NkiTensor:
         off = self.offset
         r0, c0 = divmod(off, cols)
         if not merged:
-            return r0, r0 + 1, c0, c0 + 1
+            return r0, r0 + 1, c0, c0 + 1, True
         if len(merged) == 1:
             n, s = merged[0]
             if s == 1 and c0 + n <= cols:
-                return r0, r0 + 1, c0, c0 + n
+                return r0, r0 + 1, c0, c0 + n, True
             if s == 1 and c0 == 0 and n % cols == 0:
-                return r0, r0 + n // cols, 0, cols
+                return r0, r0 + n // cols, 0, cols, True
             if s == cols:
-                return r0, r0 + n, c0, c0 + 1
+                return r0, r0 + n, c0, c0 + 1, True
         elif len(merged) == 2:
             (n1, s1), (n2, s2) = merged
             if s2 == 1 and s1 == cols and c0 + n2 <= cols:
-                return r0, r0 + n1, c0, c0 + n2
-        raise NotModelledError(
-            f"the HBM access {self} (shape {self.shape}, strides {self.strides}) is not one "
-            f"rectangle of {st.name!r} seen as [{st.rows}, {cols}] (its dimensions but the last "
-            f"flattened into rows); trnlab models DMAs of whole rows or of rows sliced to the "
-            f"same columns. Split the transfer, or order the tensor's dimensions so it is one."
-        )
+                return r0, r0 + n1, c0, c0 + n2, True
+        lo = off + sum(min(0, s * (n - 1)) for n, s in merged)
+        hi = off + sum(max(0, s * (n - 1)) for n, s in merged)
+        ra, ca = divmod(lo, cols)
+        rb, cb = divmod(hi, cols)
+        if ra == rb:
+            return ra, ra + 1, ca, cb + 1, False
+        return ra, rb + 1, 0, cols, False
 
     def _arr(self) -> np.ndarray:
         """The numpy view of these elements (writeable; trailing axis of 4 for x4 types)."""

@@ -9,7 +9,8 @@ tensor a physical buffer, as the NKI compiler would, and replays ``ops`` onto a
 
 Instruction records (``ops``):
 
-- ``("dma", dst, src, dge, api)``: one of ``dst``/``src`` a tile ref, the other an HBM ref.
+- ``("dma", dst, src, dge, elements)``: one of ``dst``/``src`` a tile ref, the other an HBM
+  ref (a strided HBM access: its bounding rows, and the ``elements`` it moves; else None).
 - ``("matmul", out, stationary, moving, accumulate, packed)``
 - ``("transpose", out, src)``
 - ``("op", name, engine, out, ins, elements, func)``: a Vector / Scalar / GpSimd instruction

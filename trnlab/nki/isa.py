@@ -270,7 +270,7 @@ def dma_copy(dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode
     rt = _where(tile, _SBUF, "the on-chip side", api)
     if rt[3] - rt[2] != rt[4]:
         raise option(api, f"a strided SBUF access {tile}", "contiguous SBUF regions are")
-    rh = hbm._hbm_region()
+    *rh, exact = hbm._hbm_region()
     if dst.size != src.size:
         raise HardwareRuleError(
             f"nisa.{api}: dst {dst.shape} holds {dst.size} elements and src {src.shape} "
@@ -289,7 +289,9 @@ def dma_copy(dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode
         hbm._s.stored = True
     ref_t = _ref(tile, rt)
     ref_h = (hbm._s, *rh)
-    op = ("dma", ref_t, ref_h, _DGE[dge_mode]) if d_chip else ("dma", ref_h, ref_t, _DGE[dge_mode])
+    n = None if exact else hbm.size  # a strided HBM access: the bytes it moves, not its box
+    dge = _DGE[dge_mode]
+    op = ("dma", ref_t, ref_h, dge, n) if d_chip else ("dma", ref_h, ref_t, dge, n)
     tr.add(op, api, tile._s)
 
 
