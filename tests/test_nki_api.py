@@ -243,7 +243,12 @@ def test_strided_and_permuted_hbm_accesses_move_their_own_bytes():
     np.testing.assert_array_equal(got[:, 1::2], x[128:, 0:32])
     run = nki.profile(k, chip="trn2")(x)
     t = run.program.table
-    assert list(t["bytes"][t["op"] <= 1]) == [128 * 32 * 4, 256 * 64 * 4, 128 * 32 * 4, 128 * 32 * 4]
+    assert list(t["bytes"][t["op"] <= 1]) == [
+        128 * 32 * 4,
+        256 * 64 * 4,
+        128 * 32 * 4,
+        128 * 32 * 4,
+    ]
 
 
 # --- engine instructions against numpy ----------------------------------------------------------
