@@ -17,6 +17,7 @@ Launch grids (see docs/nki.md):
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import itertools
@@ -26,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from trnlab._threads import one_blas_thread
 from trnlab.core import CoreParams, HBMTensor, KernelArgumentError, KernelContext, Run
 from trnlab.core import simulate as _schedule
 
@@ -188,7 +190,8 @@ def _launch(kernel: Kernel, args, kwargs, params: CoreParams, numerics: bool, bi
     for programs in cores:
         tr = Trace(params, numerics, launch)
         tr.grid = grid
-        with tr:
+        # a tile matmul is at most 128 x 128 x 512: too small for BLAS threads to pay
+        with tr, one_blas_thread() if numerics else contextlib.nullcontext():
             wargs = [_wrap(tr, n, a, cache) for n, a in zip(names, args, strict=True)]
             wkw = {k: _wrap(tr, k, v, cache) for k, v in kwargs.items()}
             for pid in programs:

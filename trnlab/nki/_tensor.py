@@ -175,7 +175,30 @@ class NkiTensor:
         if type(key) is not tuple:
             key = (key,)
         shape, strides = self.shape, self.strides
-        # Fast path: a slice per dimension, no steps (the tutorials' tiles and HBM blocks).
+        # Fastest path: two plain slices of a 2-D tensor (tiles and HBM blocks).
+        if len(key) == 2 and len(shape) == 2:
+            ka, kb = key
+            if type(ka) is slice and type(kb) is slice and ka.step is None and kb.step is None:
+                n0, n1 = shape
+                a0 = 0 if ka.start is None else ka.start
+                a1 = n0 if ka.stop is None else ka.stop
+                b0 = 0 if kb.start is None else kb.start
+                b1 = n1 if kb.stop is None else kb.stop
+                if (
+                    type(a0) is int
+                    and type(a1) is int
+                    and type(b0) is int
+                    and type(b1) is int
+                    and 0 <= a0 < a1 <= n0
+                    and 0 <= b0 < b1 <= n1
+                ):
+                    return NkiTensor(
+                        self._s,
+                        (a1 - a0, b1 - b0),
+                        strides,
+                        self.offset + a0 * strides[0] + b0 * strides[1],
+                    )
+        # Fast path: a slice per dimension, no steps.
         if len(key) == len(shape):
             off = self.offset
             fast = True

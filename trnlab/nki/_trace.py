@@ -71,6 +71,20 @@ class Site:
         self.label = label
 
 
+class _Limits:
+    """The core figures the instructions check, read once per trace (CoreParams looks each
+    figure up by name)."""
+
+    __slots__ = ("name", "pe_cols", "pe_rows", "psum_free_max", "stationary_free_max")
+
+    def __init__(self, params: CoreParams):
+        self.name = params.name
+        self.pe_rows = int(params.pe_rows)
+        self.pe_cols = int(params.pe_cols)
+        self.stationary_free_max = int(params.stationary_free_max)
+        self.psum_free_max = int(params.psum_free_max)
+
+
 class Trace:
     """What one NeuronCore's kernel did, in program order.
 
@@ -102,6 +116,7 @@ class Trace:
         self.shared: dict[int, Storage] = {}
         self.constants: dict = {}
         self.pmax = int(params.sbuf_partitions)
+        self.limits = _Limits(params)
 
     def __enter__(self) -> Trace:
         _STACK.append(self)

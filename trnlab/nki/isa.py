@@ -188,10 +188,13 @@ def _flat(x: NkiTensor) -> np.ndarray:
     return a.reshape(x.shape[0], -1)
 
 
-def _put(dst: NkiTensor, values) -> None:
-    """Round ``values`` to ``dst``'s dtype and write them (any shape with dst's elements)."""
+def _put(dst: NkiTensor, values, src_dtype=None) -> None:
+    """Round ``values`` to ``dst``'s dtype and write them (any shape with dst's elements);
+    values already of ``dst``'s dtype (``src_dtype``, a copy) are written as they are."""
     a = dst._arr()
-    a[...] = round_to(np.asarray(values, np.float32), dst._s.dtype).reshape(a.shape)
+    d = dst._s.dtype
+    v = np.asarray(values, np.float32)
+    a[...] = (v if src_dtype is d else round_to(v, d)).reshape(a.shape)
 
 
 def _record(tr, name, eng, dst, rd, ins, api, elements=None, func=-1) -> None:
@@ -282,9 +285,7 @@ def dma_copy(dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode
             f"with nisa.quantize_mx (not modelled yet) or pass MX inputs with nki.hbm(..., dtype)"
         )
     if tr.numerics:
-        a = src._arr()
-        out = dst._arr()
-        out[...] = round_to(np.asarray(a, np.float32), dst._s.dtype).reshape(out.shape)
+        _put(dst, src._arr(), src._s.dtype)
     if not d_chip:
         hbm._s.stored = True
     ref_t = _ref(tile, rt)
@@ -298,6 +299,14 @@ def dma_copy(dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode
 # --- Tensor Engine ------------------------------------------------------------------------------
 def _check_matmul_dtypes(tr, st, mv, api):
     names = (st.dtype, mv.dtype)
+    key = ("matmul dtypes", names)
+    if key in tr.constants:  # checked before in this trace
+        return
+    _matmul_dtypes(tr, names, api)
+    tr.constants[key] = True
+
+
+def _matmul_dtypes(tr, names, api):
     allowed = _MATMUL_DTYPES + (_V4_MATMUL_DTYPES if tr.gen >= 4 else ())
     for what, d in zip(("stationary", "moving"), names, strict=True):
         if d not in allowed:
@@ -321,14 +330,23 @@ def _check_matmul_dtypes(tr, st, mv, api):
 
 
 def _psum_written(s, reg) -> bool:
-    """Whether any of region ``reg`` of PSUM storage ``s`` was written since allocation."""
-    return s.mask is not None and bool(s.mask[reg[0] : reg[1], reg[2] : reg[3]].any())
+    """Whether any of region ``reg`` of PSUM storage ``s`` was written since allocation (the
+    regions written are kept as a short list of rectangles)."""
+    if s.mask is None:
+        return False
+    p0, p1, f0, f1 = reg[0], reg[1], reg[2], reg[3]
+    for a, b, c, d in s.mask:
+        if a < p1 and p0 < b and c < f1 and f0 < d:
+            return True
+    return False
 
 
 def _mark(s, reg) -> None:
+    r = (reg[0], reg[1], reg[2], reg[3])
     if s.mask is None:
-        s.mask = np.zeros((s.shape[0], s.free), bool)
-    s.mask[reg[0] : reg[1], reg[2] : reg[3]] = True
+        s.mask = [r]
+    elif r not in s.mask:
+        s.mask.append(r)
 
 
 def _matmul_operands(tr, dst, stationary, moving, api):
@@ -338,7 +356,7 @@ def _matmul_operands(tr, dst, stationary, moving, api):
     rs = _where(st, _SBUF, "stationary", api)
     rm = _where(mv, _SBUF, "moving", api)
     rd = _where(dst, _PSUM, "dst", api)
-    p = tr.params
+    p = tr.limits
     k, m = rs[1] - rs[0], rs[4]
     k2, n = rm[1] - rm[0], rm[4]
     for x, r, what in ((st, rs, "stationary"), (mv, rm, "moving"), (dst, rd, "dst")):
@@ -542,7 +560,7 @@ def nc_transpose(dst=None, data=None, engine=engine.unknown, name=None):
             f"nisa.{api}: the Vector engine transposes up to 32 x 32; data is {parts} x {free}"
         )
     if tr.numerics:
-        _put(dst, _flat(data).T)
+        _put(dst, _flat(data).T, data._s.dtype)
     if eng == "tensor":
         tr.add(("transpose", _ref(dst, rd), _ref(data, r)), api, dst._s, data._s)
     else:
@@ -569,7 +587,7 @@ def tensor_copy(dst=None, src=None, engine=engine.unknown, name=None, dtype=None
     _same_partitions(dst, rd, src, r, api, "dst", "src")
     _same_elements(rd, r, api, "dst", "src")
     if tr.numerics:
-        _put(dst, _flat(src))
+        _put(dst, _flat(src), src._s.dtype)
     _record(tr, "copy", eng, dst, rd, [(src, r)], api)
     return ret
 
