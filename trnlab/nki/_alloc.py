@@ -32,11 +32,13 @@ from trnlab.core import (
     HBMView,
     KernelArgumentError,
     KernelContext,
+    PsumBankOverflowError,
+    SbufCapacityError,
     View,
 )
 
 from ._tensor import MemoryRegion, Storage
-from ._trace import Trace
+from ._trace import Trace, location
 
 __all__ = ["Pool", "plan", "replay"]
 
@@ -63,7 +65,7 @@ class Pool:
         "width",
     )
 
-    def __init__(self, label, buffer, fmt, where):
+    def __init__(self, label, buffer, fmt, where: str):
         self.label = label
         self.buffer = buffer
         self.fmt = fmt
@@ -109,7 +111,7 @@ def _pools(trace: Trace) -> list[Pool]:
         k = (key, s.buffer, fmt)
         p = pools.get(k)
         if p is None:
-            p = pools[k] = Pool(s.name, s.buffer, fmt, (site.filename, site.lineno))
+            p = pools[k] = Pool(s.name, s.buffer, fmt, site.where)
         p.storages.append(s)
         p.parts = max(p.parts, s.shape[0])
         p.free = max(p.free, s.free)
@@ -163,8 +165,8 @@ def plan(trace: Trace, ctx: KernelContext) -> list[Pool]:
 
 
 def _where(trace: Trace, i: int) -> str:
-    f, line = trace.where[i]
-    return f"{f}, line {line} ({trace.apis[i]})"
+    f, line, func = trace.where[i]
+    return f"{location(func, f, line)}, nisa.{trace.apis[i]}"
 
 
 def replay(trace: Trace, ctx: KernelContext) -> list[Pool]:
@@ -181,7 +183,33 @@ def replay(trace: Trace, ctx: KernelContext) -> list[Pool]:
         ctx.numerics = numerics
 
 
+def _refuse(ctx: KernelContext, p: Pool) -> None:
+    """The teaching error for a pool that does not fit what is left of SBUF or PSUM."""
+    params = ctx.params
+    what = f"{p.width} tile(s) alive at once" + (f" x {p.r} rotating buffers" if p.r > 1 else "")
+    if p.buffer is MemoryRegion.sbuf:
+        cap = int(params.sbuf_usable_partition_bytes)
+        free = ctx.sbuf_available()
+        raise SbufCapacityError(
+            f"{p.where}: {p.label!r} needs {p.n} SBUF buffer(s) of {p.unit} B per partition "
+            f"({what}) = {p.n * p.unit} B, but {params.name} has {cap} B usable per partition "
+            f"and the kernel's other tiles leave {free} B. Use smaller tiles or blocks, or keep "
+            f"fewer of them alive at once."
+        )
+    free = sum(1 for t in ctx._memory.psum_banks if t == -1)
+    raise PsumBankOverflowError(
+        f"{p.where}: {p.label!r} needs {p.n * p.unit} PSUM bank(s) ({what}), but "
+        f"{params.name} has {params.psum_banks} and {free} are free: keep fewer PSUM tiles "
+        f"alive at once (copy each result to SBUF when its accumulation is done)."
+    )
+
+
 def _alloc(ctx: KernelContext, p: Pool) -> None:
+    if p.buffer is MemoryRegion.sbuf:
+        if p.n * p.unit > ctx.sbuf_available():
+            _refuse(ctx, p)
+    elif p.n * p.unit > sum(1 for t in ctx._memory.psum_banks if t == -1):
+        _refuse(ctx, p)
     for b in range(p.n):
         name = p.label if p.n == 1 else f"{p.label}[{b}]"
         if p.buffer is MemoryRegion.sbuf:
@@ -226,9 +254,10 @@ def _replay(trace: Trace, ctx: KernelContext) -> list[Pool]:
         for p in starts.get(i, ()):
             try:
                 _alloc(ctx, p)
+            except (SbufCapacityError, PsumBankOverflowError):
+                raise
             except (HardwareRuleError, KernelArgumentError) as e:
-                f, line = p.where
-                raise type(e)(f"{f}, line {line} ({p.label!r}): {e}") from None
+                raise type(e)(f"{p.where} ({p.label!r}): {e}") from None
         try:
             kind = op[0]
             if kind == "op":

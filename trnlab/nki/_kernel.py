@@ -271,7 +271,7 @@ def _run_of(tr: Trace, params: CoreParams, numerics: bool, extra: dict) -> Run:
     run = _schedule(program, params, outputs, numerics)
     run.extra["nki"] = {
         "instructions": tuple(tr.apis),
-        "lines": tuple(tr.where),
+        "lines": tuple((f, line) for f, line, _ in tr.where),
         "buffers": {p.label: p.n for p in pools},
         "program_ids": tr.grid,
         **extra,

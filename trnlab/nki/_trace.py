@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import linecache
 import math
+import os
 import re
 import sys
 
@@ -60,15 +61,30 @@ def user_frame(depth: int = 2):
     return f
 
 
+def location(func: str, filename: str, lineno: int) -> str:
+    """Where in a kernel's source: ``nki_matmul_hoisted (_matmul.py, line 126)``; for code typed
+    in a notebook (a temporary file), the function and the line in its cell only, so messages
+    read the same on every machine."""
+    base = os.path.basename(filename)
+    if filename.startswith("<") or "ipykernel" in filename or not base.endswith(".py"):
+        return f"{func}, line {lineno}"
+    return f"{func} ({base}, line {lineno})"
+
+
 class Site:
     """A place in the kernel's source that allocates tensors (one rotating-buffer pool)."""
 
-    __slots__ = ("filename", "label", "lineno")
+    __slots__ = ("filename", "func", "label", "lineno")
 
-    def __init__(self, filename: str, lineno: int, label: str):
+    def __init__(self, filename: str, lineno: int, label: str, func: str = "?"):
         self.filename = filename
         self.lineno = lineno
         self.label = label
+        self.func = func
+
+    @property
+    def where(self) -> str:
+        return location(self.func, self.filename, self.lineno)
 
 
 class _Limits:
@@ -105,7 +121,7 @@ class Trace:
         self.gen = generation(params)
         self.ops: list[tuple] = []
         self.apis: list[str] = []
-        self.where: list[tuple[str, int]] = []
+        self.where: list[tuple[str, int, str]] = []  # (file, line, function) per instruction
         self.on_chip: list[Storage] = []
         self.hbm: list[Storage] = []
         self.sites: dict = {}
@@ -149,7 +165,7 @@ class Trace:
             line = linecache.getline(f.f_code.co_filename, f.f_lineno)
             m = _ASSIGN.match(line)
             label = m.group(1) if m else f"{f.f_code.co_name}:{f.f_lineno}"
-            s = self.sites[key] = Site(f.f_code.co_filename, f.f_lineno, label)
+            s = self.sites[key] = Site(f.f_code.co_filename, f.f_lineno, label, f.f_code.co_name)
         return key, s
 
     def tensor(self, shape, dtype: DType, buffer: MemoryRegion, name: str = "", depth: int = 3):
@@ -273,4 +289,7 @@ class Trace:
         self.ops.append(op)
         self.apis.append(api)
         f = user_frame(3)
-        self.where.append((f.f_code.co_filename, f.f_lineno) if f is not None else ("?", 0))
+        if f is None:
+            self.where.append(("?", 0, "?"))
+        else:
+            self.where.append((f.f_code.co_filename, f.f_lineno, f.f_code.co_name))
