@@ -1093,3 +1093,20 @@ def test_error_locations_read_the_same_on_every_machine():
     assert (
         location("tiled", "/any/where/trnlab/kernels/_matmul.py", 9) == "tiled (_matmul.py, line 9)"
     )
+
+
+def test_kernels_annotated_with_nki_typing_run_unchanged():
+    """NKI's own examples annotate tiles with ``nki.typing.tensor[...]``; the import and the
+    annotations must not get in the way."""
+    from trnlab.nki.typing import tensor
+
+    @nki.jit
+    def double(a_in):
+        out = nl.ndarray(a_in.shape, dtype=a_in.dtype, buffer=nl.shared_hbm)
+        t: tensor[64, 32] = nl.load(a_in)
+        nl.store(out, nl.multiply(t, 2.0))
+        return out
+
+    x = np.arange(64 * 32, dtype=np.float32).reshape(64, 32)
+    np.testing.assert_array_equal(nki.simulate(double)(x), 2 * x)
+    assert nki.typing.tensor[128, 6] is nki.NkiTensor

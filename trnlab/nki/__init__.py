@@ -45,15 +45,19 @@ __all__ = [
     "simulate",
 ]
 
-_MODELLED = ("jit", "simulate", "profile (trnlab)", "hbm (trnlab)", "language", "isa")
+_MODELLED = ("jit", "simulate", "profile (trnlab)", "hbm (trnlab)", "language", "isa", "typing")
 _KNOWN = frozenset(
-    {"benchmark", "baremetal", "trace", "collectives", "compiler", "typing", "kernels", "tensor"}
+    {"benchmark", "baremetal", "trace", "collectives", "compiler", "kernels", "tensor"}
 )
 
 
 def __getattr__(name: str):
     if name.startswith("__"):
         raise AttributeError(name)
+    if name == "typing":  # annotations only: loaded when a kernel asks for it
+        import importlib
+
+        return importlib.import_module(f"{__name__}.typing")
     if name == "benchmark":
         from ._errors import NotModelledError as E
 
