@@ -1,8 +1,8 @@
-"""Speed of trnlab.fabric: chunk-level simulation and closed form at scale (issue 5, item 5).
+"""Speed of trnlab.fabric: flow-level simulation and closed form at scale (issue 5, item 5).
 
 - Simulated ring all-reduce of 1 GiB on the 144-chip Trn3 UltraServer Gen2 (target < 1 s).
 - Simulated ring all-reduce of 1 GiB on a 1,024-chip cluster: 64 x trn2.48xlarge over EFA,
-  a flat ring through every chip, chunk-level (target < 10 s).
+  a flat ring through every chip, flow by flow (target < 10 s).
 - Closed form of an all-reduce on 6,944 x Trn3 UltraServer Gen2 = 999,936 chips (target
   < 10 ms): flat ring, hierarchical and auto; "cold" rebuilds the topology and its hop costs,
   "warm" reuses them (as a dashboard sweep does).

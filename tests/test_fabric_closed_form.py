@@ -307,7 +307,7 @@ def test_link_efficiency_scales_the_bandwidth_term_only():
 @pytest.mark.parametrize(
     "bad",
     [dict(step_latency=-1e-6), dict(step_latency=float("nan")), dict(op_overhead=2.0),
-     dict(efa_step_latency=0.1e-6), dict(link_efficiency=0.0), dict(chunk_bytes=0),
+     dict(efa_step_latency=0.1e-6), dict(link_efficiency=0.0),
      dict(step_latency=0.1e-6)],
 )  # fmt: skip
 def test_bad_fabric_parameters_are_refused(bad):

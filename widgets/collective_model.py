@@ -8,7 +8,7 @@ What is computed how, so that a control change answers quickly:
 
 - the message-size sweep uses the closed forms only (about 100 sizes x every algorithm that
   fits, a few milliseconds, cached per system / parts / collective);
-- the drawn case (one size) is simulated chunk by chunk when it makes at most
+- the drawn case (one size) is simulated message by message when it makes at most
   ``SIM_MESSAGES`` messages (milliseconds to a tenth of a second; cached), otherwise it falls
   back to the closed form and the drawing shows no link load;
 - the ring animation simulates a ring of 2 to 8 chips (microseconds; cached).

@@ -1,4 +1,4 @@
-"""Topologies and collectives of Trainium fabrics: closed forms and chunk-level simulation.
+"""Topologies and collectives of Trainium fabrics: closed forms and flow-level simulation.
 
 >>> from trnlab import fabric
 >>> r = fabric.collective("all_reduce", 1 << 30, system="trn2.48xlarge", algorithm="ring")

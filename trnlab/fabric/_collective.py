@@ -10,7 +10,6 @@ import numpy as np
 
 from ._algorithms import ALGORITHMS, OPS, Estimate, algorithm
 from ._params import FabricError, FabricParams, collective_figure
-from ._plan import Plan
 from ._topology import TIER_NAMES, Topology, topology
 
 __all__ = [
@@ -30,8 +29,7 @@ _OP_ALIASES = {
     "alltoall": "all_to_all",
     "bcast": "broadcast",
 }
-# Simulations above this many chunk-hop events are refused (they would take minutes).
-MAX_EVENTS = 60_000_000
+# Simulations above this many messages are refused (they would take minutes).
 MAX_MESSAGES = 8_000_000
 MAX_GRAPH_CHIPS = 200_000
 
@@ -327,8 +325,8 @@ def collective(
         runtime picks for this size: :func:`runtime_choice`) or ``"fastest"`` (the lowest
         closed-form time).
     simulate : bool
-        False: the closed form (alpha-beta). True: the chunk-level event simulation with link
-        contention, which also fills ``link_utilisation``, ``link_bytes`` and ``schedule``.
+        False: the closed form (alpha-beta). True: the flow-level event simulation, messages
+        sharing links max-min fairly (see ``trnlab.fabric._sim``), which also fills ``link_utilisation``, ``link_bytes`` and ``schedule``.
     params : FabricParams, optional
         Latencies and conventions (assumptions; see :class:`FabricParams`).
 
@@ -370,10 +368,9 @@ def collective(
         )
     _check_messages(alg, op, topo)
     plan = alg.plan(op, float(nbytes), topo)
-    _check_size(plan, topo, params, alg.name, op)
     from ._sim import simulate as run  # numba is imported only when a simulation runs
 
-    t, start, done, busy, lbytes = run(topo, plan, params.chunk_bytes, params.max_chunks)
+    t, start, done, busy, lbytes = run(topo, plan)
     t += topo.op_overhead  # the fixed cost per operation comes before the first message
     start, done = start + topo.op_overhead, done + topo.op_overhead
     algbw = float(nbytes / t)
@@ -408,15 +405,4 @@ def _check_messages(alg, op: str, topo: Topology) -> None:
             f"simulating {op} with {alg.name} on {topo.name} would make about {count:,} messages "
             f"(limit {MAX_MESSAGES:,}); use simulate=False (closed form), fewer chips, or a "
             "hierarchical algorithm (fewer, larger messages)"
-        )
-
-
-def _check_size(plan: Plan, topo: Topology, params: FabricParams, name: str, op: str) -> None:
-    chunks = np.clip(np.ceil(plan.nbytes / params.chunk_bytes), 1, params.max_chunks)
-    events = float(chunks.sum()) * 2
-    if events > MAX_EVENTS:
-        raise FabricError(
-            f"simulating {op} with {name} on {topo.name} needs about {events:,.0f} chunk events "
-            f"(limit {MAX_EVENTS:,}); use simulate=False (closed form), fewer chips, or a larger "
-            "FabricParams(chunk_bytes=...)"
         )

@@ -3,13 +3,24 @@
 On a non-blocking switch (Trn3's NeuronSwitch-v1) one exchange costs alpha + (n-1)/n S/B,
 limited by each chip's injection bandwidth. On a torus the messages follow shortest paths
 (dimension-order routing, the shorter way round each axis), so links carry the traffic of the
-pairs routed through them: with uniform traffic every link of axis j carries
+pairs routed through them: with uniform traffic a link of axis j carries on average
 S D_j / (d_j w_j) bytes, D_j the sum of ring distances 0..d_j-1 and w_j the directions in use
-(2 for d_j > 2). On the slowest axis of a 4-ring that is S/2 per link, exactly the bisection
-bound nS/4 over 2 n/d links: shortest-path routing reaches the bound, relaying does not.
+(2 for d_j > 2), and the busiest exactly that unless halfway ties load the two directions
+unevenly (rings of 6, 10, 14... chips). On the slowest axis of a 4-ring that is S/2 per link,
+exactly the bisection bound nS/4 over 2 n/d links: shortest-path routing reaches the bound,
+relaying does not.
+
+Against the simulation (flows sharing links max-min fairly): one exchange of equal messages,
+all started together, gives every flow at least B_l / N_l on its bottleneck link l (N_l the
+flows that ever cross it), so every flow has drained by the busiest link's bytes over its
+bandwidth. The simulated time therefore lies between overhead + that load and the closed form
+(which adds the longest route's latency); where every link in use carries the same number of
+flows (axes alike, ties balanced) all flows drain together and the two agree exactly.
 """
 
 from __future__ import annotations
+
+from functools import cache
 
 import numpy as np
 
@@ -20,14 +31,50 @@ from ._topology import Topology
 __all__ = ["Direct", "torus_link_load"]
 
 
+@cache
+def _ring_link_pairs(d: int) -> tuple[int, bool]:
+    """Most (source, destination) pairs of a ring of ``d`` that cross one directed link under
+    the torus's shortest-way routing (halfway round: even coordinates one way, odd the other),
+    and whether every link in use carries that many (the loads are balanced)."""
+    if d < 2:
+        return 0, True
+    s = np.arange(d)[:, None]
+    k = np.arange(1, d)[None, :]  # clockwise distance from s to its destination
+    tie = (2 * k == d) & (d > 2)
+    cw = (k < d - k) | (tie & (s % 2 == 0)) | ((d == 2) & (k == 1))
+    counts = np.zeros((2, d), np.int64)
+    for src, dist, way in zip(*np.broadcast_arrays(s, k, cw), strict=True):
+        for a, kk, w in zip(src, dist, way, strict=True):
+            hops = kk if w else d - kk
+            links = (a + np.arange(hops)) % d if w else (a - np.arange(hops)) % d
+            counts[0 if w else 1, links] += 1
+    used = counts[counts > 0]
+    return int(used.max()), bool(used.min() == used.max())
+
+
 def torus_link_load(t: Topology, S: float) -> float:
     """Seconds the busiest link of a torus needs for a uniform exchange of S bytes per chip
-    (each chip sends S/n to every other) over dimension-order shortest paths."""
+    (each chip sends S/n to every other) over dimension-order shortest paths.
+
+    A link of axis j carries the pairs of its ring that cross it, each for the n/d_j ways of
+    choosing the other coordinates, so S c_j / d_j bytes, c_j the ring's busiest link count
+    (:func:`_ring_link_pairs`). With halfway ties split by parity that is the average,
+    D_j / w_j, except on rings of 6, 10, 14... chips, where a tie window of d_j/2 (odd) links
+    holds one more even source than odd on every other link."""
     worst = 0.0
     for d, b in zip(t.shape, t.axis_bandwidth, strict=True):
-        dist = np.minimum(np.arange(d), d - np.arange(d)).sum()  # sum of ring distances
-        worst = max(worst, S * dist / (d * min(2, d - 1)) / b)
+        worst = max(worst, S * _ring_link_pairs(d)[0] / d / b)
     return worst
+
+
+def _symmetric(t: Topology) -> bool:
+    """Every link in use carries the same number of equal flows: axes alike, loads balanced."""
+    return (
+        len(set(t.shape)) == 1
+        and len(set(t.axis_bandwidth)) == 1
+        and len(set(t.axis_latency)) == 1
+        and _ring_link_pairs(t.shape[0])[1]
+    )
 
 
 class Direct(Algorithm):
@@ -58,10 +105,12 @@ class Direct(Algorithm):
     def closed_form(self, op, S, t):
         n = t.chips
         kind = "exact" if self._inject(t)[2] else ("estimate" if t.kind == "torus" else "bound")
+        if t.kind == "torus" and op != "broadcast" and _symmetric(t):
+            kind = "exact"  # every flow drains at the busiest link's fair share
         caveat = {
             "exact": "",
-            "estimate": "an estimate: the busiest link's share of shortest-path routes, "
-            "without queueing (simulate for that)",
+            "estimate": "an upper bound within one route's latency: the busiest link's bytes "
+            "of shortest-path routes, with routes sharing links fairly (simulate for the rest)",
             "bound": "a lower bound (injection): routes share links",
         }[kind]
         if op == "broadcast":

@@ -26,15 +26,18 @@ class Hierarchical(Algorithm):
     kinds = ("cluster",)
     summary = "reduce-scatter inside each NeuronLink domain, EFA across, all-gather inside"
 
+    @staticmethod
+    def _candidates(part: Topology):
+        # the 2023 runtime had no mesh (Direct) inside an instance
+        return (Torus(), BidirectionalRing()) if part.runtime == "2023" else (
+            Torus(), Direct(), BidirectionalRing())  # fmt: skip
+
     def _local(self, op, S, t: Topology):
         part = t.part
         if part.kind == "single":
             return None
         best = None
-        # the 2023 runtime had no mesh (Direct) inside an instance
-        local = (Torus(), BidirectionalRing()) if part.runtime == "2023" else (
-            Torus(), Direct(), BidirectionalRing())  # fmt: skip
-        for alg in local:
+        for alg in self._candidates(part):
             if alg.misfit(op, part) is None:
                 est = alg.closed_form(op, S, part)
                 if est.exact and (best is None or est.time < best[1].time):
@@ -134,6 +137,13 @@ class Hierarchical(Algorithm):
         return P.concat(*seq)
 
     def messages(self, op, t):
-        loc = self._local("reduce_scatter", 1.0, t)
-        local = loc[0].messages("all_reduce", t.part) * t.parts if loc else 0
+        # The local algorithm depends on the size (a mesh for small messages where its closed
+        # form is exact, the torus for large ones): bound by the largest that could be chosen.
+        local = 0
+        if t.part.kind != "single":
+            local = max(
+                (a.messages("all_reduce", t.part) for a in self._candidates(t.part)
+                 if a.misfit("all_reduce", t.part) is None),
+                default=0,
+            ) * t.parts  # fmt: skip
         return local + 2 * t.chips * (t.parts - 1)

@@ -91,11 +91,6 @@ class FabricParams:
         The Neuron runtime generation (:data:`RUNTIMES`): its algorithm set (``"2023"``: rings
         only inside an instance, hierarchical across instances) and its fixed cost per
         collective (``op_overhead`` or ``op_overhead_2023``, each calibrated on its own runs).
-    chunk_bytes : int
-        The simulator splits each message into chunks of about this size (at most
-        ``max_chunks``) so messages sharing a link interleave.
-    max_chunks : int
-        Upper limit of chunks per message (bounds the event count of large simulations).
     """
 
     step_latency: float | None = None
@@ -109,8 +104,6 @@ class FabricParams:
     counts_both_directions: bool = True
     efa_counts_both_directions: bool = False
     runtime: str = "current"
-    chunk_bytes: int = 1 << 20
-    max_chunks: int = 8
 
     def __post_init__(self) -> None:
         for name in ("neuronlink_latency", "pcie_latency"):
@@ -147,10 +140,6 @@ class FabricParams:
             raise FabricError(
                 f"link_efficiency = {e!r}: a share of the link bandwidth is in (0, 1]"
             )
-        for name in ("chunk_bytes", "max_chunks"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise FabricError(f"{name} = {v!r} must be a whole number >= 1")
 
     # Resolved figures ------------------------------------------------------------------------
     @property

@@ -3,8 +3,9 @@
 A :class:`Plan` is a list of messages (source chip, destination chip, bytes, step, lane). Steps
 order the messages of one chip: a chip starts its sends of step k once every message sent to it
 in its latest earlier receiving step of the same lane has arrived (a chip-level barrier, not a
-global one). Lanes are independent streams through the same chips, such as the two directions
-of a bidirectional ring. This is
+global one), and its sends of its latest earlier sending step of that lane have left (each lane
+is one in-order DMA queue). Lanes are independent streams through the same chips, such as the
+two directions of a bidirectional ring. This is
 how ring, tree and torus algorithms are written in the literature (Thakur, Rabenseifner and
 Gropp 2005) and how the closed forms count steps.
 """
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Plan", "concat", "gates"]
+__all__ = ["Plan", "concat", "gates", "send_queues"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -75,6 +76,45 @@ def concat(*plans: Plan, sequential: bool = True) -> Plan:
     return Plan(*(np.concatenate([getattr(p, f) for p in out]) for f in fields))
 
 
+def _waiting(plan: Plan, by_dst: bool):
+    """Group the messages by (chip, lane, step), the chip being the receiver (``by_dst``) or
+    the sender, and find for each message the group of its sender with the largest step below
+    the message's: ``(into, need, wait, wait_ptr, wait_msgs)`` as described in :func:`gates`."""
+    width = int(plan.step.max()) + 2 if plan.messages else 1
+    lanes = int(plan.lane.max()) + 1 if plan.messages else 1
+    chip = plan.dst if by_dst else plan.src
+    key_in = (chip * lanes + plan.lane) * width + plan.step
+    owner = plan.src * lanes + plan.lane
+    q = owner * width + plan.step
+    span = (int(max(plan.src.max(), plan.dst.max())) + 1) * lanes * width if plan.messages else 1
+    if span <= 4 * plan.messages + 4096:
+        # Dense keys (rings, trees, meshes): rank them by counting, no sort.
+        present = np.zeros(span, bool)
+        present[key_in] = True
+        rank = np.cumsum(present) - 1
+        into = rank[key_in]
+        keys_n = int(rank[-1]) + 1
+        below = np.maximum.accumulate(np.where(present, np.arange(span), -1))
+        prev = np.where(q > 0, below[np.maximum(q - 1, 0)], -1)
+        ok = (prev >= 0) & (prev // width == owner)
+        wait = np.where(ok, rank[np.maximum(prev, 0)], -1)
+    else:
+        keys, into = np.unique(key_in, return_inverse=True)
+        keys_n = keys.size
+        pos = np.searchsorted(keys, q, side="left") - 1
+        ok = pos >= 0
+        ok[ok] = keys[pos[ok]] // width == owner[ok]
+        wait = np.where(ok, pos, -1)
+    into, wait = into.astype(np.int64).ravel(), wait.astype(np.int64)
+    need = np.bincount(into, minlength=keys_n).astype(np.int64)
+    waiting = np.flatnonzero(wait >= 0)
+    order = waiting[np.argsort(wait[waiting], kind="stable")]
+    counts = np.bincount(wait[waiting], minlength=keys_n)
+    ptr = np.zeros(keys_n + 1, np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    return into, need, wait, ptr, order.astype(np.int64)
+
+
 def gates(plan: Plan):
     """Dependency gates of a plan, as flat arrays for the simulator.
 
@@ -82,21 +122,15 @@ def gates(plan: Plan):
     message completes), ``need`` (messages per gate), ``wait`` (the gate each message waits
     for, -1 if none) and the CSR ``(wait_ptr, wait_msgs)`` from each gate to its waiters.
     """
-    width = int(plan.step.max()) + 2 if plan.messages else 1
-    lanes = int(plan.lane.max()) + 1 if plan.messages else 1
-    key_in = (plan.dst * lanes + plan.lane) * width + plan.step
-    keys, into = np.unique(key_in, return_inverse=True)
-    need = np.bincount(into, minlength=keys.size).astype(np.int64)
-    # The gate at the sender, same lane, with the largest step below the message's step.
-    owner = plan.src * lanes + plan.lane
-    q = owner * width + plan.step
-    pos = np.searchsorted(keys, q, side="left") - 1
-    ok = pos >= 0
-    ok[ok] = keys[pos[ok]] // width == owner[ok]
-    wait = np.where(ok, pos, -1).astype(np.int64)
-    waiting = np.flatnonzero(wait >= 0)
-    order = waiting[np.argsort(wait[waiting], kind="stable")]
-    counts = np.bincount(wait[waiting], minlength=keys.size)
-    ptr = np.zeros(keys.size + 1, np.int64)
-    np.cumsum(counts, out=ptr[1:])
-    return into.astype(np.int64), need, wait, ptr, order.astype(np.int64)
+    return _waiting(plan, by_dst=True)
+
+
+def send_queues(plan: Plan):
+    """The in-order send queue of each (chip, lane), as flat arrays for the simulator.
+
+    A queue entry is one (chip, lane, step) of sends; a message starts only after every send of
+    its chip's previous entry in that lane has left (a DMA queue runs its transfers in order).
+    Returns ``out`` (the entry each message belongs to), ``need`` (messages per entry),
+    ``wait`` (the entry each message waits for, -1 if none) and the CSR from entries to waiters.
+    """
+    return _waiting(plan, by_dst=False)
