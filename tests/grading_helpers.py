@@ -47,25 +47,31 @@ def load_scaled(seconds: float, cap: float = 6.0) -> int:
 
 
 KEYS = ["lab01.clock", "lab01.growth", "lab01.bandwidth", "lab01.trust"]
-#: A learner's first tiled matmul for lab 04 (``my_tiled``), as a cell would hold it.
+#: A learner's first tiled matmul for lab 04 (``my_tiled``), an NKI kernel as a cell would
+#: hold it (the lab's setup cell has imported nki, nl and nisa).
 TILED_KERNEL = """
-def my_tiled(ctx, a_t, b, c):
-    (K, M), N = a_t.shape, b.shape[1]
-    a_tile = ctx.sbuf((128, 128), a_t.fmt, "a tile")
-    b_tile = ctx.sbuf((128, 512), b.fmt, "b tile")
-    acc = ctx.psum((128, 512), "acc")
-    out = ctx.sbuf((128, 512), c.fmt, "c tile")
-    for m0 in range(0, M, 128):
+@nki.jit
+def my_tiled(a_t, b):
+    K, M = a_t.shape
+    N = b.shape[1]
+    c = nl.ndarray((M, N), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    for m0 in nl.affine_range(0, M, 128):
         ms = min(128, M - m0)
-        for n0 in range(0, N, 512):
+        for n0 in nl.affine_range(0, N, 512):
             ns = min(512, N - n0)
-            for k0 in range(0, K, 128):
+            acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+            for k0 in nl.affine_range(0, K, 128):
                 ks = min(128, K - k0)
-                ctx.load(a_tile[:ks, :ms], a_t[k0 : k0 + ks, m0 : m0 + ms])
-                ctx.load(b_tile[:ks, :ns], b[k0 : k0 + ks, n0 : n0 + ns])
-                ctx.matmul(acc[:ms, :ns], a_tile[:ks, :ms], b_tile[:ks, :ns], accumulate=k0 > 0)
-            ctx.copy(out[:ms, :ns], acc[:ms, :ns])
-            ctx.store(c[m0 : m0 + ms, n0 : n0 + ns], out[:ms, :ns])
+                a_tile = nl.ndarray((128, 128), dtype=a_t.dtype, buffer=nl.sbuf)
+                b_tile = nl.ndarray((128, 512), dtype=b.dtype, buffer=nl.sbuf)
+                nisa.dma_copy(dst=a_tile[:ks, :ms], src=a_t[k0 : k0 + ks, m0 : m0 + ms])
+                nisa.dma_copy(dst=b_tile[:ks, :ns], src=b[k0 : k0 + ks, n0 : n0 + ns])
+                nisa.nc_matmul(dst=acc[:ms, :ns], stationary=a_tile[:ks, :ms],
+                               moving=b_tile[:ks, :ns], accumulate=k0 > 0)
+            c_tile = nl.ndarray((128, 512), dtype=c.dtype, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=c_tile[:ms, :ns], src=acc[:ms, :ns])
+            nisa.dma_copy(dst=c[m0 : m0 + ms, n0 : n0 + ns], src=c_tile[:ms, :ns])
+    return c
 """
 
 

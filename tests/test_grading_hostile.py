@@ -6,7 +6,7 @@ outside the sandbox and overwrite another student's notebook, one who forges the
 bundle and switches the solutions on, one who patches the checks in their kernel, one who
 leaves a detached process rewriting the grades CSV, one with an infinite loop, one who forks
 and allocates without bound, a victim and an honest student. A second batch holds lab 04
-kernels: an honest one, and one that patches the checks from inside the kernel.
+NKI kernels: an honest one, and one that patches the checks from inside the kernel.
 
 Afterwards: nothing outside the sandbox changed (the submissions, a canary file, the host's
 /tmp, trnlab's source), no process of the batch is alive, the CSV is exactly the rows the
@@ -249,16 +249,23 @@ def test_hostile_lab01_submissions_change_nothing_outside_and_pass_nothing(tmp_p
 
 
 CHEAT_KERNEL = """
-def my_tiled(ctx, a_t, b, c):
+@nki.jit
+def my_tiled(a_t, b):
     import trnlab.exercises.lab04 as checks
     checks._compare = lambda *args, **kw: None  # every comparison "matches" from now on
-    t, u = ctx.sbuf((1, 1), a_t.fmt), ctx.sbuf((1, 1), b.fmt)
-    acc, out = ctx.psum((1, 1)), ctx.sbuf((1, 1), c.fmt)
-    ctx.load(t, a_t[0:1, 0:1])
-    ctx.load(u, b[0:1, 0:1])
-    ctx.matmul(acc, t, u)
-    ctx.copy(out, acc)
-    ctx.store(c[0:1, 0:1], out)
+    checks._nan_problem = lambda *args, **kw: None  # and NaN is fine
+    M, N = a_t.shape[1], b.shape[1]
+    c = nl.ndarray((M, N), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    t = nl.ndarray((1, 1), dtype=a_t.dtype, buffer=nl.sbuf)
+    u = nl.ndarray((1, 1), dtype=b.dtype, buffer=nl.sbuf)
+    acc = nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.psum)
+    out = nl.ndarray((1, 1), dtype=c.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a_t[0:1, 0:1])
+    nisa.dma_copy(dst=u, src=b[0:1, 0:1])
+    nisa.nc_matmul(dst=acc, stationary=t, moving=u)
+    nisa.tensor_copy(dst=out, src=acc)
+    nisa.dma_copy(dst=c[0:1, 0:1], src=out)
+    return c
 """
 
 
@@ -274,7 +281,7 @@ def test_a_lab04_kernel_that_patches_the_checks_is_graded_on_what_it_computes(tm
     got = {(r["student"], r["exercise"]): (r["status"], r["message"]) for r in rows}
     assert got["kim", "lab04.correct_matmul"] == ("passed", "correct")
     status, message = got["max", "lab04.correct_matmul"]
-    assert status == "failed" and "values are wrong" in message
+    assert status == "failed" and "never stored" in message  # one element of C, the rest NaN
     for student in ("kim", "max"):
         for key in ("lab04.fits_sbuf", "lab04.fast", "lab04.epilogue"):
             assert got[student, key][0] == "not attempted"

@@ -39,6 +39,7 @@ from ._program import ENGINES, OPS, Program, engine_name
 from ._run import HBM, Run, hbm, record, run, simulate
 from ._schedule import Costs, costs, schedule
 from ._tiles import HBMTensor, HBMView, Tile, TilePool, View, format_bits
+from ._traffic import element_passes, hbm_traffic, time_breakdown, traffic
 
 __all__ = [
     "ACTIVATIONS",
@@ -65,11 +66,15 @@ __all__ = [
     "View",
     "core_params",
     "costs",
+    "element_passes",
     "engine_name",
     "format_bits",
     "hbm",
+    "hbm_traffic",
     "record",
     "run",
     "schedule",
     "simulate",
+    "time_breakdown",
+    "traffic",
 ]

@@ -7,11 +7,14 @@ answers (:func:`decode`) and runs the real checks on them. Nothing the learner w
 that process:
 
 - numbers, strings, booleans, ``None``, lists, tuples, dicts and numpy values travel as data;
-- a kernel (lab 04: a function ``kernel(ctx, ...)``) travels as the *calls it made on the
-  kernel context* for each set of arguments the check gave it (:class:`KernelRecorder`), and
-  is rebuilt as a :class:`KernelReplay` that issues the same calls on a real context. A replayed
+- a kernel travels as the calls it made, for each set of arguments the check gave it
+  (:class:`KernelRecorder`), and is rebuilt as a :class:`KernelReplay` that makes the same
+  calls again: an NKI kernel (lab 04, the puzzles: ``@nki.jit def kernel(a_t, b)``) as its
+  ``nki.language`` / ``nki.isa`` calls, replayed through ``trnlab.nki``, which computes every
+  value and every time again (:mod:`trnlab.course._nki_answers`); an engine-level kernel
+  ``kernel(ctx, ...)`` as its *kernel-context calls*, replayed on a real context. A replayed
   kernel can only do what a straight-line kernel could: patching the checks, or writing into
-  tiles behind the context's back, does not survive the trip;
+  tiles behind the API's back, does not survive the trip;
 - anything else is recorded by its type name only and fails its check with a message saying
   what the grader can read.
 
@@ -21,6 +24,7 @@ tag, a wrong shape or too much data is an :class:`AnswerFormatError`, never a cr
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import os
@@ -83,7 +87,12 @@ def encode(answer: Any, recorder: KernelRecorder | None = None) -> Any:
         the encoded kernel.
     """
     if recorder is not None:
-        return {"$": "kernel", "type": type(answer).__name__, "traces": recorder.traces()}
+        return {
+            "$": "kernel",
+            "type": type(answer).__name__,
+            "traces": recorder.traces(),
+            "params": recorder.params(),
+        }
     try:
         return _encode(answer, _Budget(), 0)
     except AnswerFormatError as err:
@@ -242,7 +251,7 @@ def _scalar(v: Any) -> Any:
 def _dtype(v: Any) -> np.dtype:
     try:
         dtype = np.dtype(_text(v, 16))
-    except TypeError:
+    except (TypeError, ValueError, SyntaxError):  # numpy parses some strings as Python
         raise AnswerFormatError(f"unknown dtype {v!r}") from None
     if dtype.kind not in _NUMPY_KINDS or dtype.fields is not None or dtype.subdtype is not None:
         raise AnswerFormatError(f"dtype {dtype} is not graded")
@@ -327,6 +336,7 @@ class _Trace:
     def __init__(self) -> None:
         self.calls: list[list] = []
         self.end: dict | None = None
+        self.ret: Any = None  # an NKI kernel's return value (handles)
 
 
 class _RecordingContext:
@@ -384,6 +394,11 @@ class KernelRecorder:
         self.kernel = kernel
         self._traces: dict[str, _Trace] = {}
         self._calls = 0
+        fn = getattr(kernel, "fn", kernel)  # an @nki.jit kernel's function
+        try:  # NKI names a kernel's HBM tensors after its parameters: keep the learner's
+            self.__signature__ = inspect.signature(fn)
+        except (TypeError, ValueError):
+            pass
 
     def _count(self) -> None:
         self._calls += 1
@@ -393,7 +408,12 @@ class KernelRecorder:
                 "grader records"
             )
 
-    def __call__(self, ctx: Any, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from . import _nki_answers
+
+        if _nki_answers.active():  # an NKI kernel, called by trnlab.nki with HBM tensors
+            return _nki_answers.record(self, args, kwargs)
+        ctx, args = args[0], args[1:]
         handles = _Handles()
         key = _call_key(ctx, args, kwargs, handles)
         trace = _Trace()
@@ -404,8 +424,16 @@ class KernelRecorder:
             trace.end = {"raised": type(exc).__name__, "message": str(exc)[:MAX_TEXT]}
             raise
 
+    def params(self) -> list[list[str]]:
+        """The kernel's parameters as ``[name, kind]`` (what NKI names its HBM tensors by)."""
+        sig = getattr(self, "__signature__", None)
+        return [[p.name, p.kind.name] for p in sig.parameters.values()] if sig else []
+
     def traces(self) -> list[dict]:
-        return [{"key": k, "calls": t.calls, "end": t.end} for k, t in self._traces.items()]
+        return [
+            {"key": k, "calls": t.calls, "end": t.end, "ret": t.ret}
+            for k, t in self._traces.items()
+        ]
 
 
 _RAISED_TYPES: dict[str, type] = {}
@@ -433,9 +461,11 @@ class KernelReplay:
     :class:`trnlab.core.KernelContext` can be replayed.
     """
 
-    def __init__(self, type_name: str, traces: Mapping[str, Mapping]) -> None:
+    def __init__(self, type_name: str, traces: Mapping[str, Mapping], params=None) -> None:
         self.type_name = type_name
         self._traces = dict(traces)
+        if params:
+            self.__signature__ = params
 
     @classmethod
     def from_data(cls, data: Mapping) -> KernelReplay:
@@ -455,14 +485,19 @@ class KernelReplay:
                 and isinstance(end.get("message"), str)
             ):
                 raise AnswerFormatError("a kernel trace with a malformed end")
-            traces[t["key"]] = {"calls": calls, "end": end}
+            traces[t["key"]] = {"calls": calls, "end": end, "ret": t.get("ret")}
         name = _text(data.get("type", "function"), 100)
         # The rebuilt object carries the learner's type name, so a check that names the type
         # of a wrong answer ("should be a number, not function") reads as it did in their run.
         replay_type = type(name if name.isidentifier() else "function", (cls,), {})
-        return replay_type(name, traces)
+        return replay_type(name, traces, _signature(data.get("params", [])))
 
-    def __call__(self, ctx: Any, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from . import _nki_answers
+
+        if _nki_answers.active():  # an NKI kernel: replayed through trnlab.nki
+            return _nki_answers.replay(self, args, kwargs)
+        ctx, args = args[0], args[1:]
         handles = _Handles()
         key = _call_key(ctx, args, kwargs, handles)
         trace = self._traces.get(key)
@@ -502,6 +537,21 @@ class KernelReplay:
         if end is not None:
             raise _raised(end["raised"])(end["message"])
         return None
+
+
+_KINDS = {k.name: k for k in inspect._ParameterKind}
+
+
+def _signature(params: Any) -> inspect.Signature | None:
+    """A recorded kernel's parameters (names and kinds) as a signature, or None."""
+    if not isinstance(params, list) or not params:
+        return None
+    try:
+        return inspect.Signature(
+            [inspect.Parameter(_text(name, 100), _KINDS[_text(kind, 40)]) for name, kind in params]
+        )
+    except (TypeError, ValueError, KeyError) as err:
+        raise AnswerFormatError(f"a kernel's recorded parameters are malformed ({err})") from None
 
 
 def _add_returned(ret: Any, out: Any, handles: _Handles) -> None:

@@ -57,6 +57,17 @@ def _exercise(module: str, name: str):
         ) from None
 
 
+def _kernel_function(reference):
+    """The function of a reference kernel defined in trnlab (an ``@nki.jit`` kernel's ``fn``),
+    or None when the reference is not a kernel."""
+    from trnlab.nki import Kernel
+
+    fn = reference.fn if isinstance(reference, Kernel) else reference
+    if inspect.isfunction(fn) and fn.__module__.startswith("trnlab."):
+        return fn
+    return None
+
+
 def _comment(text: str) -> list[str]:
     # Not wrapped: a worked solution is often a line of code with its own comment.
     return [f"# {line}".rstrip() for line in text.splitlines() or [""]]
@@ -67,13 +78,21 @@ def _solution_lines(module: str, name: str, var: str) -> list[str]:
     ex = _exercise(module, name)
     out = ["# Solution (instructor edition):", *_comment(ex.solution_text or "(no worked text)")]
     reference = ex.reference()
-    if inspect.isfunction(reference) and reference.__module__.startswith("trnlab."):
-        # A kernel: show its source in place, then use it as the answer.
-        source = textwrap.dedent(inspect.getsource(reference)).rstrip().splitlines()
-        helpers = sorted(inspect.getclosurevars(reference).globals)
+    fn = _kernel_function(reference)
+    if fn is not None:
+        # A kernel: show its source in place (with its decorator), then use it as the answer.
+        source = textwrap.dedent(inspect.getsource(fn)).rstrip().splitlines()
+        used = dict(inspect.getclosurevars(fn).globals)
+        if fn is not reference:  # an @nki.jit kernel: its decorator needs nki too
+            import trnlab.nki
+
+            used.setdefault("nki", trnlab.nki)
+        modules = sorted(n for n, v in used.items() if inspect.ismodule(v))
+        out += [f"import {used[n].__name__} as {n}" for n in modules]
+        helpers = sorted(n for n in used if n not in modules)
         if helpers:
-            out.append(f"from {reference.__module__} import {', '.join(helpers)}")
-        out += ["", "", *source, "", "", f"{var} = {reference.__name__}"]
+            out.append(f"from {fn.__module__} import {', '.join(helpers)}")
+        out += ["", "", *source, "", "", f"{var} = {fn.__name__}"]
     else:
         out.append(f"{var} = {module}.{name}.reference()  # the reference answer")
     return out

@@ -221,6 +221,15 @@ def _to_numpy(ret):
     return ret
 
 
+def _returned_names(ret) -> tuple[str, ...]:
+    """Names of the HBM tensors a kernel returned, in order (``run.outputs`` keys)."""
+    if type(ret) is NkiTensor:
+        return (ret._s.name,) if not ret._s.on_chip else ()
+    if isinstance(ret, tuple | list):
+        return tuple(n for r in ret for n in _returned_names(r))
+    return ()
+
+
 def _write_back(traces, arrays: dict) -> None:
     """Inputs the kernel stored to are updated in place, as nki.simulate does."""
     for tr in traces:
@@ -285,8 +294,8 @@ def profile(kernel, chip=None, numerics: bool | None = None):
 
     Each argument is a numpy array or an :func:`hbm` placeholder; with any placeholder
     without values the run is timing only (no numerics). ``run.extra["nki"]`` names the NKI
-    instruction and source line of every recorded instruction and the rotating buffers each
-    tile got. ``chip`` may be a :class:`trnlab.core.CoreParams` for "what if" figures, e.g.
+    instruction and source line of every recorded instruction, the rotating buffers each
+    tile got and (``"returns"``) the names of the HBM tensors the kernel returned. ``chip`` may be a :class:`trnlab.core.CoreParams` for "what if" figures, e.g.
     ``core.core_params("trn2", compiler_rotating_buffers=3)``."""
     k = _kernel(kernel)
 
@@ -295,8 +304,12 @@ def profile(kernel, chip=None, numerics: bool | None = None):
         num = _numerics_of(args, kwargs) if numerics is None else bool(numerics)
         if num and not _numerics_of(args, kwargs):
             raise KernelArgumentError("numerics=True needs values for every HBM argument")
-        traces, _ = _launch(k, args, kwargs, params, num)
-        runs = [_run_of(tr, params, num, {"core": i, "lnc": k.lnc}) for i, tr in enumerate(traces)]
+        traces, result = _launch(k, args, kwargs, params, num)
+        returns = _returned_names(result)
+        runs = [
+            _run_of(tr, params, num, {"core": i, "lnc": k.lnc, "returns": returns})
+            for i, tr in enumerate(traces)
+        ]
         if len(runs) == 1:
             return runs[0]
         slow = max(runs, key=lambda r: r.latency)

@@ -35,7 +35,7 @@ from ._dtypes import DType
 from ._target import generation
 from ._tensor import MemoryRegion, NkiTensor, Storage
 
-__all__ = ["Trace", "current", "user_frame"]
+__all__ = ["Site", "Trace", "current", "site_key", "site_of", "user_frame"]
 
 _STACK: list[Trace] = []
 _PACKAGE = __name__.rsplit(".", 1)[0]  # "trnlab.nki"
@@ -87,6 +87,21 @@ class Site:
         return location(self.func, self.filename, self.lineno)
 
 
+def site_key(f) -> tuple:
+    """What identifies an allocation site: the kernel line and the line that called its
+    function (code objects and line numbers)."""
+    outer = f.f_back
+    return (f.f_code, f.f_lineno, outer.f_code if outer else None, outer.f_lineno if outer else 0)
+
+
+def site_of(f) -> Site:
+    """The :class:`Site` of a kernel frame, labelled by the variable its line assigns."""
+    line = linecache.getline(f.f_code.co_filename, f.f_lineno)
+    m = _ASSIGN.match(line)
+    label = m.group(1) if m else f"{f.f_code.co_name}:{f.f_lineno}"
+    return Site(f.f_code.co_filename, f.f_lineno, label, f.f_code.co_name)
+
+
 class _Limits:
     """The core figures the instructions check, read once per trace (CoreParams looks each
     figure up by name)."""
@@ -133,6 +148,11 @@ class Trace:
         self.constants: dict = {}
         self.pmax = int(params.sbuf_partitions)
         self.limits = _Limits(params)
+        # An observer of the kernel's nki.language / nki.isa calls (trnlab.nki._observe), and
+        # the (site key, Site, where) a replay imposes on the call it makes (None: the caller's).
+        self.observer = None
+        self.observing = False
+        self.forced: tuple | None = None
 
     def __enter__(self) -> Trace:
         _STACK.append(self)
@@ -150,22 +170,15 @@ class Trace:
     def site(self, depth: int = 3) -> tuple[tuple, Site]:
         """The allocation site of the caller's caller: the innermost kernel line and the line
         that called it (so a helper function called from two places gives two pools)."""
+        if self.forced is not None:  # a replayed call (trnlab.course.answers): its recorded site
+            return self.forced[0], self.forced[1]
         f = user_frame(depth)
         if f is None:
             return ("?",), Site("?", 0, "tile")
-        outer = f.f_back
-        key = (
-            f.f_code,
-            f.f_lineno,
-            outer.f_code if outer else None,
-            outer.f_lineno if outer else 0,
-        )
+        key = site_key(f)
         s = self.sites.get(key)
         if s is None:
-            line = linecache.getline(f.f_code.co_filename, f.f_lineno)
-            m = _ASSIGN.match(line)
-            label = m.group(1) if m else f"{f.f_code.co_name}:{f.f_lineno}"
-            s = self.sites[key] = Site(f.f_code.co_filename, f.f_lineno, label, f.f_code.co_name)
+            s = self.sites[key] = site_of(f)
         return key, s
 
     def tensor(self, shape, dtype: DType, buffer: MemoryRegion, name: str = "", depth: int = 3):
@@ -288,6 +301,9 @@ class Trace:
             s.last = i
         self.ops.append(op)
         self.apis.append(api)
+        if self.forced is not None:
+            self.where.append(self.forced[2])
+            return
         f = user_frame(3)
         if f is None:
             self.where.append(("?", 0, "?"))

@@ -32,6 +32,7 @@ from trnlab.core import (
 )
 
 from . import _numerics as N
+from . import _observe
 from ._dtypes import dtype_info, round_to
 from ._errors import missing, option
 from ._tensor import MemoryRegion, NkiTensor
@@ -1120,6 +1121,13 @@ def __getattr__(name: str):
     if name.startswith("__"):
         raise AttributeError(name)
     raise missing("nki.isa", name, _MODELLED, _KNOWN)
+
+
+# Every instruction can be observed (trnlab.nki._observe): the grader records a learner's
+# kernel this way and replays it in a clean process.
+_observe.wrap_module(
+    globals(), "nisa", [n for n in _MODELLED if n not in ("get_nc_version", "get_nc_sub_version")]
+)
 
 
 __all__ = [

@@ -22,6 +22,7 @@ import numpy as np
 from trnlab.core import KernelArgumentError
 
 from . import _numerics as N
+from . import _observe
 from . import isa as _isa
 from ._dtypes import DTYPES, dtype_info
 from ._errors import NotModelledError, missing
@@ -791,3 +792,25 @@ def __getattr__(name: str):
 
 MemoryRegion = MemoryRegion
 NkiTensor = NkiTensor
+
+# Every call that makes a tensor or an instruction can be observed (trnlab.nki._observe): the
+# grader records a learner's kernel this way and replays it in a clean process.
+_PURE = frozenset(
+    {
+        "affine_range",
+        "sequential_range",
+        "static_range",
+        "ds",
+        "program_id",
+        "num_programs",
+        "program_ndim",
+        "is_hbm",
+        "is_on_chip",
+        "is_psum",
+        "is_sbuf",
+        "bypass",
+    }
+)
+_observe.wrap_module(
+    globals(), "nl", [*(n for n in _MODELLED if n not in _PURE), "_assign", "_update"]
+)

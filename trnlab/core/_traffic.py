@@ -1,0 +1,255 @@
+"""Where a kernel's bytes and time go: HBM traffic per tensor, bytes between the memories and
+the engines, the busiest engine or DMA queue, and how many engine passes each output element
+made after leaving PSUM.
+
+All of it is read from a :class:`~trnlab.core.Run`'s instruction table (regions, formats, start
+and end times), so it describes what the kernel did, whatever its tile sizes or loop order.
+Regions of strided accesses are their bounding boxes (as the engine model records them).
+
+>>> import numpy as np
+>>> from trnlab import core, kernels
+>>> run = kernels.matmul((512, 512), (512, 1024), variant="tiled", numerics=False)
+>>> t = core.hbm_traffic(run)
+>>> t["b"]["loaded"] / t["b"]["size"]   # B is loaded once per 128-row tile of A: 4 times
+4.0
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _program as P
+from ._tiles import format_bits
+
+__all__ = ["element_passes", "hbm_traffic", "time_breakdown", "traffic"]
+
+#: Where bytes flow (the arrows of :func:`traffic`), in the order a picture draws them.
+ARROWS = (
+    ("HBM", "SBUF"),
+    ("SBUF", "Tensor"),
+    ("Tensor", "PSUM"),
+    ("PSUM", "Vector"),
+    ("PSUM", "Scalar"),
+    ("SBUF", "Vector"),
+    ("SBUF", "Scalar"),
+    ("SBUF", "GpSimd"),
+    ("Vector", "SBUF"),
+    ("Scalar", "SBUF"),
+    ("GpSimd", "SBUF"),
+    ("Vector", "PSUM"),
+    ("Scalar", "PSUM"),
+    ("GpSimd", "PSUM"),
+    ("SBUF", "HBM"),
+)
+
+
+def _tensor_bytes(rec) -> float:
+    rows, cols = rec.shape
+    return math.ceil(rows * cols * format_bits(rec.fmt) / 8)
+
+
+def hbm_traffic(run) -> dict[str, dict[str, float]]:
+    """Bytes each HBM tensor moved: ``{name: {"size", "loaded", "stored", "loads", "stores"}}``.
+
+    ``loaded / size`` is how many times the kernel read the tensor over (1.0: each byte once);
+    ``size`` is the tensor's own bytes in its format.
+    """
+    t = run.program.table
+    out: dict[str, dict[str, float]] = {}
+    for rec in run.program.tensors:
+        sel = t["hbm"] == rec.id
+        load = sel & (t["op"] == P.DMA_LOAD)
+        store = sel & (t["op"] == P.DMA_STORE)
+        out[rec.name] = {
+            "size": float(_tensor_bytes(rec)),
+            "loaded": float(t["bytes"][load].sum()),
+            "stored": float(t["bytes"][store].sum()),
+            "loads": int(load.sum()),
+            "stores": int(store.sum()),
+        }
+    return out
+
+
+def _region_bytes(table, col: str, tiles, sel: np.ndarray) -> float:
+    """Bytes of the ``col`` tile regions of the selected instructions, in each tile's format."""
+    ids = table[col][sel]
+    reg = table[f"{col}_region"][sel].astype(np.int64)
+    ok = ids >= 0
+    if not ok.any():
+        return 0.0
+    bits = np.array([format_bits(tiles[int(i)].fmt) for i in ids[ok]])
+    cells = (reg[ok, 1] - reg[ok, 0]) * (reg[ok, 3] - reg[ok, 2])
+    return float(np.sum(cells * bits / 8))
+
+
+def traffic(run) -> dict[tuple[str, str], float]:
+    """Bytes along each arrow between HBM, SBUF, PSUM and the engines (:data:`ARROWS`).
+
+    HBM <-> SBUF are the DMA bytes; an engine's arrows are the bytes of the tile regions it
+    read (from SBUF or PSUM) and wrote; a matmul's PSUM bytes are its fp32 results (4 B each,
+    also when it accumulates). Arrows with no bytes are left out.
+    """
+    t = run.program.table
+    tiles = run.program.tiles
+    space = np.array([r.space for r in tiles] or ["sbuf"])
+    flows: dict[tuple[str, str], float] = {}
+
+    def add(key, value):
+        if value > 0:
+            flows[key] = flows.get(key, 0.0) + value
+
+    op, eng = t["op"], t["engine"]
+    add(("HBM", "SBUF"), float(t["bytes"][op == P.DMA_LOAD].sum()))
+    add(("SBUF", "HBM"), float(t["bytes"][op == P.DMA_STORE].sum()))
+    te = (op == P.MATMUL) | (op == P.TRANSPOSE)
+    for col in ("in0", "in1"):
+        add(("SBUF", "Tensor"), _region_bytes(t, col, tiles, te))
+    reg = t["out_region"][te].astype(np.int64)
+    add(("Tensor", "PSUM"), float(np.sum((reg[:, 1] - reg[:, 0]) * (reg[:, 3] - reg[:, 2]) * 4)))
+    for e, name in ((P.VECTOR, "Vector"), (P.SCALAR, "Scalar"), (P.GPSIMD, "GpSimd")):
+        mine = eng == e
+        for col in ("in0", "in1", "in2"):
+            ids = t[col]
+            for where in ("sbuf", "psum"):
+                sel = mine & (ids >= 0)
+                sel[sel] = space[ids[sel]] == where
+                add((where.upper(), name), _region_bytes(t, col, tiles, sel))
+        for where in ("sbuf", "psum"):
+            sel = mine & (t["out"] >= 0)
+            sel[sel] = space[t["out"][sel]] == where
+            add((name, where.upper()), _region_bytes(t, "out", tiles, sel))
+    order = {a: i for i, a in enumerate(ARROWS)}
+    return dict(sorted(flows.items(), key=lambda kv: order.get(kv[0], len(order))))
+
+
+def _union(starts: np.ndarray, ends: np.ndarray) -> float:
+    """Length of the union of the intervals [start, end)."""
+    if not len(starts):
+        return 0.0
+    order = np.argsort(starts)
+    s, e = starts[order], ends[order]
+    total, cur_s, cur_e = 0.0, s[0], e[0]
+    for a, b in zip(s[1:], e[1:], strict=True):
+        if a > cur_e:
+            total += cur_e - cur_s
+            cur_s, cur_e = a, b
+        else:
+            cur_e = max(cur_e, b)
+    return float(total + cur_e - cur_s)
+
+
+def time_breakdown(run) -> list[dict]:
+    """Each engine and DMA queue, busiest first: how long it was busy and with what.
+
+    Rows: ``{"resource", "busy_s", "fraction", "instructions", "tensors", "bytes"}``; busy time
+    is the union of its instructions' intervals (a DMA: from its set-up on the queue to its
+    last byte), ``fraction`` of the run's latency; ``tensors`` names the HBM tensors a queue
+    carried. The first row is what bounds the kernel when its fraction is near 1.
+    """
+    t = run.program.table
+    names = {r.id: r.name for r in run.program.tensors}
+    rows = []
+    for e in np.unique(t["engine"]):
+        sel = t["engine"] == e
+        busy = _union(run.start[sel], run.issue_end[sel])
+        hbm = t["hbm"][sel]
+        rows.append(
+            {
+                "resource": P.engine_name(int(e)),
+                "busy_s": busy,
+                "fraction": busy / run.latency if run.latency > 0 else 0.0,
+                "instructions": int(sel.sum()),
+                "tensors": sorted({names[int(h)] for h in hbm if h >= 0}),
+                "bytes": float(t["bytes"][sel].sum()),
+            }
+        )
+    return sorted(rows, key=lambda r: -r["busy_s"])
+
+
+def element_passes(run, name: str) -> dict[str, np.ndarray]:
+    """Per element of HBM tensor ``name``: how its stored value left PSUM, and how often it
+    crossed HBM.
+
+    Returns ``{"passes", "stores", "loads"}``, arrays of the tensor's ``[rows, cols]`` shape:
+    ``passes`` is the number of Vector / Scalar / GpSimd instructions between the matmul that
+    produced the value in PSUM and its last store (1: fused in the instruction that empties
+    PSUM; ``-1`` never stored; a large value (1000 +) when the stored value does not come from
+    PSUM at all); ``stores`` and ``loads`` count the DMAs that wrote or read each element.
+    Values read back from HBM keep the passes they were stored with, so a second pass through
+    HBM counts. Elementwise where an input region has the output region's shape, else per
+    partition (a broadcast operand such as a bias column).
+    """
+    prog = run.program
+    recs = [r for r in prog.tensors if r.name == name]
+    if not recs:
+        known = ", ".join(r.name for r in prog.tensors)
+        raise KeyError(f"no HBM tensor {name!r} in this run; its tensors are {known}")
+    target = recs[0].id
+    none = 1000  # "no PSUM origin" (inputs from HBM)
+    hbm = {r.id: np.full(r.shape, none, np.int32) for r in prog.tensors}
+    hbm_stored = np.zeros(recs[0].shape, np.int32)
+    hbm_loaded = np.zeros(recs[0].shape, np.int32)
+    hbm[target][:] = -1
+    depth = {r.id: np.full(r.shape, none, np.int32) for r in prog.tiles}
+    t = prog.table
+    for i in range(len(t)):
+        row = t[i]
+        op = int(row["op"])
+        if op in (P.DMA_LOAD, P.DMA_STORE):
+            h = int(row["hbm"])
+            r0, r1, c0, c1 = (int(v) for v in row["hbm_region"])
+            tid = int(row["out"] if op == P.DMA_LOAD else row["in0"])
+            p0, p1, f0, f1 = (
+                int(v) for v in row["out_region" if op == P.DMA_LOAD else "in0_region"]
+            )
+            tile = depth[tid][p0:p1, f0:f1]
+            mem = hbm[h][r0:r1, c0:c1]
+            if op == P.DMA_LOAD:
+                src = np.where(mem < 0, none, mem)
+                tile[...] = _fit(src, tile.shape)
+                if h == target:
+                    hbm_loaded[r0:r1, c0:c1] += 1
+            else:
+                mem[...] = _fit(tile, mem.shape)
+                if h == target:
+                    hbm_stored[r0:r1, c0:c1] += 1
+            continue
+        out = int(row["out"])
+        if out < 0:
+            continue
+        p0, p1, f0, f1 = (int(v) for v in row["out_region"])
+        region = depth[out][p0:p1, f0:f1]
+        if op in (P.MATMUL, P.TRANSPOSE):
+            region[...] = 0
+            continue
+        best = np.full(region.shape, none, np.int32)
+        for col in ("in0", "in1", "in2"):
+            tid = int(row[col])
+            if tid < 0:
+                continue
+            q0, q1, g0, g1 = (int(v) for v in row[f"{col}_region"])
+            src = depth[tid][q0:q1, g0:g1]
+            if src.shape == region.shape:
+                best = np.minimum(best, src)
+            else:  # per partition: a [P, 1] operand, or a strided view's bounding box
+                per = src.max(axis=1) if src.size else np.full(q1 - q0, none)
+                best = np.minimum(best, _fit(per[:, None], (region.shape[0], 1)))
+        region[...] = np.minimum(best + 1, none)
+    passes = hbm[target]
+    return {"passes": passes, "stores": hbm_stored, "loads": hbm_loaded}
+
+
+def _fit(values: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``values`` laid onto ``shape`` in row-major order (a DMA streams elements in order), or
+    broadcast per partition when it is a column."""
+    if values.shape == shape:
+        return values
+    if values.size == math.prod(shape):
+        return values.reshape(shape)
+    if values.ndim == 2 and values.shape[1] == 1 and values.shape[0] == shape[0]:
+        return np.broadcast_to(values, shape)
+    flat = values.reshape(-1)
+    n = math.prod(shape)
+    return np.resize(flat, n).reshape(shape) if flat.size else np.full(shape, 1000, np.int32)
