@@ -30,14 +30,18 @@ RIGHT = {
     # trn1.32xlarge: 9.8 TB/s printed for 16 chips.
     "per_chip_gbs": 9.8e12 / 16 / 1e9,
     "trust": "'docs'",
+    # Trainium3's BF16 ridge: 671 TFLOP/s over 4.9 TB/s of HBM.
+    "ridge_trn3": 671e12 / 4.9e12,
 }
 WRONG = {
     "clock_ghz": 2.4,  # the documented clock, not the one the rating implies
     "growth": 8.0,
     "per_chip_gbs": 820,  # the chip documentation's figure, not the instance's
     "trust": "'glossary'",
+    "ridge_trn3": 230,  # Trainium2's BF16 ridge: the "ridge keeps rising" reading
 }
-KEYS = ["lab01.clock", "lab01.growth", "lab01.bandwidth", "lab01.trust"]
+# In the order of the lab's check cells.
+KEYS = ["lab01.growth", "lab01.ridge_bf16", "lab01.clock", "lab01.bandwidth", "lab01.trust"]
 
 
 def _submission(path: Path, student: str, answers: dict | None = None) -> Path:
@@ -89,14 +93,19 @@ def test_a_folder_of_submissions_gives_one_row_per_exercise_and_survives_a_corru
     ]
     messages = {(r["file"], r["exercise"]): r["message"] for r in rows}
     assert messages["a_pass.ipynb", "lab01.clock"] == "correct"
-    assert "documented clock?" in messages["b_fail.ipynb", "lab01.clock"]
+    assert "documented clock (2.4 GHz)?" in messages["b_fail.ipynb", "lab01.clock"]
+    # the CSV carries each check's diagnosis: the slip, how far off, the mechanism
+    assert "about 40% too low" in messages["b_fail.ipynb", "lab01.growth"]
+    assert "chip documentation's figure" in messages["b_fail.ipynb", "lab01.bandwidth"]
+    assert "memory caught up with compute" in messages["b_fail.ipynb", "lab01.ridge_bf16"]
+    assert messages["a_pass.ipynb", "lab01.ridge_bf16"].startswith("a good prediction")
     assert (
         "glossary entry also gets Trainium2's HBM wrong" in messages["b_fail.ipynb", "lab01.trust"]
     )
     assert messages["c_untouched.ipynb", "lab01.clock"].startswith("replace None")
     assert "NotJSONError" in messages["d_corrupt.ipynb", ""]
     out = capsys.readouterr().out
-    assert "[1/4] a_pass.ipynb: 4 passed" in out and "[4/4] d_corrupt.ipynb: 1 unreadable" in out
+    assert "[1/4] a_pass.ipynb: 5 passed" in out and "[4/4] d_corrupt.ipynb: 1 unreadable" in out
 
 
 @pytest.mark.notebook
@@ -120,15 +129,16 @@ def test_solutions_stay_off_and_a_raising_cell_is_an_error_not_the_end(tmp_path)
     rows = grading.grade(folder, tmp_path / "grades.csv", timeout=120, log=None)
     got = [(r["file"], r["student"], r["exercise"], r["status"]) for r in rows]
     assert got == [
-        ("broken.ipynb", "bo", "lab01.clock", "passed"),
         ("broken.ipynb", "bo", "lab01.growth", "passed"),
+        ("broken.ipynb", "bo", "lab01.ridge_bf16", "passed"),
+        ("broken.ipynb", "bo", "lab01.clock", "passed"),
         ("broken.ipynb", "bo", "lab01.bandwidth", "passed"),
         ("broken.ipynb", "bo", "lab01.trust", "error"),
         ("broken.ipynb", "bo", "", "error"),
         *[("cheat.ipynb", "cheat", k, "not attempted") for k in KEYS],
     ]
-    assert rows[3]["message"] == ("the check cell raised NameError: name 'docs' is not defined")
-    assert re.fullmatch(r"cell \d+: RuntimeError: my own experiment", rows[4]["message"])
+    assert rows[4]["message"] == ("the check cell raised NameError: name 'docs' is not defined")
+    assert re.fullmatch(r"cell \d+: RuntimeError: my own experiment", rows[5]["message"])
     assert _read(tmp_path / "grades.csv") == rows
 
 
