@@ -29,12 +29,15 @@ RIGHT = {
     # trn1.32xlarge: 9.8 TB/s printed for 16 chips.
     "per_chip_gbs": 9.8e12 / 16 / 1e9,
     "trust": "'docs'",
+    # Trainium3's BF16 ridge: 671 TFLOP/s over 4.9 TB/s of HBM.
+    "ridge_trn3": 671e12 / 4.9e12,
 }
 WRONG = {
     "clock_ghz": 2.4,  # the documented clock, not the one the rating implies
     "growth": 8.0,
     "per_chip_gbs": 820,  # the chip documentation's figure, not the instance's
     "trust": "'glossary'",
+    "ridge_trn3": 230,  # Trainium2's BF16 ridge: the "ridge keeps rising" reading
 }
 
 
@@ -46,7 +49,8 @@ def load_scaled(seconds: float, cap: float = 6.0) -> int:
     return round(seconds * min(cap, max(1.0, per_core)))
 
 
-KEYS = ["lab01.clock", "lab01.growth", "lab01.bandwidth", "lab01.trust"]
+# In the order of the lab's check cells.
+KEYS = ["lab01.growth", "lab01.ridge_bf16", "lab01.clock", "lab01.bandwidth", "lab01.trust"]
 #: A learner's first tiled matmul for lab 04 (``my_tiled``), an NKI kernel as a cell would
 #: hold it (the lab's setup cell has imported nki, nl and nisa).
 TILED_KERNEL = """

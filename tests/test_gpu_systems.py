@@ -37,7 +37,11 @@ def test_gpu_systems_are_switched_domains_with_sourced_figures(
 
 def test_gb200_rack_totals_follow_from_the_per_gpu_figures():
     rows = {c.figure: c for c in catalog.system("gb200-nvl72").compare()}
-    assert rows["fp8_dense_flops"].agrees and rows["hbm_bandwidth"].agrees
+    assert rows["fp8_sparse_flops"].agrees and rows["hbm_bandwidth"].agrees
+    # NVIDIA's 720 PFLOPS is a sparse figure: 72 GPUs x 5 PF dense x 2 (2:4), and is compared
+    # as one (a dense total printed as "720 PFLOPS" would not agree with 360 PF)
+    assert rows["fp8_sparse_flops"].published == rows["fp8_sparse_flops"].computed == 720e15
+    assert catalog.system("gb200-nvl72").peak_flops("fp8") == 360e15
     # the per-GPU peak is disputed: NVIDIA's rack figure halved, or a per-GPU table
     assert catalog.chip("gb200").peak_figure("bf16").disputed
 

@@ -59,12 +59,17 @@ def test_a_folder_of_submissions_gives_one_row_per_exercise_and_survives_a_corru
     ]
     messages = {(r["student"], r["exercise"]): r["message"] for r in rows}
     assert messages["pat", "lab01.clock"] == "correct"
-    assert "documented clock?" in messages["fay", "lab01.clock"]
+    assert "documented clock (2.4 GHz)?" in messages["fay", "lab01.clock"]
+    # the CSV carries each check's diagnosis: the slip, how far off, the mechanism
+    assert "about 40% too low" in messages["fay", "lab01.growth"]
+    assert "chip documentation's figure" in messages["fay", "lab01.bandwidth"]
+    assert "memory caught up with compute" in messages["fay", "lab01.ridge_bf16"]
+    assert messages["pat", "lab01.ridge_bf16"].startswith("a good prediction")
     assert "glossary entry also gets Trainium2's HBM wrong" in messages["fay", "lab01.trust"]
     assert messages["uma", "lab01.clock"].startswith("replace None")
     assert "NotJSONError" in messages["cory", ""]
     out = capsys.readouterr().out
-    assert re.search(r"\[\d/4\] 01_trainium_family__pat\.ipynb: 4 passed", out)
+    assert re.search(r"\[\d/4\] 01_trainium_family__pat\.ipynb: 5 passed", out)
     assert re.search(r"\[\d/4\] 01_trainium_family__cory\.ipynb: 1 unreadable", out)
     # Bad roster rows are reported and skipped, never turned into students.
     assert "line 6: 'pat' and 'pat' would get the same notebook file" in out
@@ -94,15 +99,16 @@ def test_solutions_stay_off_and_a_raising_cell_is_an_error_not_the_end(tmp_path)
     rows = grading.grade(folder, tmp_path / "grades.csv", timeout=load_scaled(120), log=None)
     got = [(r["file"], r["student"], r["exercise"], r["status"]) for r in rows]
     assert got == [
-        ("broken.ipynb", "broken", "lab01.clock", "passed"),
         ("broken.ipynb", "broken", "lab01.growth", "passed"),
+        ("broken.ipynb", "broken", "lab01.ridge_bf16", "passed"),
+        ("broken.ipynb", "broken", "lab01.clock", "passed"),
         ("broken.ipynb", "broken", "lab01.bandwidth", "passed"),
         ("broken.ipynb", "broken", "lab01.trust", "error"),
         ("broken.ipynb", "broken", "", "error"),
         *[("cheat.ipynb", "cheat", k, "not attempted") for k in KEYS],
     ]
-    assert rows[3]["message"] == ("the check cell raised NameError: name 'docs' is not defined")
-    assert re.fullmatch(r"cell \d+: RuntimeError: my own experiment", rows[4]["message"])
+    assert rows[4]["message"] == ("the check cell raised NameError: name 'docs' is not defined")
+    assert re.fullmatch(r"cell \d+: RuntimeError: my own experiment", rows[5]["message"])
     assert read_csv(tmp_path / "grades.csv") == rows
 
 
@@ -144,7 +150,7 @@ def test_a_manifest_grades_the_assigned_variant_and_only_its_students(tmp_path, 
     assert ben["status"] == "failed"
     carl = rows["", "01_trainium_family__carl.ipynb", ""]
     assert carl["status"] == "error" and "matches no student of manifest.json" in carl["message"]
-    assert len(rows) == 2 * 4 + 1
+    assert len(rows) == 2 * len(KEYS) + 1
     out = capsys.readouterr().out
     assert "manifest.json: student 'ghost': CLOCK_CHIP = 'trn9' is not a variant" in out
 

@@ -188,7 +188,8 @@ def test_hostile_lab01_submissions_change_nothing_outside_and_pass_nothing(tmp_p
     daemon_answers = {**WRONG, "trust": "f'daemon {daemon_pid} was running'"}
     daemon = _daemon_cell([str(csv_path), str(canary)], daemon_name)
     submission(folder / name("dan"), "dan", daemon_answers, extra=daemon)
-    loop = {"clock_ghz": RIGHT["clock_ghz"], "growth": "None\nwhile True:\n    pass"}
+    loop = {k: RIGHT[k] for k in ("growth", "ridge_trn3")}
+    loop["clock_ghz"] = "None\nwhile True:\n    pass"
     submission(folder / name("lou"), "lou", loop)
     hog_answers = {**RIGHT, "trust": "f'forked {forks}, hog {hog}'"}
     submission(folder / name("hal"), "hal", hog_answers, extra=HOG_CELL)
@@ -220,30 +221,30 @@ def test_hostile_lab01_submissions_change_nothing_outside_and_pass_nothing(tmp_p
     got = {(r["student"], r["exercise"]): (r["status"], r["message"]) for r in rows}
     status = {k: v[0] for k, v in got.items()}
     # An honest student and the victim are graded as if alone.
-    assert [status["pat", k] for k in KEYS] == ["passed"] * 4, _rows_of(got, "pat")
-    assert [status["vic", k] for k in KEYS] == ["failed"] * 4, _rows_of(got, "vic")
+    assert [status["pat", k] for k in KEYS] == ["passed"] * len(KEYS), _rows_of(got, "pat")
+    assert [status["vic", k] for k in KEYS] == ["failed"] * len(KEYS), _rows_of(got, "vic")
     # The attacker's own wrong answers stay wrong; it wrote nothing and tampered with nothing.
-    assert [status["eve", k] for k in KEYS] == ["failed"] * 4, _rows_of(got, "eve")
+    assert [status["eve", k] for k in KEYS] == ["failed"] * len(KEYS), _rows_of(got, "eve")
     # (the one write that "worked" went to the sandbox's own /tmp, which left with it)
     assert f"escape written=[{str(host_tmp)!r}] tampered=[]" in got["eve", "lab01.trust"][1]
     # Forged bundle and solutions switched on: nothing was answered.
-    assert [status["fred", k] for k in KEYS] == ["not attempted"] * 4, _rows_of(got, "fred")
+    assert [status["fred", k] for k in KEYS] == ["not attempted"] * len(KEYS), _rows_of(got, "fred")
     # Checks patched in the kernel: the real checks still say failed.
-    assert [status["pete", k] for k in KEYS] == ["failed"] * 4, _rows_of(got, "pete")
+    assert [status["pete", k] for k in KEYS] == ["failed"] * len(KEYS), _rows_of(got, "pete")
     # The daemon ran in the sandbox (its pid is in the answer) and died with it.
-    assert [status["dan", k] for k in KEYS] == ["failed"] * 4, _rows_of(got, "dan")
+    assert [status["dan", k] for k in KEYS] == ["failed"] * len(KEYS), _rows_of(got, "dan")
     assert "was running" in got["dan", "lab01.trust"][1]
     # The infinite loop: what came before is graded, the rest is not passed, and it says why.
     # (the timed-out cell was interrupted: KeyboardInterrupt)
-    assert [status["lou", k] for k in KEYS] == ["passed", "error"] + ["not attempted"] * 2, (
+    assert [status["lou", k] for k in KEYS] == ["passed"] * 2 + ["error"] + ["not attempted"] * 2, (
         _rows_of(got, "lou")
     )
     assert got["lou", ""][1].startswith("CellTimeoutError: A cell timed out")
     # Forks and memory hit the sandbox's limits, not the machine; the student still graded.
-    assert [status["hal", k] for k in KEYS[:3]] == ["passed"] * 3
+    assert [status["hal", k] for k in KEYS[:-1]] == ["passed"] * (len(KEYS) - 1)
     assert "hog None" in got["hal", "lab01.trust"][1]
     # The other lab's notebook is graded as this lab, and says so.
-    assert [status["zed", k] for k in KEYS] == ["not attempted"] * 4, _rows_of(got, "zed")
+    assert [status["zed", k] for k in KEYS] == ["not attempted"] * len(KEYS), _rows_of(got, "zed")
     assert got["zed", ""] == ("error", "this notebook is lab00's, but lab01 is being graded")
     assert {s for s, _ in got} == {"eve", "fred", "pete", "dan", "lou", "hal", "vic", "pat", "zed"}
 
@@ -305,10 +306,10 @@ def test_without_a_sandbox_a_notebook_still_ends_with_its_processes(tmp_path):
         log=None,
     )
     assert [(r["exercise"], r["status"]) for r in rows] == [
-        *[(k, "passed") for k in KEYS[:3]],
+        *[(k, "passed") for k in KEYS[:-1]],
         ("lab01.trust", "failed"),
     ]
-    assert "was running" in rows[3]["message"]
+    assert "was running" in rows[-1]["message"]
     assert _alive(name) == []
 
 
@@ -322,7 +323,7 @@ def test_a_notebook_over_its_time_limit_is_stopped_and_graded_on_what_it_checked
     path = submission(folder / "sam.ipynb", "sam", RIGHT, extra=slow, after="lab01.clock.check(")
     nb = nbformat.read(path, as_version=4)
     at = next(i for i, c in enumerate(nb.cells) if "lab01.clock.check(" in c.source)
-    limit = load_scaled(60)  # time enough for the first answer, under any load
+    limit = load_scaled(60)  # time enough for the answers up to the clock, under any load
     for _ in range(limit // 25 + 1):  # 25 s cells after the first answer: past the limit
         nb.cells.insert(at + 1, nbformat.v4.new_code_cell(slow))
     nbformat.write(nb, path)
@@ -330,8 +331,8 @@ def test_a_notebook_over_its_time_limit_is_stopped_and_graded_on_what_it_checked
         folder, tmp_path / "g.csv", timeout=limit, notebook_timeout=limit, lab="01", log=None
     )
     assert [(r["exercise"], r["status"]) for r in rows] == [
-        ("lab01.clock", "passed"),
-        *[(k, "not attempted") for k in KEYS[1:]],
+        *[(k, "passed") for k in KEYS[: KEYS.index("lab01.clock") + 1]],
+        *[(k, "not attempted") for k in KEYS[KEYS.index("lab01.clock") + 1 :]],
         ("", "error"),
     ]
     stopped = limit - max(5.0, 0.05 * limit)  # the runner stops it just inside the limit

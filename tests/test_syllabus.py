@@ -90,7 +90,8 @@ def test_paths_include_their_prerequisites():
         for n in p.labs:
             assert set(COURSE.lab(n).requires) <= set(p.labs), (p.name, n)
     taster = next(p for p in COURSE.paths if p.name == "Taster")
-    assert COURSE.minutes(taster.labs) <= 120
+    # "one sitting of a little over two hours" (measured, issue 14: 30 + 45 + 55 minutes)
+    assert COURSE.minutes(taster.labs) <= 135
 
 
 def test_committed_course_page_equals_the_generated_one():

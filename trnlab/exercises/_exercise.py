@@ -103,6 +103,10 @@ class Exercise:
         Returns the reference answer; used by :meth:`solution` and in solutions mode.
     solution_text : str
         The worked solution as a learner would write it (shown by :meth:`solution`).
+    giveaways : sequence of str
+        For a pick among options, the figures or phrases that decide it (the page must not
+        show them before the exercise; tests scan the learner edition for them). A numeric
+        exercise's own answer is scanned for without being listed.
     """
 
     def __init__(
@@ -114,6 +118,7 @@ class Exercise:
         hints: tuple[str, ...] | list[str] = (),
         solution: Callable[[], Any] | None = None,
         solution_text: str = "",
+        giveaways: tuple[str, ...] | list[str] = (),
     ) -> None:
         self.key = key
         self.question = question
@@ -121,6 +126,7 @@ class Exercise:
         self.hints = tuple(hints)
         self._solution = solution
         self.solution_text = solution_text
+        self.giveaways = tuple(giveaways)
         self._hints_shown = 0
         self.last: Result = Result(
             key, NOT_ATTEMPTED, "run the check cell after writing your answer"
@@ -128,6 +134,21 @@ class Exercise:
 
     def __repr__(self) -> str:
         return f"Exercise({self.key!r}): {self.question}"
+
+    @property
+    def unit(self) -> str:
+        """The unit the question asks for ("" for a plain number or a pick)."""
+        return getattr(self._check, "unit", "")
+
+    @property
+    def numeric(self) -> bool:
+        """True when the answer is a number (checked by :func:`close_to` or a prediction)."""
+        return hasattr(self._check, "value")
+
+    @property
+    def sig(self) -> int:
+        """Significant figures a numeric answer needs (3 unless the question asks more)."""
+        return getattr(self._check, "sig", 3)
 
     def check(self, answer: Any = None) -> Result:
         """Check ``answer``; returns a :class:`Result` (and raises in strict mode on failure)."""
@@ -137,18 +158,21 @@ class Exercise:
             result = Result(self.key, NOT_ATTEMPTED, "replace None with your answer, then re-run")
         else:
             try:
-                problem = self._check(answer)
+                status, message = self._verdict(answer)
             except Exception as exc:  # a learner's odd answer must not crash the lab
-                problem = f"the check could not read your answer ({type(exc).__name__}: {exc})"
-            if problem is None:
-                result = Result(self.key, PASSED, "correct")
-            else:
-                result = Result(self.key, FAILED, problem)
+                status = FAILED
+                message = f"the check could not read your answer ({type(exc).__name__}: {exc})"
+            result = Result(self.key, status, message)
         self.last = result
         _record(result)
         if result.status == FAILED and _SETTINGS["strict"]:
             raise ExerciseFailed(repr(result))
         return result
+
+    def _verdict(self, answer: Any) -> tuple[str, str]:
+        """(status, message) for an answer the learner gave."""
+        problem = self._check(answer)
+        return (PASSED, "correct") if problem is None else (FAILED, problem)
 
     def hint(self) -> str:
         """The next hint (all of them, in turn; then the solution is the way on)."""

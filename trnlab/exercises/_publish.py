@@ -1,8 +1,8 @@
 """Publish a lab's key results so tests (and graders) can read them from the executed notebook.
 
-A lab calls :func:`publish` with its key numbers; the values are displayed as a JSON bundle
-with trnlab's own MIME type beside a readable table, and the test harness reads that bundle
-out of the papermill output notebook.
+A lab calls :func:`publish` with its key numbers; the values are recorded as a JSON bundle
+under trnlab's own MIME type (hidden in the learner edition: they are the exercises' answers),
+and the test harness and the grader read that bundle out of the executed notebook.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ._exercise import results
+from ._exercise import results, settings
 
 __all__ = ["MIME_TYPE", "publish", "read_published"]
 
@@ -28,11 +28,14 @@ def _jsonable(value: Any) -> Any:
 
 
 def publish(lab: str, **values: Any) -> dict[str, Any]:
-    """Display ``values`` and the status of every exercise checked so far, for tests to read.
+    """Record ``values`` and the status of every exercise checked so far, for tests to read.
 
     The bundle holds ``"lab"``, ``"values"``, ``"exercises"`` (key -> status) and
     ``"messages"`` (key -> what the check said, e.g. what is wrong; graders copy it into
-    their CSV). Returns the published dictionary (so a lab can also print from it).
+    their CSV). It is displayed under trnlab's own MIME type, which notebook front ends do
+    not draw: in the learner edition the cell shows nothing, since the values it records are
+    answers to the lab's exercises. With solutions on (the instructor edition) a readable list
+    is shown beside it. Returns the published dictionary.
     """
     checked = results()
     bundle = {
@@ -45,9 +48,13 @@ def publish(lab: str, **values: Any) -> dict[str, Any]:
         from IPython.display import display
     except ImportError:  # outside IPython: nothing to display
         return bundle
-    lines = [f"{k}: {v}" for k, v in bundle["values"].items()]
-    lines += [f"exercise {k}: {s}" for k, s in bundle["exercises"].items()]
-    display({MIME_TYPE: bundle, "text/plain": "\n".join(lines)}, raw=True)
+    text = ""
+    if settings()["solutions"]:
+        lines = [f"{k}: {v}" for k, v in bundle["values"].items()]
+        lines += [f"exercise {k}: {s}" for k, s in bundle["exercises"].items()]
+        text = "\n".join(lines)
+    # An empty text/plain keeps front ends that cannot draw the bundle from complaining.
+    display({MIME_TYPE: bundle, "text/plain": text}, raw=True)
     return bundle
 
 

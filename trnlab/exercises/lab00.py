@@ -1,6 +1,6 @@
-"""Exercises of lab 00 (welcome): a first calculation from the catalogue, one to practise
-``hint()`` on, one read off a dashboard, and finding the lab that covers a topic.
-Expected answers come from the catalogue and the syllabus."""
+"""Exercises of lab 00 (welcome): a first prediction, a first calculation from the catalogue,
+one to practise ``hint()`` on, one read off a dashboard, and finding the lab that covers a
+topic. Expected answers come from the catalogue and the syllabus."""
 
 from __future__ import annotations
 
@@ -8,10 +8,12 @@ from typing import Any
 
 from trnlab import catalog
 
+from . import _slips as slips
 from ._checks import close_to
 from ._exercise import Exercise
+from ._predict import Prediction
 
-__all__ = ["cores", "hbm", "instance_peak", "which_lab"]
+__all__ = ["bf16_growth", "cores", "hbm", "instance_peak", "which_lab"]
 
 #: The instance of the first two exercises.
 INSTANCE = "trn2.48xlarge"
@@ -30,7 +32,25 @@ instance_peak = Exercise(
     "A trn2.48xlarge instance holds 16 Trainium2 chips, and one Trainium2 chip peaks at about "
     "1,299 TFLOP/s of dense FP8 (catalog.chip('trn2').peak_flops('fp8')). What is the whole "
     "instance's dense FP8 peak, in PFLOP/s?",
-    close_to(_instance_peak_pf(), rtol=0.01, what="the instance peak", unit="PFLOP/s"),
+    close_to(
+        _instance_peak_pf,
+        what="the instance peak",
+        unit="PFLOP/s",
+        slips=(
+            *slips.si_prefixes("PFLOP/s"),
+            slips.Slip(1 / 16, "that is one chip's peak; the instance has 16 chips"),
+            slips.Slip(
+                catalog.chip("trn2").peak_flops("bf16") / catalog.chip("trn2").peak_flops("fp8"),
+                "that is the BF16 peak; the question asks for FP8, which Trainium2 runs at "
+                "twice the BF16 rate",
+            ),
+            slips.Slip(
+                4.0,
+                "that is the sparse figure (4:16 sparsity, up to 4x); the question "
+                "asks for the dense peak",
+            ),
+        ),
+    ),
     hints=(
         "The instance's peak is the sum of its chips' peaks.",
         "16 x 1,299 TFLOP/s, then divide by 1,000 to go from TFLOP/s to PFLOP/s.",
@@ -51,10 +71,19 @@ cores = Exercise(
     "How many NeuronCores does one trn2.48xlarge instance have in all? "
     "(Try lab00.cores.hint() before you answer.)",
     close_to(
-        _cores(),
-        rtol=1e-9,
+        _cores,
         what="the number of NeuronCores",
-        slips={16.0: "a factor of 16 - that is one chip's cores, or the instance's chips alone"},
+        unit="NeuronCores",
+        slips=(
+            slips.Slip(1 / 8, "that is the instance's chips; each chip has several NeuronCores"),
+            slips.Slip(1 / 16, "that is one chip's NeuronCores; the instance has 16 chips"),
+            slips.Slip(
+                0.5,
+                "that is what the Neuron runtime shows at its default Logical NeuronCore "
+                "configuration (LNC=2 groups two physical NeuronCores into one logical core, "
+                "so a trn2.48xlarge presents 64); the question counts the physical NeuronCores",
+            ),
+        ),
     ),
     hints=(
         "An instance has some chips; each chip has some NeuronCores. Multiply.",
@@ -63,7 +92,8 @@ cores = Exercise(
     ),
     solution=_cores,
     solution_text="cores = catalog.system('trn2.48xlarge').chips * catalog.chip('trn2').cores"
-    "   # 16 chips x 8 NeuronCores = 128",
+    "   # 16 chips x 8 NeuronCores = 128 physical cores; the Neuron runtime presents them as 64 "
+    "logical NeuronCores at its default LNC=2 (two physical cores each)",
 )
 
 
@@ -75,7 +105,23 @@ hbm = Exercise(
     "lab00.hbm",
     "Read it off the dashboard: pick the Figure 'HBM capacity' in the ChipExplorer above. "
     "How many GiB of HBM does one Trainium3 chip have?",
-    close_to(_hbm_gib(), rtol=0.01, what="Trainium3's HBM", unit="GiB"),
+    close_to(
+        _hbm_gib,
+        what="Trainium3's HBM",
+        unit="GiB",
+        slips=(
+            *slips.binary_prefixes("GiB"),
+            *slips.si_prefixes("GiB", hi=9),
+            slips.Slip(
+                catalog.chip("trn2").hbm_bytes / catalog.chip("trn3").hbm_bytes,
+                "that is Trainium2's HBM; the question asks about Trainium3",
+            ),
+            slips.Slip(
+                catalog.chip("trn1").hbm_bytes / catalog.chip("trn3").hbm_bytes,
+                "that is the first Trainium's HBM; the question asks about Trainium3",
+            ),
+        ),
+    ),
     hints=(
         "In the dashboard, set Figure to the HBM capacity; hover the Trainium3 bar.",
         "Or in code: catalog.chip('trn3').hbm_bytes / 2**30 (a GiB is 2^30 bytes).",
@@ -83,6 +129,49 @@ hbm = Exercise(
     solution=_hbm_gib,
     solution_text="hbm_gib = catalog.chip('trn3').hbm_bytes / 2**30   # 144 GiB, 1.5x "
     "Trainium2's 96 GiB",
+)
+
+
+def _bf16_growth() -> float:
+    return catalog.chip("trn3").peak_flops("bf16") / catalog.chip("trn1").peak_flops("bf16")
+
+
+def _explain_bf16_growth(predicted: float, model: float) -> str:
+    t1, t3 = catalog.chip("trn1"), catalog.chip("trn3")
+    cores = t3.cores / t1.cores
+    clocks = t3.core.tensor_clock / t1.core.tensor_clock
+    why = (
+        f"Trainium3 has {t3.cores} NeuronCores to Trainium's {t1.cores} ({cores:g}x), each with "
+        f"the same {t3.core.pe_rows} x {t3.core.pe_cols} BF16 array, but clocked at "
+        f"{t3.core.tensor_clock / 1e9:g} GHz instead of {t1.core.tensor_clock / 1e9:g} "
+        f"({cores:g} x {clocks:.2f} = {cores * clocks:.1f}x); the chip ratings, a few percent "
+        f"above their cores' figures, give {model:.1f}x."
+    )
+    if predicted > 1.25 * model:
+        why += (
+            " BF16 grew far less than the headlines: the new silicon went into 8-bit formats "
+            "(FP8, MXFP8), which lab 01 follows."
+        )
+    elif predicted < 0.8 * model:
+        why += " More cores per chip did most of it; the clock even went down."
+    return why
+
+
+bf16_growth = Prediction(
+    "lab00.bf16_growth",
+    "Predict before you run the dashboard: how many times the dense BF16 peak of the first "
+    "Trainium (2021) is the dense BF16 peak of a Trainium3 chip (2025)? A guess is fine.",
+    _bf16_growth,
+    what="the growth",
+    unit="x",
+    explain=_explain_bf16_growth,
+    within=0.25,
+    hints=(
+        "Four years, two generations: what do you expect from chips of the same family?",
+        "Peak = NeuronCores x PEs per core x 2 FLOP x clock: count the cores per chip.",
+    ),
+    solution_text="growth = catalog.chip('trn3').peak_flops('bf16') / "
+    "catalog.chip('trn1').peak_flops('bf16')   # about 3.5x: 4x the cores at a lower clock",
 )
 
 
@@ -110,6 +199,7 @@ def _lab_number(answer: Any) -> int:
 
 
 def _check_lab(answer: Any) -> str | None:
+    """The lab number in ``answer`` against the lab whose syllabus topics hold :data:`TOPIC`."""
     from trnlab.course import syllabus
 
     try:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from trnlab import catalog
 
+from . import _slips as slips
 from ._checks import choice, close_to
 from ._exercise import Exercise
+from ._predict import Prediction
 from ._variants import check_variant
 
 __all__ = [
@@ -19,6 +21,7 @@ __all__ = [
     "clock",
     "growth",
     "implied_clock_ghz",
+    "ridge_bf16",
     "setup",
     "trust",
 ]
@@ -37,6 +40,42 @@ def implied_clock_ghz(chip: str) -> float:
     return c.peak_flops("bf16") / (c.cores * core.pe_rows * core.pe_cols * 2) / 1e9
 
 
+def _clock_slips(chip: str) -> tuple[slips.Slip, ...]:
+    c = catalog.chip(chip)
+    core = c.core
+    implied = implied_clock_ghz(chip)
+    found = [
+        *slips.si_prefixes("GHz", hi=9),
+        *slips.mac_flops(ratio=2.0),
+        slips.Slip(
+            float(c.cores), f"the rating is for the whole chip: divide by its {c.cores} NeuronCores"
+        ),
+        slips.Slip(
+            float(core.pe_cols),
+            f"a core has {core.pe_rows} x {core.pe_cols} PEs, not {core.pe_rows}",
+        ),
+    ]
+    documented = core.tensor_clock / 1e9
+    if abs(documented / implied - 1) > 0.01:
+        found.append(
+            slips.Slip(
+                documented / implied,
+                f"is that {core.name}'s documented clock ({documented:g} GHz)? The question "
+                "asks for the clock the chip's rating implies",
+                0.005,
+            )
+        )
+    fp8 = max(c.peak_flops(d) for d in ("fp8", "mxfp8") if d in c.dtypes)
+    if fp8 > 1.05 * c.peak_flops("bf16"):
+        found.append(
+            slips.Slip(
+                fp8 / c.peak_flops("bf16"),
+                "that starts from the 8-bit rating; the question gives the BF16 one",
+            )
+        )
+    return tuple(found)
+
+
 def _clock_exercise(chip: str) -> Exercise:
     c = catalog.chip(chip)
     core = c.core
@@ -52,15 +91,9 @@ def _clock_exercise(chip: str) -> Exercise:
         "per PE per cycle. What tensor-engine clock (in GHz) does the rating imply?",
         close_to(
             implied,
-            rtol=0.005,
             what="the clock",
             unit="GHz",
-            # Without this, the documented clock (6-7% below the implied one on Trainium2/3)
-            # would be explained as a GiB-versus-GB slip (a factor of 1.074).
-            slips={
-                2**30 / 1e9: f"a few percent - is that {core.name}'s documented clock? The "
-                "question asks for the clock the chip's rating implies"
-            },
+            slips=_clock_slips(chip),
         ),
         hints=(
             "Peak FLOP/s = cores x PEs per core x FLOP per PE per cycle x clock.",
@@ -105,7 +138,29 @@ growth = Exercise(
     "lab01.growth",
     "By what factor did the dense 8-bit peak of one chip grow from Trainium (cFP8) to "
     "Trainium3 (MXFP8)? Use catalog.chip(...).peak_flops(...).",
-    close_to(_growth(), rtol=0.01, what="the growth factor"),
+    close_to(
+        _growth,
+        what="the growth factor",
+        unit="x",
+        slips=lambda: (
+            slips.Slip(
+                1 / _growth() ** 2,
+                "that is the ratio the other way round: Trainium3's peak goes on top",
+            ),
+            slips.Slip(
+                catalog.chip("trn3").peak_flops("bf16")
+                / catalog.chip("trn1").peak_flops("bf16")
+                / _growth(),
+                "that is how much BF16 grew; the question asks about the 8-bit peak",
+            ),
+            slips.Slip(
+                catalog.chip("trn2").peak_flops("fp8")
+                / catalog.chip("trn1").peak_flops("fp8")
+                / _growth(),
+                "that stops at Trainium2 (FP8); the question asks about Trainium3 (MXFP8)",
+            ),
+        ),
+    ),
     hints=(
         "Trainium runs cFP8 at its BF16 rate: catalog.chip('trn1').peak_flops('fp8').",
         "Divide catalog.chip('trn3').peak_flops('mxfp8') by that.",
@@ -125,7 +180,23 @@ bandwidth_implied = Exercise(
     "lab01.bandwidth",
     "AWS prints 9.8 TB/s of HBM bandwidth for trn1.32xlarge (16 Trainium chips). What "
     "per-chip bandwidth, in GB/s, does that imply?",
-    close_to(_implied_gbs(), rtol=0.01, what="the per-chip bandwidth", unit="GB/s"),
+    close_to(
+        _implied_gbs,
+        what="the per-chip bandwidth",
+        unit="GB/s",
+        slips=lambda: (
+            *slips.si_prefixes("GB/s"),
+            *slips.binary_prefixes("GB/s"),
+            slips.Slip(16.0, "that is the whole instance; divide by its 16 chips"),
+            slips.Slip(0.5, "that divides by the 32 NeuronCores; the question asks per chip"),
+            slips.Slip(
+                catalog.chip("trn1").hbm_bandwidth / 1e9 / _implied_gbs(),
+                "that is the chip documentation's figure; the question asks what AWS's 9.8 TB/s "
+                "for the instance implies",
+                0.005,
+            ),
+        ),
+    ),
     hints=("Divide the instance figure by its number of chips.", "9.8e12 / 16, in GB/s."),
     solution=_implied_gbs,
     solution_text="per_chip_gbs = 9.8e12 / 16 / 1e9   # 612.5 GB/s, not the 820 GB/s the "
@@ -149,6 +220,49 @@ trust = Exercise(
         "Which source agrees with the others, and with totals you can recompute "
         "(trn1.32xlarge has 32 cores = 16 chips x ?)",
     ),
+    # The catalogue's list of contradicted claims says which source is wrong.
+    giveaways=("trn1.claims.cores",),
     solution=lambda: "docs",
     solution_text="trust = 'docs'   # 16 chips x 2 cores = the 32 NeuronCores AWS lists for trn1.32xlarge",
+)
+
+
+def _ridge_bf16(chip: str = "trn3") -> float:
+    c = catalog.chip(chip)
+    # Ridge point of the roofline: peak FLOP/s over bandwidth (Williams et al., 2009).
+    return c.peak_flops("bf16") / c.hbm_bandwidth
+
+
+def _explain_ridge(predicted: float, model: float) -> str:
+    t2, t3 = catalog.chip("trn2"), catalog.chip("trn3")
+    compute = t3.peak_flops("bf16") / t2.peak_flops("bf16")
+    memory = t3.hbm_bandwidth / t2.hbm_bandwidth
+    best = t3.peak_flops("mxfp8") / t3.hbm_bandwidth
+    why = (
+        f"from Trainium2 to Trainium3 the BF16 peak grew only {compute:.2f}x while HBM bandwidth "
+        f"grew {memory:.2f}x, so the BF16 ridge fell from {_ridge_bf16('trn2'):.0f} to "
+        f"{model:.0f} FLOP/B: a BF16 kernel needs less re-use on Trainium3. The 8-bit ridge "
+        f"rose instead (MXFP8 runs at 4x the BF16 rate: {best:.0f} FLOP/B)."
+    )
+    if predicted > 1.25 * model:
+        why += " The rising ridge is the 8-bit story; in BF16, memory caught up with compute."
+    return why
+
+
+ridge_bf16 = Prediction(
+    "lab01.ridge_bf16",
+    "Predict before the next cell computes it: Trainium3's ridge point in BF16 (its dense "
+    "BF16 peak over its HBM bandwidth), in FLOP per byte. Use the table of section 1, or "
+    "reason from the trends above.",
+    _ridge_bf16,
+    what="the ridge point",
+    unit="FLOP/B",
+    explain=_explain_ridge,
+    within=0.1,
+    hints=(
+        "Ridge = peak FLOP/s / bandwidth in B/s.",
+        "Trainium3: 671 TFLOP/s of BF16 over 4.9 TB/s of HBM.",
+    ),
+    solution_text="ridge = catalog.chip('trn3').peak_flops('bf16') / "
+    "catalog.chip('trn3').hbm_bandwidth   # about 137 FLOP/B, lower than Trainium2's 230",
 )

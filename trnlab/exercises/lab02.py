@@ -1,16 +1,37 @@
 """Exercises of lab 02 (inside a NeuronCore). Expected answers come from the core's figures
-in the catalogue (``trnlab.core.core_params``)."""
+in the catalogue (``trnlab.core.core_params``) and, for the prediction, from a run of the
+pipelined matmul on the NeuronCore model."""
 
 from __future__ import annotations
 
+from functools import lru_cache
+
+import numpy as np
+
+from . import _slips as slips
 from ._checks import choice, close_to
 from ._exercise import Exercise
+from ._predict import Prediction
 
-__all__ = ["CHIPS", "INTENSITY", "memory_bound_on", "ridge", "sbuf_tiles"]
+__all__ = [
+    "CHIPS",
+    "FORMAT",
+    "INTENSITY",
+    "MATMUL",
+    "matmul_us",
+    "memory_bound_on",
+    "ridge",
+    "sbuf_tiles",
+]
 
 CHIPS = ("trn1", "trn2", "trn3")
-#: The arithmetic intensity of the roofline question (FLOP per HBM byte).
-INTENSITY = 250.0
+#: The arithmetic intensity of the roofline question (FLOP per HBM byte), and its format.
+INTENSITY = 500.0
+FORMAT = "fp8"
+#: The tile of the SBUF question: [partitions, free elements] in bf16.
+TILE = (128, 2048)
+#: The matmul whose time the learner predicts: A[M x K] @ B[K x N], bf16, on trn2.
+MATMUL = (1024, 2048, 2048)
 
 
 def _params(chip: str):
@@ -19,9 +40,15 @@ def _params(chip: str):
     return core.core_params(chip)
 
 
+def _physical(chip: str) -> float:
+    from trnlab import catalog
+
+    return catalog.chip(chip).core.figure("sbuf_partition_bytes").value
+
+
 def _sbuf_tiles() -> int:
-    # A bf16 [128 x 512] tile takes 512 x 2 B = 1 KiB of every partition.
-    return int(_params("trn1").sbuf_usable_partition_bytes // (512 * 2))
+    # A bf16 [128 x 2048] tile takes 2048 x 2 B = 4 KiB of every partition it spans.
+    return int(_params("trn1").sbuf_usable_partition_bytes // (TILE[1] * 2))
 
 
 def _ridge() -> float:
@@ -30,10 +57,12 @@ def _ridge() -> float:
     return p.peak_flops("bf16") / p.dma_bandwidth
 
 
+def _core_ridge(chip: str, fmt: str = FORMAT) -> float:
+    return _params(chip).peak_flops(fmt) / _params(chip).dma_bandwidth
+
+
 def _memory_bound_on() -> str:
-    below = [
-        c for c in CHIPS if INTENSITY < _params(c).peak_flops("bf16") / _params(c).dma_bandwidth
-    ]
+    below = [c for c in CHIPS if INTENSITY < _core_ridge(c)]
     if len(below) != 1:  # pragma: no cover - the question assumes one answer
         raise RuntimeError(f"the question has {len(below)} answers: {below}")
     return below[0]
@@ -48,32 +77,67 @@ def _lazy(make):
     return check
 
 
+def _tile_slips() -> tuple[slips.Slip, ...]:
+    tiles = _sbuf_tiles()
+    per_partition = TILE[1] * 2
+    return (
+        *slips.usable_vs_physical(
+            _physical("trn1") // per_partition, tiles, "SBUF (192 KiB per partition)"
+        ),
+        *slips.bytes_per_value(0.5, "4 bytes (fp32)", "bf16, 2 bytes each"),
+        *slips.bytes_per_value(2.0, "1 byte", "bf16, 2 bytes each"),
+        *slips.binary_prefixes(),
+        slips.Slip(
+            128.0,
+            "that divides the whole SBUF by one partition's share of a tile: a tile spans "
+            "all 128 partitions, so count per partition",
+        ),
+        slips.Slip(4.0, "that counts [128 x 512] tiles; the question's tiles are 2048 values wide"),
+    )
+
+
 sbuf_tiles = Exercise(
     "lab02.sbuf_tiles",
     "A NeuronCore-v2 (trn1) leaves 180,224 bytes of each of its 128 SBUF partitions to a "
-    "kernel. How many bf16 [128 x 512] tiles (a full moving tile) fit in SBUF at once?",
-    _lazy(
-        lambda: close_to(
-            _sbuf_tiles(),
-            rtol=1e-9,
-            what="the number of tiles",
-            slips={2.0: "a factor of 2 - bf16 is 2 bytes per value"},
-        )
-    ),
+    f"kernel. How many bf16 [{TILE[0]} x {TILE[1]}] tiles fit in SBUF at once?",
+    close_to(_sbuf_tiles, what="the number of tiles", unit="tiles", slips=_tile_slips),
     hints=(
         "A tile takes the same bytes in every partition it uses: count per partition.",
-        "512 bf16 values x 2 bytes = 1,024 bytes per partition.",
-        "180,224 // 1,024.",
+        f"{TILE[1]} bf16 values x 2 bytes = {TILE[1] * 2:,} bytes per partition.",
+        f"180,224 // {TILE[1] * 2:,}.",
     ),
     solution=_sbuf_tiles,
-    solution_text="sbuf_tiles = 180_224 // (512 * 2)   # 176 tiles (22.5 MiB over 128 partitions)",
+    solution_text=f"sbuf_tiles = 180_224 // ({TILE[1]} * 2)   # 44 tiles: 176 KiB usable per "
+    "partition (22.0 MiB over 128 partitions, of 24 MiB physical)",
 )
+
+
+def _ridge_slips() -> tuple[slips.Slip, ...]:
+    p = _params("trn2")
+    r = _ridge()
+    return (
+        *slips.mac_flops(0.5),
+        slips.Slip(
+            p.peak_flops("fp8") / p.peak_flops("bf16"),
+            "that uses the FP8 peak (twice the BF16 rate on NeuronCore-v3); the question is bf16",
+        ),
+        slips.Slip(
+            p.peak_flops("bf16") / p.hbm_bandwidth / r,
+            "that divides by the whole chip's HBM bandwidth; one core is fed by its own DMA "
+            "engines (368 GB/s)",
+        ),
+        slips.Slip(
+            1e9, "the bandwidth must be in bytes per second (368e9 B/s), not the number 368"
+        ),
+        slips.Slip(1e-3, "the peak must be in FLOP/s (about 7.9e13), not TFLOP/s", kind="unit"),
+    )
+
 
 ridge = Exercise(
     "lab02.ridge",
     "One NeuronCore-v3 (trn2) peaks at 128 x 128 x 2 FLOP x 2.4 GHz in bf16 and its DMA moves "
     "368 GB/s between HBM and SBUF. What is the ridge point of its roofline, in FLOP per byte?",
-    _lazy(lambda: close_to(_ridge(), rtol=0.01, what="the ridge point", unit="FLOP/B")),
+    close_to(_ridge, what="the ridge point", unit="FLOP/B", slips=_ridge_slips),
     hints=(
         "The ridge is where the two roofs meet: peak FLOP/s = intensity x bandwidth.",
         "Peak = 128 * 128 * 2 * 2.4e9 FLOP/s.",
@@ -85,23 +149,89 @@ ridge = Exercise(
 
 memory_bound_on = Exercise(
     "lab02.memory_bound_on",
-    f"A bf16 kernel does {INTENSITY:g} FLOPs per byte it moves between HBM and SBUF. On which "
-    f"generation's NeuronCore is it memory-bound: {', '.join(CHIPS)}?",
+    f"A kernel in {FORMAT} (8-bit) does {INTENSITY:g} FLOPs per byte it moves between HBM and "
+    f"SBUF, on one NeuronCore. On which generation's core is it memory-bound: "
+    f"{', '.join(CHIPS)}?",
     _lazy(
         lambda: choice(
             _memory_bound_on(),
             list(CHIPS),
             explain={
-                c: f"{c}'s ridge point is below {INTENSITY:g} FLOP/B: the kernel is "
-                "compute-bound there"
+                c: f"{c}'s {FORMAT} ridge point is {_core_ridge(c):.0f} FLOP/B, below "
+                f"{INTENSITY:g}: the kernel is compute-bound there"
                 for c in CHIPS
             },
         )
     ),
     hints=(
         "Memory-bound means the intensity is below the ridge point.",
-        "Compare 250 with each generation's ridge in the table of section 4.",
+        f"Work out each generation's ridge from the table of section 1: the {FORMAT} peak of a "
+        "core over its DMA bandwidth.",
+        "An 8-bit format raises the peak (2x on NeuronCore-v3, 4x with MX on v4) but not the "
+        "bandwidth.",
     ),
     solution=_memory_bound_on,
-    solution_text="memory_bound_on = 'trn1'   # ridge 337 FLOP/B; trn2 214, trn3 149",
+    solution_text="memory_bound_on = 'trn3'   # fp8 ridges: trn1 337 FLOP/B (cFP8 at the bf16 "
+    "rate), trn2 427, trn3 596",
+    # trn3's fp8 ridge decides it; the page must not show it before the question.
+    giveaways=("596",),
+)
+
+
+@lru_cache(maxsize=1)
+def _matmul_run():
+    from trnlab import kernels
+
+    m, k, n = MATMUL
+    return kernels.matmul((m, k), (k, n), variant="pipelined", chip="trn2", numerics=False)
+
+
+def _matmul_us() -> float:
+    return float(_matmul_run().latency * 1e6)
+
+
+def _explain_matmul(predicted: float, model: float) -> str:
+    r = _matmul_run()
+    t = r.program.table
+    mm = np.flatnonzero(t["op"] == 2)
+    compute = r.compute_bound_s * 1e6
+    memory = r.memory_bound_s * 1e6
+    fill = r.start[mm[0]] * 1e6
+    drain = (r.latency - r.issue_end[mm[-1]]) * 1e6
+    gaps = model - compute - fill - drain
+    why = (
+        f"the kernel does {r.arithmetic_intensity:.0f} FLOP per HBM byte, above the core's ridge "
+        f"(about 214), so it is compute-bound: 2MNK FLOPs at the bf16 peak take {compute:.0f} us "
+        f"(its bytes at the DMA bandwidth only {memory:.0f} us). The model adds what the "
+        f"roofline leaves out: {fill:.1f} us before the first matmul (the first blocks of A and "
+        f"B must arrive), {gaps:.1f} us of waits where one block hands over to the next, and "
+        f"{drain:.1f} us after the last matmul (the last sums are added and stored): "
+        f"{r.utilisation:.0%} of peak."
+    )
+    if abs(predicted / memory - 1) < 0.3:
+        why += (
+            " A figure near the memory bound takes the smaller roof; the time is at least the "
+            "larger of the two."
+        )
+    elif predicted < 0.7 * memory:
+        why += " No kernel beats the roofline: its bounds are floors, not estimates."
+    return why
+
+
+matmul_us = Prediction(
+    "lab02.matmul_us",
+    f"Predict before the next cell runs it: how long does one NeuronCore-v3 (trn2) take for "
+    f"the bf16 matmul A[{MATMUL[0]} x {MATMUL[1]}] @ B[{MATMUL[1]} x {MATMUL[2]}] with the "
+    "pipelined kernel, which reads A about twice and B once? Answer in microseconds.",
+    _matmul_us,
+    what="the time",
+    unit="us",
+    explain=_explain_matmul,
+    within=0.25,
+    hints=(
+        "The roofline: time >= max(FLOPs / peak, bytes / bandwidth); a matmul does 2MNK FLOPs.",
+        "Peak (bf16, one core) = 78.6 TFLOP/s; DMA = 368 GB/s. Which bound is larger?",
+    ),
+    solution_text="t_us = 2 * 1024 * 2048 * 2048 / 78.6e12 * 1e6   # 109 us if compute-bound; "
+    "the model gives about 123 us (pipeline fill, block hand-overs and drain)",
 )

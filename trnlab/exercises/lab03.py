@@ -11,8 +11,10 @@ from functools import lru_cache
 
 import numpy as np
 
+from . import _slips as slips
 from ._checks import choice, close_to
 from ._exercise import Exercise
+from ._predict import Prediction
 from ._variants import check_variant
 
 __all__ = [
@@ -24,6 +26,7 @@ __all__ = [
     "reloads",
     "setup",
     "tiled_bytes",
+    "tiled_us",
 ]
 
 #: Variant space of the exercises: lab parameter -> allowed values (see :func:`setup`).
@@ -77,29 +80,37 @@ def _first_compute_bound() -> str:
     return "none"
 
 
-def _close(fn, **kw):
-    """``close_to`` whose expected value is computed when first checked (keeps import light)."""
-
-    def check(answer):
-        return close_to(fn(), **kw)(answer)
-
-    return check
-
-
 def _reloads_exercise(m: int, k: int, n: int) -> Exercise:
     per_n = n // 512
+    found = [
+        slips.Slip(
+            1 / per_n,
+            "that is how often it would be loaded with the loads hoisted out of the N loop; "
+            "the tiled kernel loads an A tile again for every N tile",
+        ),
+        slips.Slip(
+            (m // 128) * (k // 128) * per_n / per_n,
+            "that is how many A-tile loads the whole kernel makes; the question asks how often "
+            "each tile is loaded",
+        ),
+    ]
+    if k // 128 != per_n:
+        found.append(
+            slips.Slip(
+                (k // 128) / per_n,
+                "that counts the K tiles; one A tile has one K index, and is reused across N",
+            )
+        )
     return Exercise(
         "lab03.reloads",
         f"The tiled kernel computes C = A @ B for A[{m} x {k}] and B[{k} x {n}] in tiles of "
         "128 (K) x 128 (M) x 512 (N), loading an A tile and a B tile for every matmul. How many "
         "times is each 128 x 128 tile of A loaded from HBM?",
-        _close(
+        close_to(
             lambda: _reloads(m, k, n),
-            rtol=1e-9,
             what="the number of loads",
-            slips={
-                float(per_n): f"a factor of {per_n} - an A tile is loaded again for every N tile"
-            },
+            unit="loads",
+            slips=tuple(found),
         ),
         hints=(
             "The loops are: for each M tile, for each N tile, for each K tile: load, load, matmul.",
@@ -119,11 +130,24 @@ def _times(count: int) -> str:
 def _tiled_bytes_exercise(m: int, k: int, n: int) -> Exercise:
     a_loads, b_loads = n // 512, m // 128
     total = m * k * 2 * a_loads + k * n * 2 * b_loads + m * n * 2
+    minimum = 2 * (m * k + k * n + m * n)
+    found = (
+        *slips.si_prefixes("B", hi=9),
+        *slips.binary_prefixes("B"),
+        *slips.bytes_per_value(2.0, "4 bytes (fp32)", "bf16, 2 bytes each"),
+        *slips.bytes_per_value(0.5, "1 byte", "bf16, 2 bytes each"),
+        slips.Slip(
+            minimum / total,
+            "that is the minimum (A, B and C once each); the tiled kernel re-loads A for every "
+            "N tile and B for every M tile",
+        ),
+        slips.Slip((total - m * n * 2) / total, "that leaves out C, which is stored once", 0.005),
+    )
     return Exercise(
         "lab03.tiled_bytes",
         f"How many bytes does the tiled kernel move between HBM and SBUF for A[{m} x {k}] @ "
         f"B[{k} x {n}] in bf16 (2 bytes per value), C stored once in bf16?",
-        _close(lambda: _tiled_bytes(m, k, n), rtol=0.001, what="the bytes moved", unit="B"),
+        close_to(lambda: _tiled_bytes(m, k, n), what="the number of bytes", unit="B", slips=found),
         hints=(
             "Three parts: A as often as it is re-loaded, B likewise, C once.",
             f"A ({m} x {k} x 2 B) is loaded N / 512 = {a_loads} {_times(a_loads)}; "
@@ -133,6 +157,65 @@ def _tiled_bytes_exercise(m: int, k: int, n: int) -> Exercise:
         solution=lambda: _tiled_bytes(m, k, n),
         solution_text=f"tiled_bytes = {m}*{k}*2 * {a_loads} + {k}*{n}*2 * {b_loads} + "
         f"{m}*{n}*2   # {total:,} B",
+    )
+
+
+def _tiled_us(m: int, k: int, n: int) -> float:
+    return float(_run("tiled", m, k, n).latency * 1e6)
+
+
+def _tiled_explainer(m: int, k: int, n: int):
+    def explain(predicted: float, model: float) -> str:
+        from trnlab import core
+
+        r = _run("tiled", m, k, n)
+        t = r.program.table
+        mm = np.flatnonzero(t["op"] == 2)
+        interval = core.core_params("trn1").values["dma_queue_interval"] * 1e6
+        compute, memory = r.compute_bound_s * 1e6, r.memory_bound_s * 1e6
+        cadence = float(np.median(np.diff(r.start[mm]))) * 1e6 if len(mm) > 1 else 0.0
+        why = (
+            f"each of the {len(mm)} matmuls keeps the Tensor Engine only "
+            f"{(r.issue_end[mm[0]] - r.start[mm[0]]) * 1e9:.0f} ns ({compute:.1f} us in all), "
+            f"but waits for its own B tile, and a DMA queue prepares one transfer at a time "
+            f"(about {interval:.1f} us each): the matmuls come {cadence:.1f} us apart, and "
+            f"filling and draining the pipeline adds the rest. The roofline's memory bound, "
+            f"{memory:.1f} us (every byte at the full DMA bandwidth), leaves that set-up out."
+        )
+        if predicted < 1.5 * compute:
+            why += " A figure near the compute time counts the matmuls but not the loads they wait for."
+        elif abs(predicted / memory - 1) < 0.3:
+            why += " A figure near the memory bound assumes the DMA streams at full bandwidth."
+        elif predicted > 1.3 * model:
+            why += (
+                " The next pair of loads overlaps the current matmul (two rotating buffers), "
+                "so loads and matmuls do not add up."
+            )
+        return why
+
+    return explain
+
+
+def _tiled_us_exercise(m: int, k: int, n: int) -> Prediction:
+    return Prediction(
+        "lab03.tiled_us",
+        f"Predict before the stepper runs it: how long does the tiled kernel take on trn1 for "
+        f"A[{m} x {k}] @ B[{k} x {n}] in bf16, in microseconds? Each matmul streams for about "
+        "0.18 us; each loads a 32 KiB A tile and a 128 KiB B tile; the DMA moves 272 GB/s.",
+        lambda: _tiled_us(m, k, n),
+        what="the time",
+        unit="us",
+        explain=_tiled_explainer(m, k, n),
+        within=0.3,
+        hints=(
+            "Count the matmuls: (M/128) x (N/512) x (K/128); each needs an A and a B tile.",
+            "Compare the matmuls' time with the loads' bytes at 272 GB/s; then ask whether a "
+            "transfer costs more than its bytes (lab 02: a DMA pays about a microsecond of "
+            "set-up before it streams).",
+        ),
+        solution_text=f"{(m // 128) * (n // 512) * (k // 128)} matmuls, each waiting for one B "
+        "transfer set up on its queue (about 1.3 us each), plus the pipeline filling and "
+        "draining: the model's time is what the stepper shows",
     )
 
 
@@ -150,7 +233,7 @@ def setup(*, m: int = DEFAULTS["M"], k: int = DEFAULTS["K"], n: int = DEFAULTS["
     dict
         The variant in force, by lab parameter name.
     """
-    global SHAPE, reloads, tiled_bytes
+    global SHAPE, reloads, tiled_bytes, tiled_us
     shape = tuple(
         check_variant("lab03", name, value, VARIANTS)
         for name, value in (("M", m), ("K", k), ("N", n))
@@ -158,30 +241,48 @@ def setup(*, m: int = DEFAULTS["M"], k: int = DEFAULTS["K"], n: int = DEFAULTS["
     SHAPE = shape
     reloads = _reloads_exercise(*shape)
     tiled_bytes = _tiled_bytes_exercise(*shape)
+    tiled_us = _tiled_us_exercise(*shape)
     return dict(zip(("M", "K", "N"), shape, strict=True))
 
 
 reloads = _reloads_exercise(*SHAPE)
+tiled_us = _tiled_us_exercise(*SHAPE)
 
 
 matmul_ns = Exercise(
     "lab03.matmul_ns",
     "On trn1 (Tensor Engine clock 2.8 GHz) a matmul streams its moving tile in max(N, 64) "
-    "cycles; the next stationary tile is loaded in the background meanwhile (4x faster than "
+    "cycles; the next stationary tile is loaded in the background meanwhile (up to 4x faster than "
     "streaming, so it hides). When matmuls run back to back, how many nanoseconds does one bf16 "
     "matmul of a [128 x 128] stationary tile by a [128 x 512] moving tile keep the Tensor "
     "Engine busy?",
-    _close(
+    close_to(
         _matmul_ns,
-        rtol=0.01,
         what="the time",
         unit="ns",
-        slips={
-            (512 + 32) / 2.8: "the stationary load (32 cycles) hides behind the previous "
-            "matmul's streaming: count only the max(N, 64) cycles",
-            (512 + 485) / 2.8: "that is the time until the result is in PSUM (the pipeline's "
-            "latency added); the engine can start the next matmul before that",
-        },
+        slips=lambda: (
+            *slips.si_prefixes("ns", hi=9),
+            slips.Slip(
+                (512 + 128 / 4) / 512,
+                "that adds the stationary load (128 rows at 4x the streaming rate: 32 cycles in "
+                "trnlab's model), which hides behind the previous matmul's streaming: count "
+                "only the max(N, 64) cycles",
+                0.01,
+            ),
+            slips.Slip(
+                (512 + 485) / 512,
+                "that is the time until the result is in PSUM (the pipeline's measured "
+                "latency added); the engine can start the next matmul before that",
+                0.01,
+            ),
+            slips.Slip(
+                2.8 / 2.4, "that uses trn2's 2.4 GHz clock; the question is trn1 (2.8 GHz)", 0.01
+            ),
+            slips.Slip(64 / 512, "a matmul streams max(N, 64) cycles: N = 512 here, not 64", 0.01),
+            slips.Slip(
+                128 / 512, "the moving tile has N = 512 columns, so 512 cycles, not 128", 0.01
+            ),
+        ),
     ),
     hints=(
         "The moving tile has N = 512 columns: max(512, 64) = 512 cycles.",
@@ -203,10 +304,13 @@ def _choice_check(answer):
         _first_compute_bound(),
         list(kernels.VARIANTS),
         explain={
-            "tiled": "tiled re-loads every tile for every matmul: about 100 FLOP/B, far below the ridge",
+            "tiled": "tiled re-loads every tile for every matmul: about 100 FLOP/B, far below "
+            "the ridge",
             "hoisted": "hoisted still re-loads B for every M tile: about 115 FLOP/B",
-            "pipelined": "pipelined is compute-bound, but an earlier kernel already is",
-            "blocked_mnk": "blocked_mnk is compute-bound, but an earlier kernel already is",
+            "blocked_mn": "blocked_mn loads each B tile once per pair of M tiles: B is still "
+            "read M/256 times, about 205 FLOP/B, below trn1's ridge of 337",
+            "pipelined": "pipelined is compute-bound, but an earlier kernel already is: it only "
+            "adds a third buffer, and moves the same bytes as the kernel before it",
         },
     )(answer)
 
@@ -219,10 +323,14 @@ first_compute_bound = Exercise(
     _choice_check,
     hints=(
         "Compute-bound means arithmetic intensity above the ridge point (about 337 FLOP/B on trn1).",
-        "Intensity is FLOPs over HBM bytes: the variant that stops re-loading A and B wins.",
-        "Compare the intensity column of the progression table.",
+        "Intensity = 2MNK FLOPs / bytes moved; bytes = 2 x (A's values x times A is loaded "
+        "+ B's values x times B is loaded + C's values).",
+        "tiled loads A N/512 times and B M/128 times; hoisted A once, B M/128 times; blocked_mn "
+        "A once, B M/256 times; blocked_mnk A N/1024 times, B once.",
     ),
     solution=_first_compute_bound,
-    solution_text="first_compute_bound = 'blocked_mn'   # 512 FLOP/B: blocks of A and B stay "
-    "in SBUF over all of K",
+    solution_text="first_compute_bound = 'blocked_mnk'   # 410 FLOP/B: A read twice, B once; "
+    "blocked_mn still reads B M/256 = 4 times (205 FLOP/B, below the ridge of 337)",
+    # The intensity column of the progression table decides it.
+    giveaways=("410",),
 )

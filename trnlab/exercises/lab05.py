@@ -12,8 +12,10 @@ import numpy as np
 
 from trnlab import formats
 
+from . import _slips as slips
 from ._checks import close_to
 from ._exercise import Exercise
+from ._predict import Prediction
 from ._variants import check_variant
 
 __all__ = [
@@ -51,6 +53,62 @@ def _bits(n: int) -> str:
     return f"{n} bit" if n == 1 else f"{n} bits"
 
 
+def _max_slips(name: str) -> tuple[slips.Slip, ...]:
+    f = formats.spec(name)
+    m = f.man_bits
+    mant_bits = m - 1 if f.specials == "fn" else m
+    significand = 2 - 2.0**-mant_bits
+    found = [
+        slips.Slip(
+            1 / significand,
+            f"that leaves out the mantissa: the largest significand is 1.{'1' * mant_bits} in "
+            f"binary = {significand:g}, not 1",
+            0.001,
+        ),
+        slips.Slip(
+            2 / significand,
+            f"the significand stays below 2: 1.{'1' * mant_bits} in binary = {significand:g}",
+            0.001,
+        ),
+        slips.Slip(
+            2.0**f.bias,
+            f"the exponent field is biased: subtract the bias ({f.bias}) from it",
+            0.001,
+        ),
+    ]
+    if f.specials == "ieee":
+        found.append(
+            slips.Slip(
+                2.0,
+                "the all-ones exponent is kept for Inf and NaN in this format: the largest "
+                "finite number uses the exponent field one below it",
+                0.001,
+            )
+        )
+    return tuple(found)
+
+
+def _max_known(name: str) -> dict[float, str]:
+    """Right answers of the other convention: IEEE's rule on an FN format, and the reverse."""
+    f = formats.spec(name)
+    e, m, bias = f.exp_bits, f.man_bits, f.bias
+    if f.specials == "fn":
+        ieee = (2 - 2.0**-m) * 2.0 ** (2**e - 2 - bias)
+        return {
+            ieee: "that follows the IEEE rule (the all-ones exponent kept for Inf/NaN); this "
+            "format uses the all-ones exponent for numbers",
+            (2 - 2.0**-m) * 2.0 ** (2**e - 1 - bias): "with all-ones exponent and all-ones "
+            "mantissa the pattern is NaN in this format, so the largest mantissa ends in 0",
+        }
+    if f.specials == "ieee":
+        fn = (2 - 2.0 ** -(m - 1)) * 2.0 ** (2**e - 1 - bias)
+        return {
+            fn: "that is the rule of the FN formats (the all-ones exponent holds numbers); "
+            "this one keeps the all-ones exponent for Inf and NaN"
+        }
+    return {}
+
+
 def _max_finite_exercise(name: str) -> Exercise:
     f = formats.spec(name)
     e, m, bias = f.exp_bits, f.man_bits, f.bias
@@ -66,7 +124,7 @@ def _max_finite_exercise(name: str) -> Exercise:
         "lab05.max_finite",
         f"{label} has {_bits(e)} of exponent (bias {bias}) and {_bits(m)} of mantissa, and "
         f"{_SPECIALS[f.specials]}. What is its largest finite value?",
-        close_to(f.max, rtol=1e-9, what="the maximum"),
+        close_to(f.max, what="the maximum", slips=_max_slips(name), known=_max_known(name)),
         hints=(
             f"The largest usable exponent field is {top:0{e}b} = {top}, i.e. 2^({top} - {bias}).",
             f"The largest significand with {_bits(m)} of mantissa is 1.{ones} in binary "
@@ -112,7 +170,31 @@ def _mx_scale_exercise(mx_name: str) -> Exercise:
         f"An {label} block of 32 values has largest magnitude {MX_AMAX:g}. OCP MX v1.0 sets the "
         f"shared scale to 2^(floor(log2(amax)) - emax), with emax = {emax} for {kind}. What is "
         "the scale (a number, not its exponent)?",
-        close_to(mx_scale_for(MX_AMAX, mx_name), rtol=1e-9, what="the scale"),
+        close_to(
+            lambda: mx_scale_for(MX_AMAX, mx_name),
+            what="the scale",
+            slips=(
+                slips.Slip(
+                    2.0,
+                    "that is one step larger: floor(log2 amax) - (emax - 1), the rule Trainium3's "
+                    "quantiser uses (AWS), or a log2 rounded up; the question asks for OCP's "
+                    "floor(log2 amax) - emax",
+                    0.001,
+                ),
+                slips.Slip(
+                    MX_AMAX / element.max / scale,
+                    "that divides amax by the element's largest value; an MX scale is a power "
+                    "of two, 2^(floor(log2 amax) - emax)",
+                    0.001,
+                ),
+            ),
+            known={
+                float(log2 - emax): "that is the exponent; the question asks for the scale, "
+                "2 to that power",
+                2.0 ** (emax - log2): "that is the inverse of the scale: elements are "
+                "amax / scale, and the scale is 2^(floor(log2 amax) - emax)",
+            },
+        ),
         hints=(
             f"floor(log2({MX_AMAX:g})) = {log2}, because {2**log2} <= {MX_AMAX:g} < "
             f"{2 ** (log2 + 1)}.",
@@ -165,25 +247,61 @@ def _fp16_sums(n_add: int = 2048, trajectories: int = 16) -> tuple[float, float]
     return float(rne[0]), float(sr.mean())
 
 
-rne_sum = Exercise(
+def _explain_rne(predicted: float, model: float) -> str:
+    why = (
+        "near 1024, FP16's values are 1 apart (10 mantissa bits), so 1024 + 0.5 = 1024.5 lies "
+        "exactly halfway between 1024 and 1025, and round-to-nearest-even sends a tie to the "
+        "neighbour with an even last bit: 1024. Every one of the 2,048 additions is lost."
+    )
+    if predicted > 2.5 * 1024:
+        why += (
+            " Rounding ties up would add a whole 1 each time, but only up to 2048: there FP16's "
+            "step becomes 2, and 0.5 is below half a step."
+        )
+    elif predicted > 1.5 * 1024:
+        why += " The exact sum is 2048; FP16 cannot follow it with this rounding."
+    return why
+
+
+rne_sum = Prediction(
     "lab05.rne_sum",
-    "In FP16, start at 1024 and add 0.5 2048 times, rounding each sum to nearest-even. "
-    "What value do you end with?",
-    close_to(_fp16_sums()[0], rtol=1e-9, what="the final value"),
+    "Predict before the cells below run it: in FP16, start at 1024 and add 0.5, 2048 times, "
+    "rounding each sum to nearest-even. What value do you end with?",
+    lambda: _fp16_sums()[0],
+    what="the final value",
+    unit="",
+    explain=_explain_rne,
+    within=0.0,
+    sig=4,
     hints=(
         "Near 1024, FP16 values are 1 apart (10 mantissa bits: 2^10 x 2^-10).",
         "1024.5 is exactly halfway between 1024 and 1025: which one is even?",
     ),
-    solution=lambda: _fp16_sums()[0],
     solution_text="1024.0: every 1024 + 0.5 ties back to the even 1024, 2048 times over",
 )
 
-sr_sum = Exercise(
+
+def _explain_sr(predicted: float, model: float) -> str:
+    exact = 1024 + 0.5 * 2048
+    why = (
+        "stochastic rounding rounds 1024.5 up with probability 0.5 (the fraction of the step "
+        f"above 1024), so each addition adds 0.5 on average: the sum follows the exact "
+        f"{exact:g}, and the mean of the model's 16 runs lands within a few units of it."
+    )
+    if predicted < 0.75 * exact:
+        why += " Unlike round-to-nearest, no addition is systematically lost: the errors cancel."
+    return why
+
+
+sr_sum = Prediction(
     "lab05.sr_sum",
     "Same sum with stochastic rounding (round up with probability = the fraction of a step). "
-    "About what value does it reach on average?",
-    close_to(1024 + 0.5 * 2048, rtol=0.03, what="the average"),
+    "Predict about what value it reaches on average.",
+    lambda: _fp16_sums()[1],
+    what="the average",
+    unit="",
+    explain=_explain_sr,
+    within=0.03,
     hints=("Stochastic rounding is unbiased: the expected result of each step is exact.",),
-    solution=lambda: _fp16_sums()[1],
     solution_text="about 2048 = 1024 + 2048 x 0.5: unbiased rounding keeps the sum on average",
 )

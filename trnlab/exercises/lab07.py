@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from trnlab import fabric
 
+from . import _slips as slips
 from ._checks import choice, close_to
 from ._exercise import Exercise
+from ._predict import Prediction
 
 __all__ = ["ALPHA_BETA", "a2a_limit", "crossover", "ring_time", "torus_bisection"]
 
@@ -18,30 +20,50 @@ ALPHA_BETA = fabric.FabricParams(op_overhead=0.0, efa_op_overhead=0.0, link_effi
 
 
 def _ring_time_us() -> float:
+    # The closed form; the lab's chunk-level simulation of the same ring meets it exactly.
     return fabric.closed_form("all_reduce", RING_BYTES, SYSTEM, "ring", ALPHA_BETA).time * 1e6
 
 
-ring_time = Exercise(
+def _step_us(nbytes: float = RING_BYTES, n: int = 16, b: float = 128e9) -> float:
+    return 1.5 + nbytes / (n * b) * 1e6
+
+
+def _explain_ring(predicted: float, model: float) -> str:
+    per_step = _step_us()
+    why = (
+        f"the simulation moves every chunk over the snake-shaped ring of the 4x4 torus: 30 steps "
+        f"(15 of reduce-scatter, 15 of all-gather) of alpha + S/(nB) = 1.5 + "
+        f"{per_step - 1.5:.1f} us. Each step uses one link per chip in one direction and no two "
+        "messages share a link, so nothing queues and the simulation meets the closed form; the "
+        f"bytes are {(per_step - 1.5) / per_step:.0%} of each step: at 64 MiB the ring is "
+        "bandwidth-bound."
+    )
+    ratio = predicted / model
+    if abs(ratio - (per_step - 1.5) / per_step) < 0.01:
+        why += " Without the 30 alphas (45 us) the bytes alone give about 983 us."
+    elif abs(ratio - 0.5) < 0.05:
+        why += " Half of it is n-1 steps: an all-reduce is a reduce-scatter and then an all-gather."
+    elif ratio > 8:
+        why += " Each step moves one chunk of S/n, not the whole buffer."
+    return why
+
+
+ring_time = Prediction(
     "lab07.ring_time",
-    "A ring all-reduce of 64 MiB on trn2.48xlarge in the alpha-beta model: n = 16 chips, "
-    "B = 128 GB/s per link each way, alpha = 1.5 us per step (the Neuron runtime docs: 'about "
-    "1-2 us' per hop). Predict its time in microseconds with t = 2(n-1) (alpha + S/(nB)).",
-    close_to(
-        _ring_time_us(),
-        rtol=0.01,
-        what="the time",
-        unit="us",
-        slips={
-            2.0: "a factor of 2 - an all-reduce is a reduce-scatter then an all-gather: "
-            "2(n-1) steps, not n-1",
-            16.0: "a factor of 16 - each step moves one chunk of S/n, not the whole buffer",
-        },
-    ),
+    "Predict before the next cell simulates it: a ring all-reduce of 64 MiB on trn2.48xlarge "
+    "in the alpha-beta model: n = 16 chips, B = 128 GB/s per link each way, alpha = 1.5 us per "
+    "step (the Neuron runtime docs: 'about 1-2 us' per hop). Its time in microseconds, with "
+    "t = 2(n-1) (alpha + S/(nB))?",
+    _ring_time_us,
+    what="the time",
+    unit="us",
+    explain=_explain_ring,
+    within=0.0,
+    slips=(*slips.si_prefixes("us", hi=6),),
     hints=(
         "S/(nB) = 67,108,864 B / (16 x 128e9 B/s) = 32.8 us per step.",
         "2(n-1) = 30 steps of (1.5 + 32.8) us.",
     ),
-    solution=_ring_time_us,
     solution_text="t_us = 2 * 15 * (1.5 + 2**26 / (16 * 128e9) * 1e6)   # 1,028 us",
 )
 
@@ -61,14 +83,16 @@ crossover = Exercise(
     "the bandwidth term 2(n-1) S/(nB) equal the latency term 2(n-1) alpha? Below it the "
     "collective is latency-bound.",
     close_to(
-        _crossover(),
-        rtol=0.02,
+        _crossover,
         what="the size",
-        unit="bytes",
-        slips={
-            2.0: "a factor of 2 - 2(n-1) is in both terms and cancels",
-            16.0: "a factor of 16 - the bandwidth term has S/(nB): multiply by n",
-        },
+        unit="B",
+        slips=(
+            *slips.si_prefixes("B", hi=9),
+            *slips.binary_prefixes("B"),
+            slips.Slip(1 / 16, "the bandwidth term has S/(nB): S* = n alpha B, multiply by n"),
+            slips.Slip(15 / 16, "n - 1 cancels between the terms; S* = n alpha B", 0.01),
+            slips.Slip(2.0, "that counts both directions of the link; the ring sends one way"),
+        ),
     ),
     hints=(
         "2(n-1) cancels: alpha = S/(nB).",
@@ -91,15 +115,22 @@ torus_bisection = Exercise(
     "slowest axis: what is the lower bound on the time, in milliseconds, for the bytes that "
     "must cross the cut?",
     close_to(
-        _bisection_ms(),
-        rtol=0.01,
+        _bisection_ms,
         what="the bound",
         unit="ms",
-        slips={
-            2.0: "a factor of 2 - cutting a ring of 4 in half crosses it twice (in the middle "
-            "and at the wrap-around), and the slowest axis has 64 GB/s links",
-            4.0: "a factor of 4 - n/2 chips each send half their buffer across: nS/4 bytes",
-        },
+        slips=(
+            *slips.si_prefixes("ms", hi=6),
+            slips.Slip(
+                2.0,
+                "cutting a ring of 4 in half crosses it twice (in the middle and at the "
+                "wrap-around): count 32 links, not 16",
+            ),
+            slips.Slip(4.0, "n/2 chips each send half their buffer across: nS/4 bytes, not nS"),
+            slips.Slip(0.5, "the cut crosses the slowest axis, whose links carry 64 GB/s each way"),
+            slips.Slip(
+                2**30 / 1e9, "that mixes GiB (2^30 bytes) and GB (10^9 bytes)", 0.004, "unit"
+            ),
+        ),
     ),
     hints=(
         "Bytes crossing each way: (n/2 chips) x (n/2 peers) x S/n = nS/4 = 16 GiB.",
@@ -138,6 +169,8 @@ a2a_limit = Exercise(
         "Port: each chip sends (n-1)/n x S through 1.28 TB/s.",
         "Cut: nS/4 bytes through n/2 x 1.28 TB/s = S/(2 x 1.28 TB/s): half the port time.",
     ),
+    # The all-to-all table shows the switch's time against its bisection bound.
+    giveaways=("own port",),
     solution=_switch_limit,
     solution_text="'port': (63/64) S / 1.28 TB/s = 0.82 ms beats the cut's S / 2.56 TB/s = 0.42 ms",
 )

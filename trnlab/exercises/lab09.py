@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from trnlab import catalog
 
+from . import _slips as slips
 from ._checks import choice, close_to
 from ._exercise import Exercise
+from ._predict import Prediction
 
-__all__ = ["compute_ratio", "implied_trn2_power", "which_follows"]
+__all__ = ["compute_ratio", "implied_trn2_power", "tokens_per_mw", "which_follows"]
 
 
 def _ratio() -> float:
@@ -20,7 +24,38 @@ compute_ratio = Exercise(
     "lab09.compute_ratio",
     "AWS says a Trn3 UltraServer has 4.4x the compute of a Trn2 UltraServer. From the catalogue, "
     "what is the ratio of their dense 8-bit peaks (Trn3 Gen2 MXFP8 over Trn2 FP8)?",
-    close_to(_ratio(), rtol=0.002, what="the ratio"),
+    close_to(
+        _ratio,
+        what="the ratio",
+        unit="x",
+        slips=lambda: (
+            slips.Slip(1 / _ratio() ** 2, "that is the ratio the other way round: Trn3 on top"),
+            slips.Slip(
+                catalog.chip("trn3").peak_flops("mxfp8")
+                / catalog.chip("trn2").peak_flops("fp8")
+                / _ratio(),
+                "that is one chip against one chip; an UltraServer has 144 (Trn3 Gen2) or 64 "
+                "(Trn2) of them",
+                0.005,
+            ),
+            slips.Slip(
+                catalog.system("trn3-ultraserver-gen1").peak_flops("mxfp8")
+                / catalog.system("trn2-ultraserver").peak_flops("fp8")
+                / _ratio(),
+                "that is the 64-chip Trn3 Gen1; the question's Trn3 UltraServer is the "
+                "144-chip Gen2",
+                0.005,
+            ),
+            slips.Slip(
+                catalog.system("trn3-ultraserver-gen2").peak_flops("mxfp8")
+                / catalog.system("trn2-ultraserver").peak_flops("bf16")
+                / _ratio(),
+                "that divides by Trn2's BF16 peak; the question compares 8-bit peaks (FP8)",
+                0.005,
+            ),
+        ),
+        known={4.4: "that is AWS's claim; the question asks what the catalogue's figures give"},
+    ),
     hints=(
         "catalog.system('trn3-ultraserver-gen2').peak_flops('mxfp8')",
         "... divided by catalog.system('trn2-ultraserver').peak_flops('fp8')",
@@ -41,7 +76,24 @@ implied_trn2_power = Exercise(
     "Trainium3 is estimated at about 1,000 W per chip; no source gives Trainium2's power. If "
     "'4x energy efficiency' meant peak 8-bit FLOPs per watt, what Trainium2 power (W) would it "
     "imply?",
-    close_to(_implied_power(), rtol=0.01, what="the implied power", unit="W"),
+    close_to(
+        _implied_power,
+        what="the implied power",
+        unit="W",
+        slips=lambda: (
+            *slips.si_prefixes("W", hi=6),
+            slips.Slip(
+                1 / 16,
+                "that divides by 4 where it should multiply: a 4x better Trn3 means Trn2 "
+                "spends 4x the power per FLOP",
+            ),
+            slips.Slip(
+                catalog.chip("trn2").peak_flops("bf16") / catalog.chip("trn2").peak_flops("fp8"),
+                "that uses Trainium2's BF16 peak; the question compares 8-bit peaks (FP8)",
+                0.005,
+            ),
+        ),
+    ),
     hints=(
         "Efficiency = peak / power. Set (2.517e15 / 1000) / (1.299e15 / P) = 4.",
         "P = 4 x 1000 x 1.299 / 2.517",
@@ -64,6 +116,84 @@ which_follows = Exercise(
         },
     ),
     hints=("Which one can you compute from figures in catalog.system(...) with no assumption?",),
+    # The table of section 2 computes the ratio that decides it.
+    giveaways=("4.36",),
     solution=lambda: "4.4x compute",
     solution_text="'4.4x compute': 144 x 2.517 PF / (64 x 1.299 PF) = 4.36",
+)
+
+
+#: The Trainium2 power the lab assumes (no source gives one): its TRN2_WATTS default.
+TRN2_WATTS = 500.0
+#: Tokens per second each user sees in the comparison (the lab's PER_USER default).
+PER_USER = 20
+
+
+@lru_cache(maxsize=1)
+def _serving() -> dict:
+    from trnlab import scale
+
+    points = {}
+    for key, system, fmt, watts in (
+        ("trn2", "trn2.48xlarge", "fp8_e4m3", TRN2_WATTS),
+        ("trn3", "trn3-ultraserver-gen2", "mxfp8_e4m3", None),
+    ):
+        points[key] = scale.tokens_per_megawatt_at(
+            "llama3-70b",
+            system,
+            PER_USER,
+            tp=4,
+            prompt=2048,
+            output=256,
+            weight_format=fmt,
+            watts_per_chip=watts,
+            batches=[2**k for k in range(11)],
+        )
+    return points
+
+
+def _tokens_per_mw() -> float:
+    p = _serving()
+    return p["trn3"].tokens_per_megawatt / p["trn2"].tokens_per_megawatt
+
+
+def _explain_tokens(predicted: float, model: float) -> str:
+    p = _serving()
+    t2, t3 = p["trn2"], p["trn3"]
+    per_chip = t3.tokens_per_second_per_chip / t2.tokens_per_second_per_chip
+    power = t3.result.watts_per_chip / t2.result.watts_per_chip
+    bw = catalog.chip("trn3").hbm_bandwidth / catalog.chip("trn2").hbm_bandwidth
+    why = (
+        f"decoding is bound by HBM bandwidth (Trainium3 has {bw:.1f}x Trainium2's), and at "
+        f"{PER_USER} tokens/s per user the faster chip can serve a bigger batch ({t3.batch} "
+        f"against {t2.batch}), so it makes {per_chip:.1f}x the tokens per chip; at "
+        f"{power:.1f}x the power per chip (1,000 W estimated against {TRN2_WATTS:.0f} W "
+        f"assumed) that is {model:.1f}x per megawatt."
+    )
+    if predicted > 1.5 * model:
+        why += (
+            " The claimed 'over 5x' needs more than the chips: a lower Trainium2 power, MXFP4, "
+            "larger batches at a looser latency, or system-level effects."
+        )
+    return why
+
+
+tokens_per_mw = Prediction(
+    "lab09.tokens_per_mw",
+    f"Predict before the next cell runs the model: serving Llama 3 70B (4-way tensor "
+    f"parallel) so that every user sees {PER_USER} tokens/s, how many times Trainium2's output "
+    f"tokens per megawatt does Trainium3 produce? Assume {TRN2_WATTS:.0f} W per Trainium2 (the "
+    "lab's TRN2_WATTS) and 1,000 W per Trainium3; AWS claims over 5x.",
+    _tokens_per_mw,
+    what="the ratio",
+    unit="x",
+    explain=_explain_tokens,
+    within=0.25,
+    hints=(
+        "Decode reads every weight (and the KV cache) once per generated token: its speed is "
+        "set by HBM bandwidth.",
+        "Tokens per MW = tokens per second per chip / watts per chip: compare both factors.",
+    ),
+    solution_text="HBM bandwidth 4.9 / 2.9 = 1.7x and a larger batch at the same latency give "
+    "about 3.9x the tokens per chip; at twice the power, about 1.9x per megawatt",
 )
