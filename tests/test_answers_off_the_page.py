@@ -181,23 +181,7 @@ def test_no_answer_is_on_the_page_before_its_exercise(lab):
     assert not found, "\n".join(f"{k}: cell {j}: ...{t}..." for k, j, t in found)
 
 
-#: Labs whose committed outputs predate the hidden bundle, and why (strict: fails once fixed).
-NOT_YET_RERUN = {
-    "04_write_a_kernel": "lab 04 is being rewritten in NKI under issue 12 and not re-executed "
-    "here; its publish cell still shows the values the old publish printed",
-}
-
-
-def _publish_params():
-    return [
-        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=NOT_YET_RERUN[p.stem]))
-        if p.stem in NOT_YET_RERUN
-        else p
-        for p in LABS
-    ]
-
-
-@pytest.mark.parametrize("lab", _publish_params(), ids=[p.stem for p in LABS])
+@pytest.mark.parametrize("lab", LABS, ids=[p.stem for p in LABS])
 def test_publish_cells_show_nothing_in_the_learner_edition(lab):
     nb = nbformat.read(lab, as_version=4)
     cells = [c for c in nb.cells if c.cell_type == "code" and _PUBLISH in c.source]
