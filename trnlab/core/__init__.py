@@ -31,7 +31,9 @@ from ._errors import (
     OperandPlacementError,
     PsumBankOverflowError,
     SbufCapacityError,
+    TileIndexError,
     TileTooLargeError,
+    UnknownFigureError,
     UnwrittenReadError,
 )
 from ._params import CoreParams, core_params
@@ -59,8 +61,10 @@ __all__ = [
     "Run",
     "SbufCapacityError",
     "Tile",
+    "TileIndexError",
     "TilePool",
     "TileTooLargeError",
+    "UnknownFigureError",
     "UnwrittenReadError",
     "View",
     "core_params",

@@ -25,6 +25,8 @@ import numbers
 
 import numpy as np
 
+from trnlab._checks import shape2
+
 from . import _program as P
 from ._engines import EngineOps, quantize
 from ._errors import (
@@ -51,20 +53,7 @@ def _catalog_dtype(fmt: str) -> str:
 
 def _shape2(shape, what: str) -> tuple[int, int]:
     """``shape`` as two positive integers, or a teaching error."""
-    if (
-        not isinstance(shape, tuple | list)
-        or len(shape) != 2
-        or not all(isinstance(x, numbers.Integral) and not isinstance(x, bool) for x in shape)
-    ):
-        raise KernelArgumentError(
-            f"{what} shape must be two integers (partitions, free), e.g. (128, 512); got {shape!r}"
-        )
-    p, f = int(shape[0]), int(shape[1])
-    if p <= 0 or f <= 0:
-        raise KernelArgumentError(
-            f"{what} shape {(p, f)} has a dimension of {min(p, f)}; both must be at least 1"
-        )
-    return p, f
+    return shape2(shape, f"{what} shape", KernelArgumentError, ("partitions", "free"))
 
 
 def _bufs(bufs) -> int:

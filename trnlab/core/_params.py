@@ -17,7 +17,7 @@ import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._errors import KernelArgumentError
+from ._errors import KernelArgumentError, UnknownFigureError
 
 __all__ = ["CoreParams", "core_params"]
 
@@ -188,15 +188,15 @@ class CoreParams:
 
         Raises
         ------
-        KeyError
-            An unknown figure name (the message lists the figures).
+        UnknownFigureError
+            An unknown figure name (the message lists the figures; also a KeyError).
         KernelArgumentError
             A value outside the figure's range (a count below 1, a negative or NaN time, a
             string...).
         """
         unknown = sorted(set(overrides) - set(self.values))
         if unknown:
-            raise KeyError(f"unknown figure(s) {unknown}; figures: {sorted(self.values)}")
+            raise UnknownFigureError(f"unknown figure(s) {unknown}; figures: {sorted(self.values)}")
         for k, v in overrides.items():
             _check(k, v)
         return dataclasses.replace(

@@ -20,6 +20,8 @@ import math
 
 import numpy as np
 
+from ._errors import TileIndexError
+
 __all__ = ["HBMTensor", "HBMView", "Tile", "TilePool", "View", "format_bits"]
 
 # Storage bits of the formats, used only if trnlab.formats cannot answer (it is the authority).
@@ -49,33 +51,40 @@ def _bad_index(key, shape, what: str) -> tuple[int, int, int, int]:
     if not isinstance(key, tuple):
         key = (key, slice(None))
     if len(key) != 2:
-        raise IndexError(
+        raise TileIndexError(
             f"{what} is 2-D [partition, free]; index it with two slices, e.g. t[0:128, 0:512]"
         )
     out = []
     for k, n, axis in zip(key, shape, ("partition", "free"), strict=True):
         if isinstance(k, bool) or not isinstance(k, int | np.integer | slice):
-            raise IndexError(
+            raise TileIndexError(
                 f"{what}: index the {axis} dimension with an integer or a slice a:b, "
                 f"not {type(k).__name__} {k!r}"
             )
         if isinstance(k, int | np.integer):
             i = int(k)
             if not -n <= i < n:
-                raise IndexError(f"{what}: {axis} index {i} is outside 0..{n - 1}")
+                raise TileIndexError(f"{what}: {axis} index {i} is outside 0..{n - 1}")
             i %= n
             k = slice(i, i + 1)
         if k.step not in (None, 1):
-            raise IndexError(f"{what}: use contiguous slices a:b (step 1), not {k!r}")
+            raise TileIndexError(f"{what}: use contiguous slices a:b (step 1), not {k!r}")
         for bound in (k.start, k.stop):
-            if bound is not None and not -n <= int(bound) <= n:
-                raise IndexError(
+            if bound is None:
+                continue
+            if isinstance(bound, bool) or not isinstance(bound, int | np.integer):
+                raise TileIndexError(
+                    f"{what}: slice {k.start}:{k.stop} of the {axis} dimension has a bound that "
+                    f"is not a whole number ({bound!r}); slice with integers a:b."
+                )
+            if not -n <= int(bound) <= n:
+                raise TileIndexError(
                     f"{what}: slice {k.start}:{k.stop} of the {axis} dimension reaches outside "
                     f"its size {n}; trnlab does not clip slices (NumPy would, silently)."
                 )
         a, b, _ = k.indices(n)
         if b <= a:
-            raise IndexError(f"{what}: empty slice {k!r} of the {axis} dimension (size {n})")
+            raise TileIndexError(f"{what}: empty slice {k!r} of the {axis} dimension (size {n})")
         out += [a, b]
     return out[0], out[1], out[2], out[3]
 

@@ -14,6 +14,8 @@ import math
 from dataclasses import dataclass
 from functools import cache
 
+from trnlab._errors import TrnlabError
+
 __all__ = ["RUNTIMES", "FabricError", "FabricParams", "collective_figure"]
 
 #: Neuron runtime generations with their own collective behaviour: ``"current"`` (the runtime
@@ -23,7 +25,7 @@ __all__ = ["RUNTIMES", "FabricError", "FabricParams", "collective_figure"]
 RUNTIMES = ("current", "2023")
 
 
-class FabricError(ValueError):
+class FabricError(TrnlabError):
     """A fabric request the model cannot answer; the message says what to do instead."""
 
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, replace
 
+from trnlab._errors import TrnlabError
+
 __all__ = ["PRESETS", "ModelSpec", "model", "models"]
 
 
-class WorkloadError(ValueError):
+class WorkloadError(TrnlabError):
     """An impossible or inconsistent workload; the message says what to change."""
 
 
