@@ -179,3 +179,206 @@ def test_prune_and_sample_refuse_bad_sizes():
             formats.sample("gaussian", shape)
     with pytest.raises(FormatError, match="seed"):
         formats.sample("gaussian", (4, 4), seed=-1)
+
+
+# --- core -------------------------------------------------------------------------------------
+
+from trnlab import core, kernels  # noqa: E402
+from trnlab.core import KernelArgumentError  # noqa: E402
+
+
+def _copy(ctx, x, y):
+    t = ctx.sbuf(x.shape, "bf16")
+    ctx.load(t, x)
+    ctx.store(y, t)
+
+
+def _args():
+    return dict(x=core.hbm(np.ones((4, 8), np.float32)), y=core.hbm((4, 8)))
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: core.run(None, **_args()), "kernel must be a function"),
+        (lambda: core.run(lambda ctx: None, **_args()), "cannot take the arguments"),
+        (lambda: core.run(_copy, numerics=[], **_args()), "numerics"),
+        (lambda: core.run(_copy, max_instructions=0, **_args()), "max_instructions"),
+        (lambda: core.hbm(()), "two whole numbers"),
+        (lambda: core.hbm((True, 4)), "two whole numbers"),
+        (lambda: core.hbm((0, 4)), "at least 1"),
+        (lambda: core.hbm(np.zeros((0, 5))), "at least one element"),
+        (lambda: core.hbm(np.ones(7)), "2-D"),
+        (lambda: core.hbm(None), "real numbers"),
+        (lambda: core.hbm(np.array([["a"]])), "real numbers"),
+        (lambda: core.hbm((4, 8), "fp16!"), "fp16"),
+        (lambda: core.hbm((4, 8), is_input="yes"), "is_input"),
+        (lambda: core.simulate(None, core.core_params("trn2")), "Program"),
+        (lambda: core.schedule(5, core.core_params("trn2")), "Program"),
+        (lambda: core.costs(np.zeros(3), core.core_params("trn2")), "instruction table"),
+        (lambda: core.engine_name(-1), "engine"),
+        (lambda: core.engine_name("0"), "engine"),
+        (lambda: core.core_params("trn2", sbuf_partitions=10**6), "beyond what the model"),
+        (lambda: core.core_params("trn2").peak_flops("fp3"), "fp32"),
+        (lambda: core.core_params("trn1").peak_flops([]), "data type"),
+        (lambda: core.format_bits([]), "format"),
+    ],
+)
+def test_core_refuses_with_a_trnlab_error(call, match):
+    with pytest.raises(trnlab.TrnlabError, match=match):
+        call()
+
+
+def test_unknown_figure_stays_a_key_error():
+    with pytest.raises(KeyError, match="unknown figure"):
+        core.core_params("trn2", warp_speed=9)
+
+
+def _ctx():
+    ctx = core.KernelContext(core.core_params("trn2"))
+    a = ctx.sbuf((64, 64), "bf16", "a")
+    ctx.memset(a, 1.0)
+    return ctx, a
+
+
+@pytest.mark.parametrize(
+    "do, error, match",
+    [
+        (lambda c, a: c.sbuf((8, 8), "bf16", name=b"t"), KernelArgumentError, "name"),
+        (lambda c, a: c.psum((8, 8), name=5, bufs=2), KernelArgumentError, "name"),
+        (lambda c, a: c.hbm(None, (4, 4)), KernelArgumentError, "name"),
+        (lambda c, a: c.hbm("z", (4, 4), written=0), KernelArgumentError, "written"),
+        (lambda c, a: c.hbm("z", (4, 4), data="abc"), KernelArgumentError, "real numbers"),
+        (lambda c, a: c.hbm("z", (4, 4), data=np.ones((3, 3))), KernelArgumentError, "shape"),
+        (lambda c, a: a[0:1.5, :], core.TileIndexError, "whole number"),
+        (lambda c, a: c.sbuf((8, 8), "bf16", bufs=2)[2], core.TileIndexError, "buffers 0..1"),
+        (lambda c, a: c.sbuf((8, 8), "bf16", bufs=2)["0"], core.TileIndexError, "buffers"),
+        (lambda c, a: c.memset(a, 0.0, engine=[]), KernelArgumentError, "memset engine"),
+        (lambda c, a: c.tensor_scalar(a, a, "mult", 2.0), KernelArgumentError, "Did you mean"),
+    ],
+)
+def test_kernel_api_refuses_bad_arguments(do, error, match):
+    ctx, a = _ctx()
+    with pytest.raises(error, match=match):
+        do(ctx, a)
+
+
+def test_matmul_accumulate_must_be_a_boolean():
+    ctx, a = _ctx()
+    p = ctx.psum((64, 64))
+    with pytest.raises(KernelArgumentError, match="accumulate"):
+        ctx.matmul(p, a, a, accumulate=0)  # 0 used to mean False silently
+
+
+def test_kernel_api_names_are_case_insensitive_and_formats_canonical():
+    ctx, a = _ctx()
+    o = ctx.sbuf((64, 64), "BF16", "o")
+    assert o.fmt == "bf16"
+    ctx.activation(o, a, "ReLU")
+    ctx.tensor_scalar(o, o, "Multiply", 2.0)
+    ctx.memset(o, 1.0, engine="GpSimd")
+
+
+def test_run_queries_check_their_arguments():
+    r = core.run(_copy, numerics=False, x=core.hbm((4, 8), is_input=True), y=core.hbm((4, 8)))
+    for bad in (float("nan"), -1.0, None, "0"):
+        with pytest.raises(KernelArgumentError, match="seconds"):
+            r.in_flight(bad)
+        with pytest.raises(KernelArgumentError, match="seconds"):
+            r.counters_at(bad)
+    with pytest.raises(KernelArgumentError, match="Did you mean 'sbuf'"):
+        r.occupancy("sbu")  # used to return an empty picture
+    for bad in (-1, 10**6, 1.5, "0", True):
+        with pytest.raises(KernelArgumentError, match="instruction"):
+            r.program.describe(bad)
+        with pytest.raises(KernelArgumentError, match="instruction"):
+            r.program.deps(bad)
+
+
+# --- no hangs: the instruction limit ----------------------------------------------------------
+
+
+def test_a_huge_timing_only_matmul_is_refused_at_once_with_the_estimate():
+    import time
+
+    t0 = time.perf_counter()
+    with pytest.raises(core.InstructionLimitError) as err:
+        kernels.matmul((65536, 65536), (65536, 65536), variant="tiled", numerics=False)
+    assert time.perf_counter() - t0 < 5  # refused before recording (it used to run for hours)
+    msg = str(err.value)
+    assert "100,794,368" in msg and "2,000,000" in msg and "max_instructions" in msg
+
+
+@pytest.mark.parametrize("variant", list(kernels.VARIANTS))
+def test_the_estimate_is_the_instruction_count_of_the_kernel(variant):
+    from trnlab.kernels._matmul import estimate_instructions
+
+    for m, k, n in [(256, 512, 1024), (1000, 300, 700), (130, 129, 513)]:
+        r = kernels.matmul((m, k), (k, n), variant=variant, numerics=False)
+        assert estimate_instructions(variant, m, k, n) == len(r.program)
+
+
+def test_raising_the_limit_lets_a_run_through_and_the_recording_stops_at_it():
+    def many(ctx, x):
+        t = ctx.sbuf((1, 8), "fp32")
+        for _ in range(40_000):
+            ctx.memset(t, 0.0)
+
+    x = core.hbm((1, 8), is_input=True)
+    with pytest.raises(core.InstructionLimitError, match="has recorded 32,768"):
+        core.run(many, numerics=False, max_instructions=20_000, x=x)
+    assert len(core.run(many, numerics=False, max_instructions=50_000, x=x).program) == 40_000
+    with pytest.raises(core.InstructionLimitError, match="run with numerics"):
+        kernels.matmul(
+            np.ones((2, 1)), np.ones((1, 300_000)), variant="tiled", max_instructions=100
+        )
+
+
+# --- kernels ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "options, match",
+    [
+        ({"tile_k": 0}, "tile_k"),  # range() step 0 used to escape
+        ({"tile_m": -1}, "tile_m"),
+        ({"tile_n": 1.5}, "tile_n"),
+        ({"bufs": 0}, "bufs"),
+        ({"bufs": True}, "bufs"),
+        ({"foo": 1}, "no option foo"),
+        ({"a_width": 1}, "option"),
+    ],
+)
+def test_kernel_options_are_checked(options, match):
+    with pytest.raises(KernelArgumentError, match=match):
+        kernels.matmul((256, 256), (256, 256), variant="tiled", numerics=False, **options)
+
+
+def test_reference_kernels_check_their_block_sizes_when_run_directly():
+    args = dict(
+        a_t=core.hbm((256, 256), is_input=True),
+        b=core.hbm((256, 256), is_input=True),
+        c=core.hbm((256, 256)),
+    )
+    with pytest.raises(KernelArgumentError, match="tile_k"):
+        core.run(kernels.hoisted, numerics=False, tile_k=0, **args)
+    with pytest.raises(KernelArgumentError, match="bufs"):
+        core.run(kernels.pipelined, numerics=False, bufs=True, **args)
+    with pytest.raises(KernelArgumentError, match="tiles_m"):
+        core.run(kernels.blocked_mnk, numerics=False, tiles_m=0, **args)
+
+
+def test_kernel_entry_points_check_shapes_names_and_flags():
+    a = np.ones((8, 4), np.float32)
+    with pytest.raises(KernelArgumentError, match="same K"):
+        kernels.matmul(a, np.ones((5, 3), np.float32))
+    with pytest.raises(KernelArgumentError, match="two whole numbers"):
+        kernels.matmul((), (4, 3), numerics=False)
+    with pytest.raises(KernelArgumentError, match="numerics"):
+        kernels.matmul(a, a.T, numerics="no")
+    assert kernels.matmul(a, a.T, variant="TILED").output.shape == (8, 8)
+    with pytest.raises(KernelArgumentError, match="bias"):
+        kernels.matmul_bias_act(a, a.T, np.ones(3))
+    assert kernels.matmul_bias_act(a, a.T, np.ones(8), activation="ReLU").output.shape == (8, 8)
+    with pytest.raises(KernelArgumentError, match="at least one element"):
+        kernels.transpose(np.zeros((0, 4)))

@@ -27,6 +27,7 @@ from ._engines import ACTIVATIONS
 from ._errors import (
     FormatNotSupportedError,
     HardwareRuleError,
+    InstructionLimitError,
     KernelArgumentError,
     OperandPlacementError,
     PsumBankOverflowError,
@@ -38,14 +39,17 @@ from ._errors import (
 )
 from ._params import CoreParams, core_params
 from ._program import ENGINES, OPS, Program, engine_name
+from ._progress import MAX_INSTRUCTIONS, MAX_NUMERICS_INSTRUCTIONS
 from ._run import HBM, Run, hbm, record, run, simulate
 from ._schedule import Costs, costs, schedule
-from ._tiles import HBMTensor, HBMView, Tile, TilePool, View, format_bits
+from ._tiles import HBMTensor, HBMView, Tile, TilePool, View, format_bits, format_name
 
 __all__ = [
     "ACTIVATIONS",
     "ENGINES",
     "HBM",
+    "MAX_INSTRUCTIONS",
+    "MAX_NUMERICS_INSTRUCTIONS",
     "OPS",
     "CoreParams",
     "Costs",
@@ -53,6 +57,7 @@ __all__ = [
     "HBMTensor",
     "HBMView",
     "HardwareRuleError",
+    "InstructionLimitError",
     "KernelArgumentError",
     "KernelContext",
     "OperandPlacementError",
@@ -71,6 +76,7 @@ __all__ = [
     "costs",
     "engine_name",
     "format_bits",
+    "format_name",
     "hbm",
     "record",
     "run",

@@ -25,7 +25,7 @@ import numbers
 
 import numpy as np
 
-from trnlab._checks import shape2
+from trnlab._checks import flag, shape2, short
 
 from . import _program as P
 from ._engines import EngineOps, quantize
@@ -40,7 +40,7 @@ from ._errors import (
 from ._memory import Memory
 from ._params import CoreParams
 from ._progress import EVERY, Progress
-from ._tiles import HBMTensor, HBMView, Tile, TilePool, View, format_bits
+from ._tiles import HBMTensor, HBMView, Tile, TilePool, View, format_bits, format_name
 
 __all__ = ["KernelContext"]
 
@@ -62,6 +62,25 @@ def _bufs(bufs) -> int:
             f"bufs (rotating buffers of a tile) must be a whole number from 1 to 64; got {bufs!r}"
         )
     return int(bufs)
+
+
+def _tile_name(name) -> str:
+    if not isinstance(name, str):
+        raise KernelArgumentError(f"a tile name must be a string, not {short(name)}")
+    return name
+
+
+def _values(data, what: str) -> np.ndarray:
+    """Kernel input values as a float32 array, or a teaching error (text, None, objects)."""
+    try:
+        arr = np.asarray(data)
+    except ValueError:  # a ragged list
+        arr = np.asarray(None)
+    if arr.dtype.kind not in "fiub":
+        raise KernelArgumentError(
+            f"{what}: data must be an array of real numbers, not {short(data)} ({arr.dtype})"
+        )
+    return arr.astype(np.float32, copy=False)
 
 
 class KernelContext(EngineOps):
@@ -113,10 +132,21 @@ class KernelContext(EngineOps):
     ) -> HBMTensor:
         """An HBM tensor. ``data`` (if given) is rounded to ``fmt`` as a host-side cast would;
         ``written`` (default: data given) says whether it holds an input."""
-        shape = _shape2(tuple(shape), f"HBM tensor {name!r}")
+        if not isinstance(name, str):
+            raise KernelArgumentError(f"an HBM tensor's name is a string, not {short(name)}")
+        shape = _shape2(shape, f"HBM tensor {name!r}")
+        fmt = format_name(fmt)
         self._fmt(fmt)
         values = None
-        written = data is not None if written is None else bool(written)
+        written = (
+            data is not None if written is None else flag(written, "written", KernelArgumentError)
+        )
+        if data is not None:
+            data = _values(data, f"HBM tensor {name!r}")
+            if data.shape != shape:
+                raise KernelArgumentError(
+                    f"HBM tensor {name!r} has shape {shape} but its data has shape {data.shape}"
+                )
         if self.numerics:
             if written and data is None:
                 raise KernelArgumentError(
@@ -124,7 +154,7 @@ class KernelContext(EngineOps):
                     f"numerics=False for a timing-only run)"
                 )
             if data is not None:
-                values = quantize(np.asarray(data, np.float32), fmt, axis=0)
+                values = quantize(data, fmt, axis=0)
             else:
                 values = np.full(shape, np.nan, np.float32)
         t = HBMTensor(len(self._tensors), name, shape, fmt, values, written=written)
@@ -134,11 +164,11 @@ class KernelContext(EngineOps):
 
     def _tile(self, space: str, shape, fmt: str, name: str | None) -> Tile:
         parts, free = _shape2(shape, f"{space.upper()} tile")
+        fmt = format_name(fmt)
         tid = len(self._tiles)
         if name is None:
             name = f"{space}{tid}"
-        elif not isinstance(name, str):
-            raise KernelArgumentError(f"a tile name must be a string, not {name!r}")
+        _tile_name(name)
         self._memory.check_partitions(space.upper(), name, parts)
         if space == "sbuf":
             fid = self._fmt(fmt)
@@ -158,7 +188,7 @@ class KernelContext(EngineOps):
 
     def _pool(self, space, shape, fmt, name, bufs) -> TilePool:
         n = _bufs(bufs)
-        name = name or f"{space}{len(self._tiles)}"
+        name = f"{space}{len(self._tiles)}" if name is None else _tile_name(name)
         return TilePool(name, [self._tile(space, shape, fmt, f"{name}[{i}]") for i in range(n)])
 
     def sbuf(self, shape, fmt: str = "bf16", name: str | None = None, bufs: int | None = None):
@@ -458,6 +488,8 @@ class KernelContext(EngineOps):
         mp0, mp1, mf0, mf1 = mv.region
         k, m = sp1 - sp0, sf1 - sf0
         k2, n = mp1 - mp0, mf1 - mf0
+        if accumulate is not False and accumulate is not True:
+            accumulate = flag(accumulate, "matmul accumulate", KernelArgumentError)
         if k > p.pe_rows or k2 > p.pe_rows:
             raise TileTooLargeError(
                 f"matmul contracts over {max(k, k2)} partitions; the {p.pe_rows}x{p.pe_cols} PE "

@@ -7,6 +7,7 @@ from trnlab._errors import TrnlabError
 __all__ = [
     "FormatNotSupportedError",
     "HardwareRuleError",
+    "InstructionLimitError",
     "KernelArgumentError",
     "OperandPlacementError",
     "PsumBankOverflowError",
@@ -60,3 +61,8 @@ class UnknownFigureError(KernelArgumentError, KeyError):
     """A core figure asked for by a name the core does not have (also a ``KeyError``)."""
 
     __str__ = BaseException.__str__  # the message as written, not KeyError's quoted repr
+
+
+class InstructionLimitError(TrnlabError):
+    """A run would record more instructions than its limit (a hang for a learner); the message
+    gives the count, the limit and what to do (smaller shape, bigger tiles, a higher limit)."""

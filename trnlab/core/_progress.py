@@ -10,12 +10,45 @@ from __future__ import annotations
 
 import time
 
-__all__ = ["Progress"]
+from trnlab._checks import whole
+
+from ._errors import InstructionLimitError
+
+__all__ = ["MAX_INSTRUCTIONS", "MAX_NUMERICS_INSTRUCTIONS", "Progress", "instruction_limit"]
 
 #: A run shows its progress once it has taken this long (issue 11: "about 2 s").
 AFTER_S = 2.0
 #: The recording loop ticks every this many instructions (a power of two: a mask test).
 EVERY = 1 << 14
+#: Instructions a timing-only run records at most unless the caller raises the limit: recording
+#: runs at ~400 thousand instructions/s (benchmarks/bench_core.py, record_instructions_per_s),
+#: so ~5 s of recording, ~15 s end to end with dependencies and scheduling, ~2 GB of memory.
+MAX_INSTRUCTIONS = 2_000_000
+#: The same for a run with numerics, whose instructions each compute their values (~8x the
+#: cost per instruction measured on the reference machine): again a few seconds.
+MAX_NUMERICS_INSTRUCTIONS = 250_000
+_RATE = 400_000  # instructions/s recorded, timing only (the benchmark's figure)
+
+
+def instruction_limit(max_instructions, numerics: bool) -> int:
+    """The instruction limit of a run: ``max_instructions`` checked, or the default."""
+    if max_instructions is None:
+        return MAX_NUMERICS_INSTRUCTIONS if numerics else MAX_INSTRUCTIONS
+    return whole(max_instructions, "max_instructions", 1, None, InstructionLimitError)
+
+
+def limit_message(count: int, limit: int, numerics: bool, estimated: bool = False) -> str:
+    """Why a run stops at its instruction limit, and what to do (the estimate, the limit)."""
+    mode = "run with numerics" if numerics else "timing-only run"
+    seconds = limit / (_RATE / (8 if numerics else 1))
+    what = f"would record about {count:,}" if estimated else f"has recorded {count:,}"
+    return (
+        f"this kernel {what} instructions; a {mode} records at most {limit:,} (about "
+        f"{seconds:,.0f} s of recording at the reference machine's rate) and stops here rather "
+        f"than run for minutes. Use a smaller shape or bigger tiles"
+        + ("" if not numerics else ", run timing only (numerics=False)")
+        + ", or raise the limit: max_instructions=N."
+    )
 
 
 def _in_notebook() -> bool:
@@ -30,7 +63,11 @@ def _in_notebook() -> bool:
 class Progress:
     """Phases of a run (recording, dependencies, scheduling) on one updating line."""
 
-    def __init__(self, enabled: bool | None = None):
+    def __init__(
+        self, enabled: bool | None = None, limit: int | None = None, numerics: bool = False
+    ):
+        self.limit = limit  # instructions a recording may reach (None: no limit)
+        self.numerics = numerics
         self.t0 = time.perf_counter()
         self.enabled = _in_notebook() if enabled is None else bool(enabled)
         self.handle = None
@@ -51,7 +88,10 @@ class Progress:
             self.handle.update(html)
 
     def tick(self, instructions: int) -> None:
-        """Recording: ``instructions`` recorded so far."""
+        """Recording: ``instructions`` recorded so far; past the limit the run stops with an
+        :class:`InstructionLimitError`."""
+        if self.limit is not None and instructions >= self.limit:
+            raise InstructionLimitError(limit_message(instructions, self.limit, self.numerics))
         self._show(f"recording the kernel: {instructions:,} instructions")
 
     def phase(self, text: str) -> None:

@@ -20,20 +20,34 @@ import math
 
 import numpy as np
 
-from ._errors import TileIndexError
+from ._errors import KernelArgumentError, TileIndexError
 
-__all__ = ["HBMTensor", "HBMView", "Tile", "TilePool", "View", "format_bits"]
+__all__ = ["HBMTensor", "HBMView", "Tile", "TilePool", "View", "format_bits", "format_name"]
 
 # Storage bits of the formats, used only if trnlab.formats cannot answer (it is the authority).
 _FALLBACK_BITS = {"fp32": 32.0, "tf32": 32.0, "bf16": 16.0, "fp16": 16.0, "int8": 8.0}
 _BITS: dict[str, float] = {}
+_NAMES: dict[str, str] = {}
+
+
+def format_name(fmt: str) -> str:
+    """trnlab.formats' name of ``fmt`` (``"BF16"``, ``"bfloat16"`` -> ``"bf16"``); an unknown name
+    raises with the nearest names."""
+    name = _NAMES.get(fmt) if isinstance(fmt, str) else None
+    if name is None:
+        from trnlab import formats
+
+        name = _NAMES[fmt] = formats.spec(fmt).name
+    return name
 
 
 def format_bits(fmt: str) -> float:
     """Storage bits per element of ``fmt`` (MX formats include their share of the block scale)."""
-    b = _BITS.get(fmt)
+    b = _BITS.get(fmt) if isinstance(fmt, str) else None
     if b is not None:
         return b
+    if not isinstance(fmt, str):
+        raise KernelArgumentError(f"a format is named by a string such as 'bf16', not {fmt!r}")
     try:
         from trnlab import formats
 
@@ -324,6 +338,11 @@ class TilePool:
         return t
 
     def __getitem__(self, i: int) -> Tile:
+        n = len(self.buffers)
+        if isinstance(i, bool) or not isinstance(i, int | np.integer) or not -n <= i < n:
+            raise TileIndexError(
+                f"pool {self.name!r} has buffers 0..{n - 1}; pool[{i!r}] is not one of them"
+            )
         return self.buffers[i]
 
     def __len__(self) -> int:

@@ -3,16 +3,42 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 
 import numpy as np
 
 from trnlab import core
+from trnlab._checks import choose, flag, shape2, whole
+from trnlab.core import InstructionLimitError, KernelArgumentError
+from trnlab.core._context import _values
+from trnlab.core._progress import instruction_limit, limit_message
 
 from ._epilogue import matmul_bias_act_kernel
-from ._matmul import VARIANTS
+from ._matmul import VARIANTS, estimate_instructions
 from ._transpose import transpose_kernel
 
 __all__ = ["matmul", "matmul_bias_act", "transpose"]
+
+
+def _operand(x, what: str) -> tuple[int, int]:
+    """The shape of a matmul operand given as an array or as a shape, or a teaching error."""
+    if isinstance(x, tuple):
+        return shape2(x, f"{what} shape", KernelArgumentError, ("rows", "cols"))
+    arr = _values(x, what)
+    if arr.ndim != 2 or not arr.size:
+        raise KernelArgumentError(
+            f"{what} must be a 2-D array with at least one element (or a shape, for a "
+            f"timing-only run); got an array of shape {arr.shape}"
+        )
+    return arr.shape
+
+
+def _check_size(count: int, max_instructions, numerics: bool) -> int:
+    """Refuse a run whose estimated instruction count exceeds its limit (before recording)."""
+    limit = instruction_limit(max_instructions, numerics)
+    if count > limit:
+        raise InstructionLimitError(limit_message(count, limit, numerics, estimated=True))
+    return limit
 
 
 def matmul(
@@ -23,6 +49,7 @@ def matmul(
     dtype: str = "bf16",
     numerics: bool = True,
     out_dtype: str | None = None,
+    max_instructions: int | None = None,
     **options,
 ) -> core.Run:
     """C = A @ B with one of the reference kernels, on one NeuronCore of ``chip``.
@@ -45,8 +72,14 @@ def matmul(
     out_dtype : str, optional
         Format of C in HBM (default: bf16, or fp32 for fp32/tf32 inputs); the PSUM result is
         rounded to it on the way out.
+    max_instructions : int, optional
+        The run's instruction limit (default :data:`trnlab.core.MAX_INSTRUCTIONS`, or the
+        numerics one). The kernel's instruction count is estimated from the shapes first, and a
+        run beyond the limit is refused at once, with the estimate.
     **options
-        Block sizes of the variant (``tiles_m``, ``tiles_n``, ``tiles_k``).
+        Block sizes of the variant (``tiles_m``, ``tiles_n``, ``tiles_k``; ``tile_k``,
+        ``tile_m``, ``tile_n`` for tiled, hoisted, blocked_mn; ``bufs``; ``a_width`` for
+        hoisted).
 
     Returns
     -------
@@ -54,23 +87,33 @@ def matmul(
         ``run.output`` is C (numerics on); ``run.latency``, ``run.utilisation``,
         ``run.timeline()``, ``run.counters()``.
     """
-    if variant not in VARIANTS:
-        raise ValueError(f"unknown variant {variant!r}; the progression is {', '.join(VARIANTS)}")
-    shape_a = a if isinstance(a, tuple) else np.shape(a)
-    shape_b = b if isinstance(b, tuple) else np.shape(b)
-    if len(shape_a) != 2 or len(shape_b) != 2 or shape_a[1] != shape_b[0]:
-        raise ValueError(f"matmul needs A[M, K] and B[K, N]; got {shape_a} and {shape_b}")
+    variant = choose(variant, VARIANTS, "matmul variant", KernelArgumentError)
+    numerics = flag(numerics, "numerics", KernelArgumentError)
+    shape_a, shape_b = _operand(a, "A"), _operand(b, "B")
+    if shape_a[1] != shape_b[0]:
+        raise KernelArgumentError(
+            f"matmul needs A[M, K] and B[K, N] with the same K; got {shape_a} and {shape_b}"
+        )
     M, K = shape_a
     N = shape_b[1]
-    from trnlab import formats
-
-    dtype = formats.spec(dtype).name  # "float32" -> "fp32"; unknown names raise, with hints
-    out_dtype = out_dtype or ("fp32" if dtype in ("fp32", "tf32") else "bf16")
+    allowed = list(inspect.signature(VARIANTS[variant]).parameters)[4:]
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise KernelArgumentError(
+            f"{variant} has no option {', '.join(unknown)}; its options are {', '.join(allowed)}"
+        )
+    sizes = {k: whole(v, k, 1, 1 << 20, KernelArgumentError) for k, v in options.items()
+             if k.startswith("tile") and v is not None}  # fmt: skip
+    dtype = core.format_name(dtype)  # "float32" -> "fp32"; unknown names raise, with hints
+    out_dtype = core.format_name(out_dtype or ("fp32" if dtype in ("fp32", "tf32") else "bf16"))
     if numerics and (isinstance(a, tuple) or isinstance(b, tuple)):
-        raise ValueError(
+        raise KernelArgumentError(
             f"A or B is given as a shape ({shape_a}, {shape_b}); numerics need values. "
             f"Pass arrays, or numerics=False for a timing-only run."
         )
+    limit = _check_size(
+        estimate_instructions(variant, M, K, N, **sizes), max_instructions, numerics
+    )
     if numerics:
         a_arg = core.hbm(np.ascontiguousarray(np.asarray(a, np.float32).T), dtype)
         b_arg = core.hbm(np.asarray(b, np.float32), dtype)
@@ -82,6 +125,7 @@ def matmul(
         lambda ctx, **kw: kernel(ctx, **kw, **options),
         chip=chip,
         numerics=numerics,
+        max_instructions=limit,
         a_t=a_arg,
         b=b_arg,
         c=core.hbm((M, N), out_dtype),
@@ -97,13 +141,16 @@ def matmul_bias_act(
     is a per-partition operand of the Scalar engine's ``f(x * scale + bias)``;
     ``run.output`` is C[M, N] (the host transposes it back).
     """
-    a = np.asarray(a, np.float32)
-    b = np.asarray(b, np.float32)
-    bias = np.asarray(bias, np.float32).reshape(-1, 1)
-    M, K = a.shape
-    N = b.shape[1]
-    if b.shape[0] != K or bias.shape[0] != N:
-        raise ValueError(f"need A[M, K], B[K, N], bias[N]; got {a.shape}, {b.shape}, {bias.shape}")
+    activation = choose(activation, core.ACTIVATIONS, "activation", KernelArgumentError)
+    numerics = flag(numerics, "numerics", KernelArgumentError)
+    (M, K), (K2, N) = _operand(a, "A"), _operand(b, "B")
+    a, b = _values(a, "A"), _values(b, "B")
+    bias = _values(bias, "bias")
+    if K2 != K or bias.shape not in ((N,), (N, 1)):
+        raise KernelArgumentError(
+            f"need A[M, K], B[K, N] and bias[N]; got A {a.shape}, B {b.shape}, bias {bias.shape}"
+        )
+    bias = bias.reshape(-1, 1)
     r = core.run(
         lambda ctx, **kw: matmul_bias_act_kernel(ctx, **kw, activation=activation),
         chip=chip,
@@ -120,11 +167,11 @@ def matmul_bias_act(
 
 def transpose(x, chip="trn1", dtype: str = "fp32", numerics: bool = True) -> core.Run:
     """Transpose X[R, C] through the Tensor Engine (a matmul against the identity)."""
-    x = np.asarray(x, np.float32)
+    x_arg = core.hbm(x, dtype)
     return core.run(
         transpose_kernel,
         chip=chip,
         numerics=numerics,
-        x=core.hbm(x, dtype),
-        y=core.hbm(x.shape[::-1], dtype),
+        x=x_arg,
+        y=core.hbm(x_arg.shape[::-1], dtype),
     )

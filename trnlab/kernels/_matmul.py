@@ -32,12 +32,14 @@ from __future__ import annotations
 
 import math
 
-from trnlab.core import format_bits
+from trnlab._checks import whole
+from trnlab.core import KernelArgumentError, format_bits
 
 __all__ = [
     "VARIANTS",
     "blocked_mn",
     "blocked_mnk",
+    "estimate_instructions",
     "hoisted",
     "pipelined",
     "plan_buffers",
@@ -76,7 +78,14 @@ def plan_buffers(ctx, pools: list[tuple[int, int]]) -> list[int]:
 
 
 def _want(ctx, bufs: int | None) -> int:
-    return int(ctx.params.compiler_rotating_buffers) if bufs is None else bufs
+    if bufs is None:
+        return int(ctx.params.compiler_rotating_buffers)
+    return whole(bufs, "bufs (rotating buffers per tile)", 1, 64, KernelArgumentError)
+
+
+def _sizes(**sizes: int) -> list[int]:
+    """Tile sizes and block counts as whole numbers >= 1 (a 0 would loop forever or divide by 0)."""
+    return [whole(v, k, 1, 1 << 20, KernelArgumentError) for k, v in sizes.items()]
 
 
 def _evacuate(ctx, c, ps, out, m0, ms, n0, ns, engine="vector"):
@@ -101,6 +110,7 @@ def tiled(
     As in NKI's tutorial, the A and B tiles are declared inside the K loop, so the compiler
     rotates them over ``bufs`` buffers and the loads of the next K step overlap this matmul.
     ``tile_k x tile_m x tile_n`` (default 128 x 128 x 512) is the tile of one matmul."""
+    tile_k, tile_m, tile_n = _sizes(tile_k=tile_k, tile_m=tile_m, tile_n=tile_n)
     fmt = fmt or a_t.fmt
     (K, M), N = a_t.shape, b.shape[1]
     want = _want(ctx, bufs)
@@ -146,13 +156,14 @@ def hoisted(
     takes 64 KiB per partition). ``a_width`` is the SBUF width of each K tile of A's strip
     (default ``tile_m``; the tutorial's first edition allocated ``tile_n`` columns and loaded
     ``tile_m`` of them, which takes four times the SBUF)."""
+    tile_k, tile_m, tile_n = _sizes(tile_k=tile_k, tile_m=tile_m, tile_n=tile_n)
     fmt = fmt or a_t.fmt
     (K, M), N = a_t.shape, b.shape[1]
     ks_ = _spans(K, tile_k)
     kt = len(ks_)
-    wa = int(a_width or tile_m)
+    wa = tile_m if a_width is None else whole(a_width, "a_width", 1, 1 << 20, KernelArgumentError)
     if wa < tile_m:
-        raise ValueError(f"a_width {wa} is narrower than the M tile {tile_m}")
+        raise KernelArgumentError(f"a_width {wa} is narrower than the M tile {tile_m}")
     want = _want(ctx, bufs)
     na, nb, no = plan_buffers(
         ctx,
@@ -219,6 +230,9 @@ def blocked_mn(
     """Blocks of M and N resident in SBUF over all of K; each loaded tile feeds ``tiles_n``
     (A) or ``tiles_m`` (B) matmuls. The tutorial's 2 x 2 tiles by default; the block shrinks as
     K grows so its strips fit SBUF."""
+    tile_k, tile_m, tile_n, tiles_m, tiles_n = _sizes(
+        tile_k=tile_k, tile_m=tile_m, tile_n=tile_n, tiles_m=tiles_m, tiles_n=tiles_n
+    )
     fmt = fmt or a_t.fmt
     (K, M), N = a_t.shape, b.shape[1]
     ks_ = _spans(K, tile_k)
@@ -273,6 +287,7 @@ def _blocked_mnk(ctx, a_t, b, c, fmt, tiles_m, tiles_n, tiles_k, bufs):
     SBUF accumulator for all of M; for each K block (in order), B's block (loads of ``tiles_k``
     x [128, block N]); for each M block, A's block (``tiles_k`` x [128, block M]); the PSUM
     group of every (N tile, M tile) is added into the accumulator by the Vector engine."""
+    tiles_m, tiles_n, tiles_k = _sizes(tiles_m=tiles_m, tiles_n=tiles_n, tiles_k=tiles_k)
     fmt = fmt or a_t.fmt
     acc_fmt = c.fmt  # as the tutorial: the accumulator has C's format
     (K, M), N = a_t.shape, b.shape[1]
@@ -390,6 +405,32 @@ def pipelined(
     matmuls. The compiler's double buffering already pipelines blocked_mnk, so this buys a few
     percent, not a factor."""
     _blocked_mnk(ctx, a_t, b, c, fmt, tiles_m, tiles_n, tiles_k, bufs)
+
+
+def estimate_instructions(variant: str, M: int, K: int, N: int, **options) -> int:
+    """About how many instructions ``variant`` records for A[M, K] @ B[K, N] (before running
+    it), from its loop structure with its default block sizes: matmuls, loads, partial-sum adds,
+    copies out of PSUM and stores. Used to refuse a run too large to record in seconds."""
+    tk, tm, tn = (
+        options.get(k, d) for k, d in (("tile_k", TILE_K), ("tile_m", TILE_M), ("tile_n", TILE_N))
+    )
+    if variant in ("blocked_mnk", "pipelined"):
+        tk, tm, tn = TILE_K, TILE_M, TILE_N
+    kt, mt, nt = -(-K // tk), -(-M // tm), -(-N // tn)
+    tiles = mt * nt
+    if variant == "tiled":  # two loads and a matmul per K step; a copy and a store per tile
+        return tiles * (3 * kt + 2)
+    if variant == "hoisted":  # A's strip once per M tile, B's once per (M, N) tile
+        return mt * kt + tiles * (2 * kt + 2)
+    if variant == "blocked_mn":
+        bm = -(-mt // options.get("tiles_m", 2))
+        return mt * kt + bm * nt * kt + tiles * (kt + 2)
+    default = 16 if variant == "blocked_mnk" else 8
+    blocks_m = -(-mt // options.get("tiles_m", default))
+    blocks_n = -(-nt // options.get("tiles_n", 2))
+    blocks_k = -(-kt // options.get("tiles_k", 8))
+    loads = blocks_n * kt * (1 + blocks_m)
+    return tiles * (kt + blocks_k + 1) + loads + mt * blocks_n
 
 
 #: The progression, slowest first.
