@@ -104,13 +104,17 @@ class Arg:
     good: st.SearchStrategy
     bad: st.SearchStrategy | None  # None: the target must accept anything it is given here
     words: tuple[str, ...] = ()
-    keyword: bool = True  # passed by keyword (else positionally, in table order)
+    canon: Callable[[Any], Any] | None = None  # a good value's canonical spelling (names)
 
 
 def name(options: Sequence[str], words: tuple[str, ...] = (), extra_bad=()) -> Arg:
     """A name chosen from ``options`` (case-insensitive): near misses and junk are bad."""
     bad = st.one_of(near_misses(options), st.sampled_from((*JUNK, 5, 1.5, NAN, *tuple(extra_bad))))
-    return Arg(name_variants(options), bad, words)
+    return Arg(name_variants(options), bad, words, canon=canonical_name)
+
+
+def canonical_name(value: Any) -> Any:
+    return value.strip().lower() if isinstance(value, str) else value
 
 
 def whole(lo: int = 1, hi: int = 64, words: tuple[str, ...] = (), bad_lo: int | None = None) -> Arg:
@@ -298,13 +302,24 @@ def _mentions(message: str, argname: str, value: Any, words: Sequence[str]) -> b
     keys = [argname, argname.replace("_", " "), *words]
     if any(k.lower() in low for k in keys):
         return True
-    if isinstance(value, np.ndarray | list | dict | tuple) and not isinstance(value, str):
-        shape = np.shape(value) if not isinstance(value, dict) else ()
-        return (bool(shape) and str(tuple(shape)) in message) or "shape" in low or "array" in low
-    for text in (repr(value), str(value)):
+    texts = [] if isinstance(value, np.ndarray) else [repr(value), str(value)]
+    for text in texts:
         if text and len(text) <= 40 and text.strip() and text.lower() in low:
             return True
+    if isinstance(value, np.ndarray | list | dict | tuple) and not isinstance(value, str):
+        try:
+            shape = np.shape(value) if not isinstance(value, dict) else ()
+        except ValueError:  # ragged
+            shape = ()
+        return (bool(shape) and str(tuple(shape)) in message) or "shape" in low or "array" in low
     return False
+
+
+def _brief(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        return f"ndarray{value.shape}:{value.dtype}"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def verdict(
@@ -319,8 +334,8 @@ def verdict(
 
     ``good_refused``: the same call with every argument good was refused already (a valid name
     the chosen chip lacks...), so the message need not be about the hostile argument."""
-    shown = {k: (type(v).__name__ if isinstance(v, np.ndarray) else v) for k, v in kwargs.items()}
-    where = f"{target.name}({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
+    shown = ", ".join(f"{k}={_brief(v)}" for k, v in kwargs.items())
+    where = f"{target.name}({shown})"
     if isinstance(error, Overrun):
         return f"HANG: {where} {error}"
     if error is not None:
@@ -364,7 +379,18 @@ def probe(target: Target, good: dict, kwargs: dict, bad: list[str]) -> str | Non
     ones; the first problem found, or None."""
     out, err = call_once(target, good)
     problem = verdict(target, good, [], out, err)
-    if problem or not bad:
+    if problem:
         return problem
+    if err is not None:
+        plain = {k: (a.canon(good[k]) if a.canon else good[k]) for k, a in target.args.items()}
+        if plain != good:
+            _out3, err3 = call_once(target, plain)
+            if err3 is None:
+                return (
+                    f"NAME SPELLING: {target.name} refused {_brief(good)} ({err}) but accepts "
+                    f"the same names in lower case without spaces: names are case-insensitive"
+                )
+    if not bad:
+        return None
     out2, err2 = call_once(target, kwargs)
     return verdict(target, kwargs, bad, out2, err2, good_refused=err is not None)
