@@ -107,3 +107,38 @@ def test_run_cursor_checks_its_queries():
     with pytest.raises(TypeError, match="Run"):
         RunCursor(None)
     assert c.next_op("DMA_Store").describe().startswith("Step 2")
+
+
+def test_scale_and_collective_models_check_and_keep_their_state():
+    from trnlab.widgets import CollectiveModel, ScaleModel
+
+    m = ScaleModel(model="LLAMA3-8B", system="Trn2.48xlarge", tp=8, pp=1, global_batch=256)
+    assert m.model == "llama3-8b" and m.system == "trn2.48xlarge"
+    before = (dict(m._state), m._result)
+    for changes in (
+        dict(tokens=float("nan")),  # used to pass (nan <= 0 is False)
+        dict(tokens="1T"),  # used to be a raw TypeError
+        dict(auto="yes"),
+        dict(zero=4),
+        dict(count=10**9),
+        dict(dtype="fp88"),
+    ):
+        with pytest.raises(SettingError):
+            m.set(**changes)
+        assert (dict(m._state), m._result) == before
+
+    c = CollectiveModel()
+    before = _snapshot(c)
+    for changes in (
+        dict(parts=True),  # True == 1 used to pass
+        dict(nbytes=float(2**20)),
+        dict(step=1.5),  # int(1.5) used to truncate it
+        dict(algorithm="rign"),
+        dict(system="trn2.48xlargee"),
+    ):
+        with pytest.raises(SettingError):
+            c.set(**changes)
+        assert _snapshot(c) == before
+    c.set(system="TRN2-ULTRASERVER", algorithm="AUTO", ring_chips=8, step=14)
+    c.set(ring_chips=2)  # the step no longer exists: it goes back, and the note says so
+    assert c.step == 2 and "went back" in c.note

@@ -382,3 +382,122 @@ def test_kernel_entry_points_check_shapes_names_and_flags():
     assert kernels.matmul_bias_act(a, a.T, np.ones(8), activation="ReLU").output.shape == (8, 8)
     with pytest.raises(KernelArgumentError, match="at least one element"):
         kernels.transpose(np.zeros((0, 4)))
+
+
+# --- fabric -----------------------------------------------------------------------------------
+
+from trnlab import catalog as _catalog  # noqa: E402
+from trnlab import fabric, scale  # noqa: E402
+from trnlab.fabric import FabricError  # noqa: E402
+from trnlab.scale import WorkloadError  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: fabric.collective("all_reduce", 1024, None), "system must be"),
+        (lambda: fabric.collective("all_reduce", 1024, 5), "system must be"),
+        (lambda: fabric.collective("all_reduce", 1024, params=5), "FabricParams"),
+        (lambda: fabric.collective("all_reduce", 1024, simulate="no"), "simulate"),
+        (lambda: fabric.collective(None, 1024), "collective is named"),
+        (lambda: fabric.FabricParams(counts_both_directions="yes"), "counts_both_directions"),
+        (lambda: fabric.topology("trn2.48xlarge").route(-1, 3), "chip"),
+        (lambda: fabric.topology("trn2.48xlarge").route(0, 99), "chip"),
+        (lambda: fabric.topology("trn2-ultraserver").hop(1.5, 2), "chip"),
+        (lambda: fabric.bus_factor("all_reduce", None), "chips"),
+        (
+            lambda: fabric.runtime_choice("Broadcast", "1MiB", fabric.topology("trn2.48xlarge")),
+            "nbytes",
+        ),
+        (lambda: fabric.runtime_choice("all_reduce", 1024, None), "Topology"),
+        (lambda: fabric.calibrate("2"), "iterations"),
+        (lambda: fabric.calibrate(10**9), "iterations"),  # used to run for hours
+        (lambda: fabric.calibrate_op_overhead(runtime="unknown"), "runtime"),  # used to give NaN
+        (lambda: fabric.ring("4", 1e9), "whole number"),  # int('4') used to pass
+        (lambda: fabric.torus((4, 4), "1.0"), "bandwidth"),  # float('1.0') used to pass
+        (lambda: fabric.torus(None, 1e9), "tuple of whole numbers"),
+        (lambda: fabric.all_to_all_bound("1MiB", "trn2.48xlarge"), "nbytes"),
+    ],
+)
+def test_fabric_refuses_with_a_fabric_error(call, match):
+    with pytest.raises(FabricError, match=match):
+        call()
+
+
+def test_fabric_names_are_case_insensitive_and_results_have_no_nan():
+    t = fabric.topology("trn2.48xlarge")
+    assert fabric.runtime_choice(" Broadcast ", 1024, t) == fabric.runtime_choice(
+        "broadcast", 1024, t
+    )
+    assert np.isfinite(fabric.calibrate_op_overhead(runtime="CURRENT"))
+    r = fabric.collective("all_gather", 2**20, "trn3-ultraserver-gen2-tiered", simulate=True)
+    assert np.isfinite(r.load_bound) and r.load_bound > 0  # 0/0 on unused links used to be NaN
+    with pytest.raises(FabricError, match="step"):
+        r.schedule.at_step(-1)  # used to return an empty step
+
+
+# --- scale ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: scale.training_memory(None), "ModelSpec"),
+        (lambda: scale.inference_memory(None, batch=1, context=1), "ModelSpec"),
+        (lambda: scale.params_per_chip(5), "ModelSpec"),
+        (lambda: scale.params_per_chip(scale.model("llama3-8b"), pp=-1), "whole number"),
+        (lambda: scale.stage_layers("llama3-8b!", 2), "Did you mean"),
+        (lambda: scale.training_memory(scale.model("llama3-8b"), flash_attention="yes"), "flash"),
+        (lambda: scale.Parallelism(flash_attention="yes"), "flash_attention"),
+        (lambda: scale.Parallelism(zero=1.0), "ZeRO"),
+        (lambda: scale.Parallelism(pp=2, layers_per_stage=(1, 2, 3)), "layers_per_stage"),
+        (lambda: scale.ModelSpec("m", 2, 64, 8, 8, 128, 100, 64, gated_ffn="yes"), "gated_ffn"),
+        (lambda: scale.model("llama3-8b").training_flops(True), "token budget"),
+        (lambda: scale.plan("llama3-8b", "trn2.48xlarge", overlap_dp="false"), "overlap_dp"),
+        (lambda: scale.plan("llama3-8b", None), "system must be"),
+        (lambda: scale.achieved_flops_per_chip("trn2", "bf16", [64, 64, 64]), "GEMM"),
+        (lambda: scale.achieved_flops_per_chip("trn2", "bf16", (1, 2)), "GEMM"),
+        (
+            lambda: scale.collective_time("all_reduc", 1e6, _catalog.system("trn2.48xlarge"), 2),
+            "Did you mean",
+        ),
+        (
+            lambda: scale.collective_time(
+                "all_reduce", float("nan"), _catalog.system("trn2.48xlarge"), 2
+            ),
+            "nbytes",
+        ),
+        (lambda: scale.collective_time("all_reduce", 1e6, "trn2.48xlarge", 2), "System"),
+        (
+            lambda: scale.collective_time(
+                "all_reduce", 1e6, _catalog.system("trn2.48xlarge"), True
+            ),
+            "group size",
+        ),
+        (lambda: scale.serving_curve("llama3-8b", "trn2.48xlarge", batches=5), "batches"),
+        (
+            lambda: scale.serving_curve("llama3-8b", "trn2.48xlarge", batches=range(1, 10**5)),
+            "too many",
+        ),
+        (lambda: scale.search("llama3-8b", "trn2.48xlarge", micro_batches=(-1,)), "micro_batches"),
+        (
+            lambda: scale.search(
+                "llama3-8b", "trn2.48xlarge", micro_batches=tuple(range(1, 10**4))
+            ),
+            "limit",
+        ),
+        (lambda: scale.search("llama3-8b", "trn2.48xlarge", cancel=5), "cancel"),
+    ],
+)
+def test_scale_refuses_with_a_workload_error(call, match):
+    with pytest.raises(WorkloadError, match=match):
+        call()
+
+
+def test_search_accepts_names_in_any_case_and_divisors_are_right():
+    from trnlab.scale._search import _divisors
+
+    for n in (1, 2, 12, 64, 97, 144, 1_000_000):
+        assert _divisors(n) == [d for d in range(1, n + 1) if n % d == 0]
+    r = scale.search("llama3-8b", "trn2.48xlarge", rank_by=" Time ", micro_batches=(1,))
+    assert r.rank_by == "time" and r.best is not None
