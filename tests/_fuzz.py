@@ -86,9 +86,17 @@ def near_misses(names: Sequence[str]) -> st.SearchStrategy[str]:
         cut = n[:-1] or "x"
         return st.sampled_from([cut, n + n[-1], n + "x", n.replace("_", "-") + "!", "z" + n[1:]])
 
+    valid = {n.strip().lower() for n in names}
+    unknown = [
+        w
+        for w in ("", "unknown", "none", "NaN", "0", "trn9", "h999", "\u2603")
+        if w.lower() not in valid
+    ]
     return st.one_of(
-        st.sampled_from(list(names)).flatmap(mangle),
-        st.sampled_from(["", "unknown", "none", "NaN", "0", "trn9", "h999", "\u2603"]),
+        st.sampled_from(list(names))
+        .flatmap(mangle)
+        .filter(lambda w: w.strip().lower() not in valid),
+        st.sampled_from(unknown),
     )
 
 
@@ -126,12 +134,13 @@ def whole(lo: int = 1, hi: int = 64, words: tuple[str, ...] = (), bad_lo: int | 
 
 
 def real(lo: float, hi: float, words: tuple[str, ...] = (), lo_open: bool = True) -> Arg:
-    """A finite number in [lo, hi]; NaN, Inf, out-of-range, bools and junk are bad."""
+    """A finite number in [lo, hi] (good values; ``hi`` bounds what is drawn, not what is
+    allowed); NaN, Inf, below ``lo``, bools and junk are bad."""
     bad = [NAN, INF, -INF, True, None, "1.0", [], 1j]
     bad += [
         v
-        for v in (lo - 1.0, -1.0, -1e-9, lo if lo_open else None, hi * 1e6 + 1)
-        if v is not None and (v < lo or v > hi or (lo_open and v == lo))
+        for v in (lo - 1.0, -1.0, -1e-9, lo if lo_open else None)
+        if v is not None and (v < lo or (lo_open and v == lo))
     ]
     return Arg(st.floats(lo, hi, exclude_min=lo_open, allow_nan=False), st.sampled_from(bad), words)
 

@@ -45,6 +45,7 @@ FORMATS = list(formats.formats())
 DTYPES = list(catalog.DTYPES)
 
 chip_arg = F.name(CHIPS, ("chip",))
+available_chip_arg = F.name([c.key for c in catalog.chips() if c.status == "available"], ("chip",))
 system_arg = F.name(SYSTEMS, ("system",))
 dtype_arg = F.name(DTYPES, ("data type", "dtype"))
 fmt_arg = F.name(FORMATS, ("format",))
@@ -991,3 +992,942 @@ target(
     n=never_bad(st.integers(1, 300)),
     activation=F.name(list(core.ACTIVATIONS), ("activation",)),
 )
+
+# --- trnlab.fabric -------------------------------------------------------------------------------
+
+from trnlab import fabric, scale  # noqa: E402
+
+SUBPACKAGES += ["trnlab.fabric", "trnlab.scale"]
+
+MULTI = [s.key for s in catalog.systems() if s.chips > 1]
+multi_arg = F.name(MULTI, ("system",))
+op_arg = F.name(list(fabric.OPS), ("collective", "op"))
+nbytes_arg = Arg(
+    st.sampled_from([0, 1, 1024, 2**20, 2**30, 3 * 10**8]),
+    st.sampled_from([-1, 1.5, NAN, np.inf, None, "1MiB", True]),
+    ("nbytes", "bytes", "size"),
+)
+algorithm_arg = Arg(
+    st.sampled_from(["auto", "ring", "fastest", "Auto", "RING", "direct", "hierarchical"]),
+    F.near_misses(["auto", "ring", "fastest"]) | st.sampled_from([None, 5, []]),
+    ("algorithm",),
+)
+params_good = st.sampled_from([None, {}, {"step_latency": 2e-6}, {"link_efficiency": 0.5}])
+params_bad = st.sampled_from(
+    [
+        {"step_latency": -1.0},
+        {"step_latency": NAN},
+        {"link_efficiency": 0.0},
+        {"link_efficiency": 2.0},
+        {"chunk_bytes": 0},
+        {"max_chunks": -1},
+        {"runtime": "2099"},
+        {"counts_both_directions": "yes"},
+        {"message_overhead": np.inf},
+        {"max_chunks": 1.5},
+    ]
+)
+
+
+def _fp(value):
+    return fabric.FabricParams(**value) if isinstance(value, dict) else value
+
+
+fparams_arg = Arg(
+    params_good,
+    params_bad | st.sampled_from([5, "params"]),
+    (
+        "params",
+        "FabricParams",
+        "figure",
+        "latency",
+        "efficiency",
+        "chunk",
+        "runtime",
+        "both",
+        "overhead",
+        "seconds",
+    ),
+)
+target(
+    "trnlab.fabric.FabricParams",
+    lambda params: fabric.FabricParams(**params),
+    params=Arg(
+        st.sampled_from([{}, {"step_latency": 2e-6}]),
+        params_bad,
+        fparams_arg.words,
+    ),
+)
+target(
+    "trnlab.fabric.collective",
+    lambda op, nbytes, system, algorithm, simulate, params: fabric.collective(
+        op, nbytes, system, algorithm, simulate=simulate, params=_fp(params)
+    ),
+    op=op_arg,
+    nbytes=nbytes_arg,
+    system=multi_arg,
+    algorithm=algorithm_arg,
+    simulate=F.flag(("simulate",)),
+    params=fparams_arg,
+)
+target(
+    "trnlab.fabric.closed_form",
+    lambda op, nbytes, system, algorithm: fabric.closed_form(op, nbytes, system, algorithm),
+    op=op_arg,
+    nbytes=nbytes_arg,
+    system=Arg(
+        multi_arg.good,
+        multi_arg.bad,
+        ("system", "chip"),
+        multi_arg.canon,
+    ),
+    algorithm=algorithm_arg,
+)
+target(
+    "trnlab.fabric.algorithms",
+    lambda op, system, params: fabric.algorithms(op, system, _fp(params)),
+    op=op_arg,
+    system=multi_arg,
+    params=fparams_arg,
+)
+target(
+    "trnlab.fabric.runtime_choice",
+    lambda op, nbytes, system: fabric.runtime_choice(op, nbytes, fabric.topology(system)),
+    op=op_arg,
+    nbytes=nbytes_arg,
+    system=never_bad(st.sampled_from(MULTI)),
+)
+target(
+    "trnlab.fabric.runtime_choice(topo)",
+    lambda topo: fabric.runtime_choice("all_reduce", 2**20, topo),
+    topo=Arg(
+        st.just(None).map(lambda _: fabric.topology("trn2.48xlarge")),
+        st.sampled_from([None, "trn2.48xlarge", 5]),
+        ("topo", "Topology", "topology"),
+    ),
+)
+target(
+    "trnlab.fabric.bus_factor",
+    fabric.bus_factor,
+    op=op_arg,
+    n=F.choice([1, 2, 64, 10**6], [0, -1, 1.5, None, "4", True], ("n", "chips")),
+)
+target(
+    "trnlab.fabric.all_to_all_bound",
+    lambda nbytes, system, params: fabric.all_to_all_bound(nbytes, system, _fp(params)),
+    nbytes=Arg(
+        nbytes_arg.good, st.sampled_from([-1, NAN, np.inf, None, "1MiB", True]), nbytes_arg.words
+    ),
+    system=multi_arg,
+    params=fparams_arg,
+)
+target(
+    "trnlab.fabric.bisection_bandwidth",
+    lambda system, params: fabric.bisection_bandwidth(system, _fp(params)),
+    system=multi_arg,
+    params=fparams_arg,
+)
+target(
+    "trnlab.fabric.group",
+    lambda system, size, stride, params: fabric.group(system, size, stride, _fp(params)),
+    system=multi_arg,
+    size=F.whole(1, 64, ("size", "chips", "group")),
+    stride=F.choice([1, 2, 8], [0, -1, 1.5, None, "2", True], ("stride",)),
+    params=fparams_arg,
+)
+target(
+    "trnlab.fabric.topology",
+    lambda system, params: fabric.topology(system, _fp(params)),
+    system=Arg(F.name_variants(SYSTEMS), system_arg.bad, ("system",), F.canonical_name),
+    params=fparams_arg,
+)
+target(
+    "trnlab.fabric.ring",
+    fabric.ring,
+    n=F.whole(2, 64, ("n", "chips")),
+    bandwidth=F.real(0.0, 1e12, ("bandwidth",)),
+    latency=F.real(0.0, 1e-3, ("latency",), lo_open=False),
+    message_overhead=F.real(0.0, 1e-3, ("message_overhead",), lo_open=False),
+    op_overhead=F.real(0.0, 1e-3, ("op_overhead",), lo_open=False),
+)
+target(
+    "trnlab.fabric.torus",
+    lambda shape, bandwidth, latency: fabric.torus(shape, bandwidth, latency),
+    shape=Arg(
+        st.sampled_from([(4,), (4, 4), (2, 4, 4)]),
+        st.sampled_from([(), (1,), (0, 4), (-2, 4), (1.5, 4), ("a",), None, 5, (10**6, 10**6)]),
+        ("shape", "torus", "axes", "chips"),
+    ),
+    bandwidth=F.real(0.0, 1e12, ("bandwidth",)),
+    latency=F.real(0.0, 1e-3, ("latency",), lo_open=False),
+)
+target(
+    "trnlab.fabric.calibrate",
+    fabric.calibrate,
+    examples=3,
+    iterations=F.choice([1, 2], [0, -1, 1.5, None, "2", 10**9], ("iterations",)),
+)
+target(
+    "trnlab.fabric.calibrate_link_efficiency",
+    fabric.calibrate_link_efficiency,
+    examples=4,
+    op_overhead=Arg(
+        st.sampled_from([None, 1e-5]),
+        st.sampled_from([-1.0, NAN, "x", np.inf, True]),
+        ("op_overhead",),
+    ),
+)
+target(
+    "trnlab.fabric.calibrate_op_overhead",
+    fabric.calibrate_op_overhead,
+    examples=4,
+    link_efficiency=Arg(
+        st.sampled_from([None, 0.4]),
+        st.sampled_from([0.0, -1.0, 2.0, NAN, "x"]),
+        ("link_efficiency", "efficiency"),
+    ),
+    runtime=F.name(["current", "2023"], ("runtime",)),
+)
+
+
+@cache
+def _collective_result(simulate: bool):
+    return fabric.collective("all_reduce", 2**20, "trn2.48xlarge", "ring", simulate=simulate)
+
+
+target(
+    "trnlab.fabric.CollectiveResult.schedule_at",
+    lambda k: _collective_result(True).schedule.at_step(k),
+    k=F.choice([0, 1, 5], [-1, 10**6, 1.5, None, "0"], ("step", "k")),
+)
+target(
+    "trnlab.fabric.Topology.route",
+    lambda a, b: fabric.topology("trn2.48xlarge").route(a, b),
+    a=F.choice([0, 3, 15], [-1, 16, 1.5, None, "0"], ("a", "chip", "node")),
+    b=F.choice([0, 7], [-1, 99, None], ("b", "chip", "node")),
+)
+target(
+    "trnlab.fabric.Topology.hop",
+    lambda a, b: fabric.topology("trn2-ultraserver").hop(a, b),
+    a=F.choice([0, 3, 63], [-1, 64, 1.5, None, "0"], ("a", "chip", "node")),
+    b=F.choice([1, 7], [-1, 999, None], ("b", "chip", "node")),
+)
+CLASSES.update(
+    {
+        "trnlab.fabric.CollectiveResult": "record returned by fabric.collective (fuzzed)",
+        "trnlab.fabric.Estimate": "record returned by fabric.closed_form (fuzzed)",
+        "trnlab.fabric.NccomRun": "record of published nccom-test runs (data)",
+        "trnlab.fabric.Schedule": "record of a simulated collective (at_step fuzzed)",
+        "trnlab.fabric.Topology": "built by topology/ring/torus/group (fuzzed; route and hop below)",
+    }
+)
+
+# --- trnlab.scale --------------------------------------------------------------------------------
+
+model_arg = F.name(scale.models(), ("model", "workload"))
+scale_system_arg = Arg(
+    F.name_variants(["trn2.48xlarge", "trn2-ultraserver", "trn1.32xlarge", "p5.48xlarge"]),
+    system_arg.bad,
+    ("system",),
+    F.canonical_name,
+)
+train_dtype_arg = F.name(["bf16", "fp8"], ("dtype", "data type", "format"))
+count_arg = lambda lo, hi, words: F.whole(lo, hi, words)  # noqa: E731
+parallel_good = st.sampled_from(
+    [None, dict(tp=8, pp=2), dict(tp=4, zero=3, recompute="full"), dict(tp=8, micro_batch=2)]
+)
+parallel_bad = st.sampled_from(
+    [
+        dict(tp=0),
+        dict(pp=-1),
+        dict(micro_batch=0),
+        dict(dp=1.5),
+        dict(zero=4),
+        dict(recompute="some"),
+        dict(tp=True),
+        dict(virtual_stages=0),
+        dict(layers_per_stage=(1, 2)),
+        dict(flash_attention="yes"),
+        5,
+        "tp8",
+    ]
+)
+
+
+def _parallel(value, system):
+    if isinstance(value, dict):
+        chips = catalog.system(system).chips if isinstance(system, str) else system.chips
+        kw = dict(value)
+        if "dp" not in kw:
+            rest = kw.get("tp", 1) * kw.get("pp", 1) * kw.get("cp", 1)
+            ok = isinstance(rest, int) and not isinstance(rest, bool) and rest > 0
+            kw["dp"] = max(1, chips // rest) if ok else 1
+        return scale.Parallelism(**kw)
+    return value
+
+
+plan_common = dict(
+    global_batch=Arg(
+        st.sampled_from([64, 256, 1024]),
+        st.sampled_from([0, -8, 1.5, NAN, None, "64", True, 10**12]),
+        ("global batch", "global_batch"),
+    ),
+    seq_len=Arg(
+        st.sampled_from([None, 2048, 4096]),
+        st.sampled_from([0, -1, 1.5, NAN, "4k", True, 10**9]),
+        ("sequence length", "seq_len"),
+    ),
+    dtype=train_dtype_arg,
+    tokens=Arg(
+        st.sampled_from([1e9, 1e12]),
+        st.sampled_from([0, -1e9, NAN, np.inf, None, "1T", True]),
+        ("token", "tokens"),
+    ),
+)
+target(
+    "trnlab.scale.plan",
+    lambda model_spec, system, parallel, price, watts, usable_hbm, overlap_dp, **kw: scale.plan(
+        model_spec,
+        system,
+        _parallel(parallel, system),
+        price_per_chip_hour=price,
+        watts_per_chip=watts,
+        usable_hbm=usable_hbm,
+        overlap_dp=overlap_dp,
+        **kw,
+    ),
+    model_spec=model_arg,
+    system=scale_system_arg,
+    parallel=Arg(
+        parallel_good,
+        parallel_bad,
+        (
+            "parallel",
+            "tp",
+            "pp",
+            "dp",
+            "micro",
+            "zero",
+            "recompute",
+            "virtual",
+            "layers",
+            "flash",
+            "Parallelism",
+            "whole number",
+        ),
+    ),
+    price=Arg(
+        st.sampled_from([None, 2.5]),
+        st.sampled_from([-1.0, 0.0, NAN, np.inf, "2", True]),
+        ("price",),
+    ),
+    watts=Arg(
+        st.sampled_from([None, 500.0]),
+        st.sampled_from([-500.0, 0.0, NAN, "500", True]),
+        ("power", "watts", "W"),
+    ),
+    usable_hbm=Arg(
+        st.sampled_from([0.95, 0.5, 1.0]),
+        st.sampled_from([0.0, -0.1, 1.5, NAN, "0.9", True, None]),
+        ("usable_hbm", "HBM"),
+    ),
+    overlap_dp=F.flag(("overlap_dp",)),
+    **plan_common,
+)
+target(
+    "trnlab.scale.search",
+    lambda model_spec, system, rank_by, micro_batches, **kw: scale.search(
+        model_spec, system, rank_by=rank_by, micro_batches=micro_batches, **kw
+    ),
+    examples=6,
+    model_spec=Arg(st.sampled_from(["llama3-8b", "mixtral-8x7b"]), model_arg.bad, model_arg.words),
+    system=Arg(st.sampled_from(["trn2.48xlarge", "trn1.32xlarge"]), system_arg.bad, ("system",)),
+    rank_by=F.name(["time", "cost", "energy"], ("rank_by",)),
+    micro_batches=Arg(
+        st.sampled_from([(1, 2), (1,)]),
+        st.sampled_from([(), (0,), (-1,), (1.5,), None, "12", tuple(range(1, 10**5))]),
+        ("micro_batches", "micro-batch", "plans"),
+    ),
+    **plan_common,
+)
+target(
+    "trnlab.scale.inference",
+    scale.inference,
+    model_spec=model_arg,
+    system=scale_system_arg,
+    tp=F.whole(1, 16, ("tp", "tensor")),
+    batch=F.whole(1, 256, ("batch",)),
+    prompt=F.whole(1, 8192, ("prompt",)),
+    output=F.whole(1, 2048, ("output",)),
+    weight_format=F.name(["bf16", "fp8"], ("weight_format", "format")),
+    kv_format=F.name(["bf16", "fp8"], ("kv_format", "format")),
+    watts_per_chip=Arg(
+        st.sampled_from([None, 500.0]), st.sampled_from([-1.0, 0.0, NAN, "500"]), ("power", "watts")
+    ),
+    usable_hbm=Arg(
+        st.sampled_from([0.95, 0.8]),
+        st.sampled_from([0.0, 1.5, NAN, None, "x"]),
+        ("usable_hbm", "HBM"),
+    ),
+    layer_overhead=Arg(
+        st.sampled_from([None, 1e-5]),
+        st.sampled_from([-1e-5, NAN, np.inf, "x", True]),
+        ("layer_overhead", "overhead"),
+    ),
+)
+target(
+    "trnlab.scale.serving_curve",
+    scale.serving_curve,
+    examples=6,
+    model_spec=Arg(st.sampled_from(["llama3-8b"]), model_arg.bad, model_arg.words),
+    system=Arg(st.sampled_from(["trn2.48xlarge"]), system_arg.bad, ("system",)),
+    tp=F.whole(1, 16, ("tp",)),
+    batches=Arg(
+        st.sampled_from([None, (1, 8, 64)]),
+        st.sampled_from([(), (0,), (-1, 2), (1.5,), "8", 5, tuple(range(1, 10**5))]),
+        ("batches", "batch"),
+    ),
+)
+target(
+    "trnlab.scale.tokens_per_megawatt_at",
+    scale.tokens_per_megawatt_at,
+    examples=6,
+    model_spec=Arg(st.sampled_from(["llama3-8b"]), model_arg.bad, model_arg.words),
+    system=Arg(st.sampled_from(["trn2.48xlarge"]), system_arg.bad, ("system",)),
+    per_user=F.real(1.0, 200.0, ("per_user", "tokens per second")),
+    tp=F.whole(1, 16, ("tp",)),
+)
+spec_arg = Arg(
+    st.sampled_from(scale.models()).map(scale.model),
+    st.sampled_from([None, "llama3-8b!", 5]),
+    ("model", "ModelSpec"),
+)
+target(
+    "trnlab.scale.training_memory",
+    lambda model, tp, pp, dp, zero, micro_batch, seq_len, recompute: scale.training_memory(
+        model,
+        tp=tp,
+        pp=pp,
+        dp=dp,
+        zero=zero,
+        micro_batch=micro_batch,
+        seq_len=seq_len,
+        recompute=recompute,
+    ),
+    model=spec_arg,
+    tp=F.whole(1, 8, ("tp",)),
+    pp=F.whole(1, 8, ("pp",)),
+    dp=F.whole(1, 64, ("dp",)),
+    zero=F.choice([0, 1, 2, 3], [4, -1, 1.5, None, True], ("zero",)),
+    micro_batch=F.whole(1, 8, ("micro_batch", "micro-batch")),
+    seq_len=Arg(
+        st.sampled_from([None, 2048]),
+        st.sampled_from([0, -1, 1.5, NAN, "2k"]),
+        ("seq_len", "sequence"),
+    ),
+    recompute=F.name(["none", "selective", "full"], ("recompute",)),
+)
+target(
+    "trnlab.scale.inference_memory",
+    lambda model, batch, context, tp: scale.inference_memory(
+        model, batch=batch, context=context, tp=tp
+    ),
+    model=spec_arg,
+    batch=F.whole(1, 64, ("batch",)),
+    context=F.choice([1, 8192, 10**6], [0, -1, 1.5, None, "8k", True], ("context",)),
+    tp=F.whole(1, 8, ("tp",)),
+)
+target(
+    "trnlab.scale.params_per_chip",
+    scale.params_per_chip,
+    model=spec_arg,
+    tp=F.choice([1, 2, 8], [0, -1, 1.5, None, "2", True], ("tp",)),
+    pp=F.choice([1, 2, 8], [0, -1, 1.5, None, "2", True], ("pp",)),
+    ep=F.choice([1, 2, 8], [0, -1, 1.5, None, "2", True], ("ep",)),
+)
+target(
+    "trnlab.scale.stage_layers",
+    scale.stage_layers,
+    model=spec_arg,
+    pp=F.whole(1, 8, ("pp", "stages")),
+    layers=Arg(st.none(), st.sampled_from([(1, 2), (0,), (-1, 100), "4", 5]), ("layers", "stages")),
+)
+target(
+    "trnlab.scale.recompute_mode",
+    scale.recompute_mode,
+    value=Arg(
+        st.sampled_from(["none", "selective", "full", "FULL", True, False, None]),
+        st.sampled_from(["some", 1, 0, 1.5, []]),
+        ("recompute",),
+    ),
+)
+target(
+    "trnlab.scale.bytes_per_value",
+    scale.bytes_per_value,
+    fmt=Arg(
+        F.name_variants(["bf16", "fp8", "fp32", "int8"]),
+        F.near_misses(["bf16", "fp8"]) | st.sampled_from([None, 5]),
+        ("format",),
+        F.canonical_name,
+    ),
+)
+target(
+    "trnlab.scale.achieved_flops_per_chip",
+    scale.achieved_flops_per_chip,
+    chip_key=chip_arg,
+    dtype=dtype_arg,
+    shape=Arg(
+        st.sampled_from([None, (64, 64, 64), (1, 8192, 8192)]),
+        st.sampled_from([(0, 1, 1), (-1, 2, 2), (1, 2), (1.5, 2, 2), "64", [64, 64, 64]]),
+        ("shape", "GEMM"),
+    ),
+)
+target("trnlab.scale.decode_layer_overhead", scale.decode_layer_overhead, chip_key=chip_arg)
+target(
+    "trnlab.scale.collective_time",
+    lambda op, nbytes, system, size, stride: scale.collective_time(
+        op, nbytes, catalog.system(system) if isinstance(system, str) else system, size, stride
+    ),
+    op=op_arg,
+    nbytes=Arg(
+        st.sampled_from([0, 1e6, 2**30]),
+        st.sampled_from([-1.0, NAN, np.inf, None, "1e6"]),
+        ("nbytes", "bytes"),
+    ),
+    system=Arg(st.sampled_from(MULTI), st.sampled_from([None, 5]), ("system",)),
+    size=F.whole(1, 16, ("size", "group", "chips")),
+    stride=F.choice([1, 2, 4], [0, -1, 1.5, None, "2"], ("stride",)),
+)
+target("trnlab.scale.tiers", scale.tiers, system=scale_system_arg)
+target("trnlab.scale.model", scale.model, name=model_arg)
+target("trnlab.scale.models", scale.models)
+target(
+    "trnlab.scale.ModelSpec",
+    lambda **kw: scale.ModelSpec("m", **kw),
+    layers=F.choice([1, 96], [0, -1, 1.5, None, True], ("layers",)),
+    hidden=F.choice([512, 4096], [0, -1, 1.5, None, True], ("hidden",)),
+    heads=F.choice([8, 32], [0, 3, -8, None], ("heads",)),
+    kv_heads=F.choice([8], [0, 5, None], ("kv_heads", "key/value")),
+    ffn=F.choice([1, 14336], [0, -1, 1.5, None], ("ffn",)),
+    vocab=F.choice([1, 128256], [0, -1, 1.5, None], ("vocab",)),
+    seq_len=F.choice([1, 8192], [0, -1, 1.5, None], ("seq_len",)),
+    gated_ffn=F.flag(("gated_ffn",)),
+)
+target(
+    "trnlab.scale.ModelSpec.training_flops",
+    lambda tokens, recompute: scale.model("llama3-8b").training_flops(tokens, recompute),
+    tokens=plan_common["tokens"],
+    recompute=F.name(["none", "full"], ("recompute",)),
+)
+target(
+    "trnlab.scale.Parallelism",
+    lambda kw: scale.Parallelism(**kw),
+    kw=Arg(
+        st.sampled_from([{}, dict(tp=8, pp=2, dp=4)]),
+        parallel_bad.filter(lambda v: isinstance(v, dict)),
+        (
+            "tp",
+            "pp",
+            "dp",
+            "micro",
+            "zero",
+            "recompute",
+            "virtual",
+            "layers",
+            "flash",
+            "whole number",
+        ),
+    ),
+)
+target(
+    "trnlab.scale.PlanResult.read",
+    lambda rank: [
+        scale.plan("llama3-8b", "trn2.48xlarge", scale.Parallelism(tp=8, dp=2)).explain(),
+        rank,
+    ],
+    rank=never_bad(st.just(0)),
+)
+CLASSES.update(
+    {
+        "trnlab.scale.InferenceResult": "record returned by scale.inference (fuzzed)",
+        "trnlab.scale.MemoryBreakdown": "record returned by the memory functions (fuzzed)",
+        "trnlab.scale.PlanResult": "record returned by scale.plan (fuzzed)",
+        "trnlab.scale.SearchResult": "record returned by scale.search (fuzzed)",
+        "trnlab.scale.ServingPoint": "record returned by scale.serving_curve (fuzzed)",
+        "trnlab.scale.Tiers": "record returned by scale.tiers (fuzzed)",
+    }
+)
+
+
+# --- trnlab.widgets: dashboard models and views -------------------------------------------------
+
+import ipywidgets as W  # noqa: E402
+
+from trnlab import TrnlabError, widgets  # noqa: E402
+from trnlab.widgets.format_model import BLOCK_SIZES  # noqa: E402
+from trnlab.widgets.stepper_model import FORMATS as STEPPER_FORMATS  # noqa: E402
+from trnlab.widgets.stepper_model import MatmulStepperModel, RunCursor  # noqa: E402
+
+SUBPACKAGES += ["trnlab.widgets"]
+
+
+def state(model) -> tuple:
+    """What a model holds, comparable: its attributes (objects by identity) and a cursor's
+    position."""
+    out = []
+    for k, v in sorted(vars(model).items()):
+        if isinstance(v, int | float | str | bool | tuple | type(None)):
+            out.append((k, v))
+        elif isinstance(v, dict):
+            out.append((k, tuple(sorted((a, repr(b)) for a, b in v.items()))))
+        else:
+            out.append((k, id(v), getattr(v, "position", None)))
+    return tuple(out)
+
+
+def model_target(key, make, read, **args):
+    """``model.set(**changes)`` on a fresh model: a refused set must leave the model exactly as
+    it was; an accepted one must leave every result method working (``read``)."""
+
+    def call(**changes):
+        m = make()
+        before = state(m)
+        try:
+            m.set(**changes)
+        except TrnlabError:
+            assert state(m) == before, f"a refused set changed the model: {before} -> {state(m)}"
+            raise
+        return read(m)
+
+    TARGETS[key] = Target(key, call, args, examples=None)
+
+
+PASSIVE = (W.HTML, W.Label, W.Play, W.FloatProgress)
+
+
+def _controls(view) -> dict:
+    """The dashboard's input controls by name: attributes, and entries of a ``controls`` dict."""
+    found = {}
+    for name, w in vars(view).items():
+        if isinstance(w, W.ValueWidget) and not isinstance(w, PASSIVE):
+            found[name] = w
+        elif isinstance(w, dict):
+            for key, c in w.items():
+                if isinstance(c, W.ValueWidget) and not isinstance(c, PASSIVE):
+                    found[f"{name}[{key}]"] = c
+    return found
+
+
+def _option(w, pick: int):
+    """A value the control offers (an option, a tuple of options, a bool, a number in range)."""
+    if isinstance(w, W.SelectMultiple):
+        opts = [o[1] if isinstance(o, tuple) else o for o in w.options]
+        value = tuple(opts[(pick + i * 7) % len(opts)] for i in range(1 + pick % 3))
+        return tuple(dict.fromkeys(value))
+    if isinstance(w, W.Checkbox):
+        return bool(pick % 2)
+    if hasattr(w, "options"):
+        opts = [o[1] if isinstance(o, tuple) else o for o in w.options]
+        return opts[pick % len(opts)]
+    lo, hi = w.min, min(w.max, w.min + 4096)
+    return lo + pick % (hi - lo + 1)
+
+
+def view_targets(key, make, settings: dict[str, Arg]):
+    """Two targets per dashboard, on one view kept across examples (as a learner clicks on):
+    every option of every control must draw or show a message and keep the last good view;
+    ``view.set`` with hostile settings must refuse and leave model and picture as they were."""
+    view = cache(make)
+
+    def controls(control, pick):
+        v = view()
+        w = _controls(v)[control]
+        before = state(v.model)
+        value = _option(w, pick)
+        w.value = value  # runs the dashboard's callback: it must not raise
+        job = getattr(v, "job", None)
+        if job is not None:  # a search on a worker thread: it must end (the watchdog times it)
+            job.wait()
+        if w.value != value:  # refused: the control went back to what the picture shows
+            assert v.message.value, f"{control}={value!r} was refused without a message"
+            assert state(v.model) == before, f"refused {control}={value!r} changed the model"
+        assert v.summary_text()
+        return None
+
+    TARGETS[f"{key}.controls"] = Target(
+        f"{key}.controls",
+        controls,
+        {
+            "control": never_bad(st.sampled_from(sorted(_controls(view())))),
+            "pick": never_bad(st.integers(0, 10_000)),
+        },
+        budget_s=60.0,
+    )
+
+    def set_(**changes):
+        v = view()
+        job = getattr(v, "job", None)
+        if job is not None:
+            job.wait()
+        before, text = state(v.model), v.summary_text()
+        try:
+            v.set(**changes)
+        except TrnlabError:
+            assert state(v.model) == before, "a refused view.set changed the model"
+            assert v.summary_text() == text, "a refused view.set changed the picture"
+            raise
+        return None
+
+    TARGETS[f"{key}.set"] = Target(f"{key}.set", set_, settings)
+
+
+# FormatExplorer / FormatComparison
+fmt_list = Arg(
+    st.lists(
+        F.name_variants(list(widgets.FormatComparison.available_formats())),
+        min_size=1,
+        max_size=4,
+        unique_by=str.lower,
+    ).map(tuple),
+    st.sampled_from(
+        [(), "bf16", None, 5, ("bf16", "BF16"), ("int8_mx",), ("nope",), tuple(FORMATS[:7]), [None]]
+    ),
+    ("formats", "format"),
+)
+format_settings = dict(
+    formats=fmt_list,
+    distribution=F.name(list(formats.DISTRIBUTIONS), ("distribution",)),
+    rounding=F.name(["nearest", "stochastic"], ("rounding",)),
+    block_size=F.choice(list(BLOCK_SIZES), [0, 33, -32, 32.0, True, None, "32"], ("block size",)),
+    chip=Arg(
+        available_chip_arg.good,
+        available_chip_arg.bad | st.just("trn4"),
+        ("chip",),
+        available_chip_arg.canon,
+    ),
+    sparse=F.flag(("sparse",)),
+    size=F.choice([32, 64, 128], [0, 33, -64, 4096, 64.0, True, None], ("size",)),
+    seed=Arg(st.integers(0, 1000), st.sampled_from([-1, 1.5, "abc", None, 2**40, True]), ("seed",)),
+)
+
+
+def _read_formats(m):
+    return [m.rows(), m.summary(), m.histogram(), [m.grid(f) for f in m.formats]]
+
+
+model_target(
+    "trnlab.widgets.FormatComparison", widgets.FormatComparison, _read_formats, **format_settings
+)
+view_targets(
+    "trnlab.widgets.FormatExplorer", lambda: widgets.FormatExplorer(size=64), format_settings
+)
+
+# ChipExplorer / ChipComparison
+metric_keys = list(widgets.METRICS)
+chip_settings = dict(
+    level=F.name(["chip", "system"], ("level",)),
+    items=Arg(
+        st.none()
+        | st.lists(F.name_variants(CHIPS[:6]), min_size=1, max_size=3, unique_by=str.lower).map(
+            tuple
+        ),
+        st.sampled_from(["trn2", ("trn2", "nope"), 5, ("trn2", "TRN2"), [None]]),
+        ("items", "chip", "system"),
+    ),
+    metric=F.name(["peak.bf16", "hbm_bandwidth", "hbm_bytes"], ("metric",)),
+    x_metric=F.name(["hbm_bandwidth", "peak.fp8"], ("x_metric",)),
+    chart=F.name(["bar", "scatter"], ("chart",)),
+)
+model_target(
+    "trnlab.widgets.ChipComparison",
+    widgets.ChipComparison,
+    lambda m: [m.rows(), m.summary(), m.sources_table()],
+    **chip_settings,
+)
+view_targets("trnlab.widgets.ChipExplorer", widgets.ChipExplorer, chip_settings)
+
+# MatmulStepper / MatmulStepperModel / KernelProfile / RunCursor
+stepper_settings = dict(
+    chip=neuron_arg,
+    m=F.whole(1, 600, ("M", "m")),
+    k=F.whole(1, 600, ("K", "k")),
+    n=F.whole(1, 1200, ("N", "n")),
+    dtype=F.name(list(STEPPER_FORMATS), ("format", "dtype")),
+    variant=variant_arg,
+    tile_k=F.choice([128, 64], [0, -1, 1.5, None, "64", True], ("tile_k",)),
+    tile_m=F.choice([128, 32], [0, -1, 1.5, None], ("tile_m",)),
+    tile_n=F.choice([512, 256], [0, -1, 1.5, None], ("tile_n",)),
+)
+
+
+def _read_stepper(m):
+    c = m.cursor
+    return [m.summary(), m.matrices(), c.counters(), c.tiles("sbuf"), c.tiles("psum"),
+            c.gantt(), c.trajectory(), c.describe(), c.roofline()]  # fmt: skip
+
+
+@cache
+def _stepper_model():
+    return MatmulStepperModel(m=256, k=256, n=512)
+
+
+model_target(
+    "trnlab.widgets.MatmulStepperModel",
+    lambda: MatmulStepperModel(m=256, k=256, n=512),
+    _read_stepper,
+    **stepper_settings,
+)
+view_targets(
+    "trnlab.widgets.MatmulStepper",
+    lambda: widgets.MatmulStepper(m=256, k=256, n=512),
+    {**stepper_settings, "position": F.whole(0, 10, ("position",))},
+)
+cursor_moves = dict(
+    position=Arg(
+        st.integers(0, 3), st.sampled_from([-1, 10**6, 1.5, "0", None, True, NAN]), ("position",)
+    ),
+)
+
+
+def _cursor():
+    return RunCursor(_small_run())
+
+
+model_target(
+    "trnlab.widgets.RunCursor",
+    _cursor,
+    lambda c: [c.counters(), c.describe(), c.summary(), c.tiles("sbuf"), c.hbm("x"), c.gantt()],
+    **cursor_moves,
+)
+target(
+    "trnlab.widgets.RunCursor.set(time)",
+    lambda t: _cursor().set(time=t).counters(),
+    t=Arg(
+        st.floats(0, 1e-3), st.sampled_from([NAN, -1.0, None, "0", np.inf, True, [0]]), ("time",)
+    ),
+)
+target(
+    "trnlab.widgets.RunCursor.queries",
+    lambda k, op, space, name, cells, max_bars: [
+        _cursor().step(k).counters(),
+        _cursor().next_op(op).describe(),
+        _cursor().tiles(space),
+        _cursor().hbm(name, cells=cells),
+        _cursor().gantt(max_bars),
+    ],
+    k=F.choice([1, 2, -1, 100], [1.5, "1", None, NAN, True], ("steps",)),
+    op=F.name(list(core.OPS), ("operation",)),
+    space=F.name(["sbuf", "psum"], ("space",)),
+    name=F.choice(["x", "y"], ["z", None, 5, "X!"], ("tensor",)),
+    cells=F.choice([1, 8, 64], [0, -1, 1.5, None, 10**9], ("cells",)),
+    max_bars=F.choice([1, 10, 3000], [0, -5, 1.5, None], ("max_bars",)),
+)
+target(
+    "trnlab.widgets.RunCursor.jump",
+    lambda i: _cursor().jump(i).position,
+    i=F.choice([0, 1, 2], [-1, 3, 10**6, 1.5, "0", None, True], ("instruction",)),
+)
+target(
+    "trnlab.widgets.KernelProfile",
+    lambda run, position: widgets.KernelProfile(run, position).summary_text(),
+    examples=6,
+    run=Arg(
+        st.just(None).map(lambda _: _small_run()),
+        st.sampled_from([None, 5, "run", np.ones(3)]),
+        ("run", "Run"),
+    ),
+    position=Arg(
+        st.sampled_from([None, 0, 2]), st.sampled_from([-1, 99, 1.5, "0", True]), ("position",)
+    ),
+)
+view_targets(
+    "trnlab.widgets.KernelProfile",
+    lambda: widgets.KernelProfile(_small_run()),
+    cursor_moves,
+)
+CLASSES.update(
+    {
+        "trnlab.widgets.SettingError": "error class",
+    }
+)
+
+# ScaleExplorer / ScaleModel
+scale_settings = dict(
+    model=F.name(["llama3-8b", "llama3-70b", "mixtral-8x7b"], ("model",)),
+    system=F.name(["trn2.48xlarge", "trn2-ultraserver", "trn1.32xlarge"], ("system",)),
+    count=F.choice([1, 2, 4], [0, -1, 1.5, None, True, 10**9], ("count", "systems", "chips")),
+    dtype=F.name(["bf16", "fp8"], ("format", "dtype")),
+    tp=F.choice([1, 2, 4, 8], [0, -1, 1.5, None, True], ("tp",)),
+    pp=F.choice([1, 2, 4], [0, -2, 1.5, None], ("pp",)),
+    zero=F.choice([0, 1, 3], [4, -1, 1.5, None, True], ("zero",)),
+    recompute=F.name(["none", "selective", "full"], ("recompute",)),
+    micro_batch=F.choice([1, 2], [0, -1, 1.5, None], ("micro_batch",)),
+    auto=F.flag(("auto",)),
+    global_batch=F.choice([64, 256, 512], [0, -1, 1.5, None, "64"], ("global_batch",)),
+    seq_len=F.choice([2048, 4096], [0, -1, 1.5, None], ("seq_len",)),
+    tokens=Arg(
+        st.sampled_from([1e9, 1e12]),
+        st.sampled_from([0, -1.0, NAN, np.inf, None, "1T", True]),
+        ("tokens", "token budget"),
+    ),
+)
+
+
+def _scale_model():
+    return widgets.ScaleModel(
+        model="llama3-8b", system="trn2.48xlarge", tp=8, pp=1, global_batch=256
+    )
+
+
+model_target(
+    "trnlab.widgets.ScaleModel",
+    _scale_model,
+    lambda m: [m.result, m.memory_stack(), m.step_breakdown(), m.compare_chips(), m.summary()],
+    **scale_settings,
+)
+view_targets(
+    "trnlab.widgets.ScaleExplorer",
+    lambda: widgets.ScaleExplorer(
+        model="llama3-8b", system="trn2.48xlarge", tp=8, pp=1, global_batch=256
+    ),
+    scale_settings,
+)
+
+# CollectiveExplorer / CollectiveModel
+
+collective_settings = dict(
+    system=F.name(MULTI, ("system",)),
+    parts=F.choice([1, 2, 4], [0, 3, -1, 1.5, True, None], ("parts",)),
+    op=op_arg,
+    algorithm=Arg(
+        st.sampled_from(["auto", "AUTO"]),
+        st.sampled_from(["rign", None, 5, "warp"]),
+        ("algorithm",),
+        F.canonical_name,
+    ),
+    nbytes=F.choice(
+        [2**10, 2**20, 2**30],
+        [0, 1000, -1024, 2**20 + 0.5, float(2**20), True, None, 2**40],
+        ("nbytes", "size"),
+    ),
+    ring_chips=F.choice([2, 4, 8], [1, 9, 0, 2.5, True, None], ("ring_chips", "chips")),
+    step=F.choice([0, 1, 2], [-1, 99, 1.5, None, "1"], ("step",)),
+)
+model_target(
+    "trnlab.widgets.CollectiveModel",
+    widgets.CollectiveModel,
+    lambda m: [
+        m.sweep(),
+        m.regimes(),
+        m.result(),
+        m.drawing(),
+        m.ring_hop(),
+        m.animation(),
+        m.all_to_all(),
+        m.summary(),
+        m.animation_summary(),
+        m.all_to_all_summary(),
+    ],
+    **collective_settings,
+)
+view_targets("trnlab.widgets.CollectiveExplorer", widgets.CollectiveExplorer, collective_settings)
