@@ -125,9 +125,16 @@ def canonical_name(value: Any) -> Any:
     return value.strip().lower() if isinstance(value, str) else value
 
 
-def whole(lo: int = 1, hi: int = 64, words: tuple[str, ...] = (), bad_lo: int | None = None) -> Arg:
-    """A whole number in lo..hi; zero, negatives, fractions, NaN, huge and junk are bad."""
-    huge = (hi * 1000 + 7, 2**62, 10**30)
+def whole(
+    lo: int = 1,
+    hi: int = 64,
+    words: tuple[str, ...] = (),
+    bad_lo: int | None = None,
+    bounded: bool = False,
+) -> Arg:
+    """A whole number drawn from lo..hi; zero, negatives, fractions, NaN and junk are bad, and
+    huge values too when the argument has a documented upper bound (``bounded``)."""
+    huge = (hi * 1000 + 7, 2**62, 10**30) if bounded else ()
     below = tuple(v for v in (lo - 1, -1, -(2**31), bad_lo) if v is not None and v < lo)
     bad = st.sampled_from(below + huge + (1.5, NAN, INF, True, "4", None, [], 2.0))
     return Arg(st.integers(lo, hi), bad, words)

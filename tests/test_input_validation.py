@@ -501,3 +501,22 @@ def test_search_accepts_names_in_any_case_and_divisors_are_right():
         assert _divisors(n) == [d for d in range(1, n + 1) if n % d == 0]
     r = scale.search("llama3-8b", "trn2.48xlarge", rank_by=" Time ", micro_batches=(1,))
     assert r.rank_by == "time" and r.best is not None
+
+
+def test_more_found_by_longer_hunts():
+    # an overflowing format: the matmul error is unbounded (inf), not NaN
+    x = np.full((4, 8), 100.0, np.float32)
+    r = formats.matmul(x, x.T, "fp8_e3m4")
+    assert r.rel_error == float("inf") and r.snr_db == float("-inf")
+    # out_dtype=[] used to mean "the default"
+    with pytest.raises(trnlab.TrnlabError, match="format"):
+        kernels.matmul((64, 64), (64, 64), numerics=False, out_dtype=[])
+    # HBM tensors beyond any chip, and numerics copies beyond 1 GiB, are refused up front
+    with pytest.raises(KernelArgumentError, match="limit"):
+        core.hbm((2**40, 2**40))
+    ctx = core.KernelContext(core.core_params("trn2"))
+    with pytest.raises(KernelArgumentError, match="numerics=False"):
+        ctx.hbm("c", (2**16, 2**16))  # used to allocate 16 GiB of NaN
+    # a sparsity pattern on a chip without sparsity: the message names the pattern
+    with pytest.raises(CatalogError, match="pattern '4:8'"):
+        catalog.chip("trn1").peak_flops("bf16", pattern="4:8")

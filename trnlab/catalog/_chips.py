@@ -269,7 +269,10 @@ class Chip:
         flag(sparse, "sparse", CatalogError)
         if pattern is None:
             return float(self.peak_figure(dtype, sparse=sparse).value)
-        self.peak_figure(dtype, sparse=True)  # raises if the chip or the type has no sparsity
+        try:
+            self.peak_figure(dtype, sparse=True)  # raises if the chip or type has no sparsity
+        except CatalogError as err:
+            raise CatalogError(f"sparsity pattern {pattern!r}: {err}") from None
         return self.peak_flops(dtype) * self.sparse_speedup(pattern)
 
     @property

@@ -51,9 +51,15 @@ def _catalog_dtype(fmt: str) -> str:
     return formats.catalog_dtype(fmt)
 
 
-def _shape2(shape, what: str) -> tuple[int, int]:
+#: Elements an HBM tensor may hold: 2**40 is more than any chip's HBM (at one byte each).
+MAX_HBM_ELEMENTS = 2**40
+#: Elements of an HBM tensor a run with numerics keeps (as float32, 4 bytes each: 1 GiB).
+MAX_NUMERICS_ELEMENTS = 2**28
+
+
+def _shape2(shape, what: str, max_size: int | None = None) -> tuple[int, int]:
     """``shape`` as two positive integers, or a teaching error."""
-    return shape2(shape, f"{what} shape", KernelArgumentError, ("partitions", "free"))
+    return shape2(shape, f"{what} shape", KernelArgumentError, ("partitions", "free"), max_size)
 
 
 def _bufs(bufs) -> int:
@@ -134,7 +140,13 @@ class KernelContext(EngineOps):
         ``written`` (default: data given) says whether it holds an input."""
         if not isinstance(name, str):
             raise KernelArgumentError(f"an HBM tensor's name is a string, not {short(name)}")
-        shape = _shape2(shape, f"HBM tensor {name!r}")
+        shape = _shape2(shape, f"HBM tensor {name!r}", MAX_HBM_ELEMENTS)
+        if self.numerics and shape[0] * shape[1] > MAX_NUMERICS_ELEMENTS:
+            raise KernelArgumentError(
+                f"HBM tensor {name!r} of shape {shape} holds {shape[0] * shape[1]:,} values; a "
+                f"run with numerics keeps at most {MAX_NUMERICS_ELEMENTS:,} per tensor (float32 "
+                f"copies, 1 GiB). Use a smaller shape, or numerics=False for a timing-only run."
+            )
         fmt = format_name(fmt)
         self._fmt(fmt)
         values = None

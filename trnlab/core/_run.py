@@ -14,7 +14,7 @@ from trnlab._checks import choose, flag, number, short
 from trnlab._threads import one_blas_thread
 
 from . import _program as P
-from ._context import KernelContext, _shape2, _values
+from ._context import MAX_HBM_ELEMENTS, KernelContext, _shape2, _values
 from ._errors import KernelArgumentError
 from ._params import CoreParams, core_params
 from ._progress import instruction_limit
@@ -49,7 +49,7 @@ def hbm(x, fmt: str = "fp32", *, is_input: bool | None = None) -> HBM:
     if is_input is not None:
         flag(is_input, "is_input", KernelArgumentError)
     if isinstance(x, tuple):
-        return HBM(None, _shape2(x, "HBM tensor"), fmt, bool(is_input))
+        return HBM(None, _shape2(x, "HBM tensor", MAX_HBM_ELEMENTS), fmt, bool(is_input))
     a = _values(x, "HBM tensor")
     if a.ndim != 2 or not a.size:
         raise KernelArgumentError(

@@ -37,7 +37,8 @@ class MatmulResult:
         Largest and mean ``|out - reference|``.
     rel_error : float
         ``||out - reference||_F / ||reference||_F`` (0 when the reference is all zero and the
-        result too; inf when only the reference is zero).
+        result too; inf when only the reference is zero, or when the result holds Inf or NaN
+        from an overflow the finite reference does not: the error is unbounded, not NaN).
     snr_db : float
         Signal-to-noise ratio ``-20 log10(rel_error)`` in dB.
     fmt_a, fmt_b : str
@@ -124,7 +125,9 @@ def matmul(
         abs_err = np.abs(err)
         ref_norm = float(np.linalg.norm(ref))
         err_norm = float(np.linalg.norm(err))
-        if ref_norm > 0:
+        if np.isfinite(ref).all() and not np.isfinite(out).all():
+            rel = float("inf")  # the format overflowed (Inf, or Inf - Inf = NaN): unbounded error
+        elif ref_norm > 0:
             rel = err_norm / ref_norm
         else:
             rel = 0.0 if err_norm == 0 else float("inf")

@@ -105,7 +105,9 @@ def matmul(
     sizes = {k: whole(v, k, 1, 1 << 20, KernelArgumentError) for k, v in options.items()
              if k.startswith("tile") and v is not None}  # fmt: skip
     dtype = core.format_name(dtype)  # "float32" -> "fp32"; unknown names raise, with hints
-    out_dtype = core.format_name(out_dtype or ("fp32" if dtype in ("fp32", "tf32") else "bf16"))
+    if out_dtype is None:
+        out_dtype = "fp32" if dtype in ("fp32", "tf32") else "bf16"
+    out_dtype = core.format_name(out_dtype)
     if numerics and (isinstance(a, tuple) or isinstance(b, tuple)):
         raise KernelArgumentError(
             f"A or B is given as a shape ({shape_a}, {shape_b}); numerics need values. "
