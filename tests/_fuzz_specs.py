@@ -1238,6 +1238,10 @@ CLASSES.update(
 # --- trnlab.scale --------------------------------------------------------------------------------
 
 model_arg = F.name(scale.models(), ("model", "workload"))
+_rc = F.name(["none", "selective", "full"], ("recompute",))
+recompute_arg = Arg(
+    _rc.good, _rc.bad.filter(lambda v: v is not None), _rc.words, _rc.canon
+)  # None: "none"
 scale_system_arg = Arg(
     F.name_variants(["trn2.48xlarge", "trn2-ultraserver", "trn1.32xlarge", "p5.48xlarge"]),
     system_arg.bad,
@@ -1441,7 +1445,7 @@ target(
         st.sampled_from([0, -1, 1.5, NAN, "2k"]),
         ("seq_len", "sequence"),
     ),
-    recompute=F.name(["none", "selective", "full"], ("recompute",)),
+    recompute=recompute_arg,
 )
 target(
     "trnlab.scale.inference_memory",
@@ -1533,7 +1537,7 @@ target(
     "trnlab.scale.ModelSpec.training_flops",
     lambda tokens, recompute: scale.model("llama3-8b").training_flops(tokens, recompute),
     tokens=plan_common["tokens"],
-    recompute=F.name(["none", "full"], ("recompute",)),
+    recompute=recompute_arg,
 )
 target(
     "trnlab.scale.Parallelism",
@@ -1876,7 +1880,7 @@ scale_settings = dict(
     tp=F.choice([1, 2, 4, 8], [0, -1, 1.5, None, True], ("tp",)),
     pp=F.choice([1, 2, 4], [0, -2, 1.5, None], ("pp",)),
     zero=F.choice([0, 1, 3], [4, -1, 1.5, None, True], ("zero",)),
-    recompute=F.name(["none", "selective", "full"], ("recompute",)),
+    recompute=recompute_arg,
     micro_batch=F.choice([1, 2], [0, -1, 1.5, None], ("micro_batch",)),
     auto=F.flag(("auto",)),
     global_batch=F.choice([64, 256, 512], [0, -1, 1.5, None, "64"], ("global_batch",)),

@@ -34,7 +34,7 @@ def _need(owner: str, figures: Mapping[str, Figure], name: str, what_to_do: str 
 
 def figure_name(name: Any, owner: Any) -> str:
     """A figure's name as the catalogue spells it (lower case), or a teaching error."""
-    if not isinstance(name, str):
+    if not isinstance(name, str) or not name.strip():
         raise CatalogError(
             f"{owner}: a figure is named by a string such as 'hbm_bandwidth' or 'peak.fp8', "
             f"not {short(name)}"
