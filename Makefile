@@ -28,7 +28,7 @@ lab: $(STAMP)
 
 # The whole suite: lint, unit and property tests, every lab through papermill, nbval on the
 # committed labs. One pytest run, so one summary line.
-test: $(STAMP) lint browser
+test: $(STAMP) lint browser sandbox
 	$(BIN)/python -m pytest tests labs --nbval-lax --nbval-kernel-name $(KERNEL) $(PYTEST_ARGS)
 
 # The classroom app: the main dashboards on one page, served by Voila (code cells hidden).
@@ -50,6 +50,20 @@ browser:
 		apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
 	else \
 		echo "chromium not found: the browser tests will skip. Install it with: sudo apt-get install chromium"; \
+	fi
+
+# Grading runs each submitted notebook under bubblewrap (docs/instructors.md). Install it when
+# we can (root with apt-get, e.g. CI); otherwise say how: the grader then refuses to run, and
+# the sandbox tests skip (fail under CI=true).
+.PHONY: sandbox
+sandbox:
+	@if command -v bwrap >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing bubblewrap for the grading sandbox (apt-get)"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; \
+	else \
+		echo "bwrap not found: grading needs it. Install it with: sudo apt-get install bubblewrap"; \
 	fi
 
 lint: $(STAMP)

@@ -393,6 +393,7 @@ CLASSES.update(
 
 # --- trnlab.core --------------------------------------------------------------------------------
 
+import trnlab.nki as nki  # noqa: E402
 from trnlab import core, kernels  # noqa: E402
 
 SUBPACKAGES += ["trnlab.core", "trnlab.kernels"]
@@ -1005,6 +1006,365 @@ target(
     n=never_bad(st.integers(1, 300)),
     activation=F.name(list(core.ACTIVATIONS), ("activation",)),
 )
+
+
+# --- trnlab.kernels: the NKI library's other kernels (issue 12 rewrote them in NKI) -------------
+
+
+class Sized:
+    """An operand built inside the call from the drawn sizes: ``kind`` "array" or "shape"
+    (good), or "wrong" (one size off, a shape that cannot match; bad)."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+
+    def __repr__(self) -> str:
+        return f"<{self.kind}>"
+
+    def make(self, *shape: int):
+        if self.kind == "wrong":
+            shape = (*shape[:-1], shape[-1] + 1)
+        if self.kind == "shape":
+            return tuple(shape)
+        n = int(np.prod(shape))
+        return np.linspace(-1, 1, n, dtype=np.float32).reshape(shape)
+
+
+def sized(value, *shape):
+    return value.make(*shape) if isinstance(value, Sized) else value
+
+
+sized_good = st.sampled_from([Sized("array"), Sized("array"), Sized("shape")])
+#: Hostile operands whatever the other sizes: wrong-size, empty, ragged, text, junk, bad shapes.
+sized_bad = st.sampled_from(
+    [
+        Sized("wrong"),
+        np.zeros((0, 0), np.float32),
+        np.zeros((0, 5), np.float32),
+        np.array([["a", "b"]]),
+        [[1.0, 2.0], [3.0]],
+        np.float32(3.0),
+        None,
+        "abc",
+        (),
+        (0,),
+        (0, 4),
+        (-1, 4),
+        (1.5, 2),
+        ("a", 2),
+        (True, 4),
+        (NAN, 4),
+        object(),
+    ]
+)
+#: An operand whose axes count is wrong for a 2-D argument.
+sized_bad_2d = sized_bad | st.sampled_from([np.ones(7, np.float32), np.ones((2, 3, 4)), (5,)])
+#: The same for an argument whose sizes nothing else fixes (any size is right).
+alone_bad_2d = sized_bad_2d.filter(lambda v: not isinstance(v, Sized))
+KDTYPES = ["fp32", "bf16", "FP32", " bf16 "]
+kdtype_arg = Arg(F.name_variants(["fp32", "bf16"]), fmt_arg.bad, ("format", "dtype"))
+numerics_arg = F.flag(("numerics",))
+
+
+def _operand_words(name):
+    return (name, "shape", "array", "elements", "real numbers", "numerics", "axes")
+
+
+target(
+    "trnlab.kernels.rmsnorm",
+    lambda n, d, x, gamma, eps, chip, dtype, numerics: kernels.rmsnorm(
+        sized(x, n, d), sized(gamma, d), eps=eps, chip=chip, dtype=dtype, numerics=numerics
+    ),
+    nan_ok=True,
+    n=never_bad(st.integers(1, 300)),
+    d=never_bad(st.integers(1, 300)),
+    x=Arg(sized_good, sized_bad_2d, _operand_words("x")),
+    gamma=Arg(sized_good, sized_bad, _operand_words("gamma")),
+    eps=F.choice([1e-6, 0.0, 1e-3], [NAN, F.INF, -1e-6, None, "1e-6", True], ("eps",)),
+    chip=neuron_arg,
+    dtype=kdtype_arg,
+    numerics=numerics_arg,
+)
+target(
+    "trnlab.kernels.layernorm",
+    lambda n, d, x, gamma, beta, chip, numerics: kernels.layernorm(
+        sized(x, n, d), sized(gamma, d), sized(beta, d), chip=chip, numerics=numerics
+    ),
+    nan_ok=True,
+    n=never_bad(st.integers(1, 300)),
+    d=never_bad(st.integers(1, 700)),
+    x=Arg(sized_good, sized_bad_2d, _operand_words("x")),
+    gamma=Arg(sized_good, sized_bad, _operand_words("gamma")),
+    beta=Arg(sized_good, sized_bad, _operand_words("beta")),
+    chip=neuron_arg,
+    numerics=numerics_arg,
+)
+target(
+    "trnlab.kernels.softmax",
+    lambda n, d, x, chip, dtype, numerics: kernels.softmax(
+        sized(x, n, d), chip=chip, dtype=dtype, numerics=numerics
+    ),
+    nan_ok=True,
+    n=never_bad(st.integers(1, 300)),
+    d=never_bad(st.integers(1, 700)),
+    x=Arg(sized_good, alone_bad_2d, _operand_words("x")),
+    chip=neuron_arg,
+    dtype=kdtype_arg,
+    numerics=numerics_arg,
+)
+target(
+    "trnlab.kernels.attention",
+    lambda s, t, d, q, k, v, causal, chip, numerics: kernels.attention(
+        sized(q, s, d),
+        sized(k, t, d),
+        sized(v, t, d),
+        causal=causal,
+        chip=chip,
+        numerics=numerics,
+    ),
+    nan_ok=True,
+    s=never_bad(st.integers(1, 300)),
+    t=never_bad(st.integers(1, 700)),
+    d=never_bad(st.integers(1, 128)),
+    q=Arg(sized_good, sized_bad_2d | st.just((8, 129)), (*_operand_words("q"), "head")),
+    k=Arg(sized_good, sized_bad_2d, _operand_words("k")),
+    v=Arg(sized_good, sized_bad_2d, _operand_words("v")),
+    causal=F.flag(("causal",)),
+    chip=neuron_arg,
+    numerics=numerics_arg,
+)
+target(
+    "trnlab.kernels.selective_scan",
+    lambda ch, t, s, delta, u, a, b, c, version, chunk, hoist, numerics: kernels.selective_scan(
+        sized(delta, ch, t),
+        sized(u, ch, t),
+        sized(a, ch, s),
+        sized(b, s, t),
+        sized(c, s, t),
+        version=version,
+        chunk=chunk,
+        hoist=hoist,
+        numerics=numerics,
+    ),
+    nan_ok=True,
+    ch=never_bad(st.sampled_from([128, 256])),
+    t=never_bad(st.integers(1, 100)),
+    s=never_bad(st.integers(1, 4)),
+    delta=Arg(sized_good, sized_bad_2d | st.just(np.ones((100, 8))), _operand_words("delta")),
+    u=Arg(sized_good, sized_bad_2d, _operand_words("u")),
+    a=Arg(sized_good, sized_bad_2d, _operand_words("a")),
+    b=Arg(sized_good, sized_bad_2d, _operand_words("b")),
+    c=Arg(sized_good, sized_bad_2d, _operand_words("c")),
+    version=F.name(["v1", "v2", "v3"], ("version",)),
+    chunk=F.whole(1, 600, ("chunk",), bounded=True),
+    hoist=F.flag(("hoist",)),
+    numerics=numerics_arg,
+)
+target(
+    "trnlab.kernels.avgpool2d",
+    lambda c, h, w, x, pool_size, chip, numerics: kernels.avgpool2d(
+        sized(x, c, h, w), pool_size, chip=chip, numerics=numerics
+    ),
+    nan_ok=True,
+    c=never_bad(st.integers(1, 200)),
+    h=never_bad(st.integers(4, 32)),
+    w=never_bad(st.integers(4, 32)),
+    x=Arg(
+        sized_good,
+        sized_bad.filter(lambda v: not isinstance(v, Sized))
+        | st.sampled_from([np.ones((8, 8)), (8, 8), np.ones((1, 2, 3, 4))]),
+        _operand_words("x"),
+    ),
+    pool_size=F.choice([1, 2, 3, 4], [0, -1, 1.5, None, "2", True, NAN, 33, 10**9], ("pool",)),
+    chip=neuron_arg,
+    numerics=numerics_arg,
+)
+target(
+    "trnlab.kernels.tensor_add",
+    lambda m, n, a, b, chip, dtype, numerics: kernels.tensor_add(
+        sized(a, m, n), sized(b, m, n), chip=chip, dtype=dtype, numerics=numerics
+    ),
+    nan_ok=True,
+    m=never_bad(st.integers(1, 300)),
+    n=never_bad(st.integers(1, 1100)),
+    a=Arg(sized_good, sized_bad_2d, _operand_words("a")),
+    b=Arg(sized_good, sized_bad_2d, _operand_words("b")),
+    chip=neuron_arg,
+    dtype=kdtype_arg,
+    numerics=numerics_arg,
+)
+target(
+    "trnlab.kernels.transpose2d",
+    lambda p, f1, f2, x, shape2d, numerics: kernels.transpose2d(
+        sized(x, p, f1 * f2),
+        (f1, f2) if shape2d == "match" else shape2d,
+        numerics=numerics,
+    ),
+    nan_ok=True,
+    p=never_bad(st.integers(1, 300)),
+    f1=never_bad(st.integers(1, 16)),
+    f2=never_bad(st.integers(1, 16)),
+    x=Arg(sized_good, sized_bad_2d, _operand_words("x")),
+    shape2d=Arg(
+        st.just("match"),
+        st.sampled_from([*F.SHAPES_BAD, (17, 17), (1, 1000)]),
+        ("shape2d", "f1", "elements"),
+    ),
+    numerics=numerics_arg,
+)
+target(
+    "trnlab.kernels.attention_reference",
+    lambda s, t, d, q, k, v, causal: kernels.attention_reference(
+        sized(q, s, d), sized(k, t, d), sized(v, t, d), causal=causal
+    ),
+    nan_ok=True,
+    s=never_bad(st.integers(1, 60)),
+    t=never_bad(st.integers(1, 60)),
+    d=never_bad(st.integers(1, 60)),
+    q=Arg(
+        st.just(Sized("array")),
+        sized_bad_2d.filter(lambda v: not isinstance(v, tuple)),
+        _operand_words("q"),
+    ),
+    k=Arg(
+        st.just(Sized("array")),
+        sized_bad_2d.filter(lambda v: not isinstance(v, tuple)),
+        _operand_words("k"),
+    ),
+    v=Arg(
+        st.just(Sized("array")),
+        sized_bad_2d.filter(lambda v: not isinstance(v, tuple)),
+        _operand_words("v"),
+    ),
+    causal=F.flag(("causal",)),
+)
+target(
+    "trnlab.kernels.selective_scan_reference",
+    lambda ch, t, s, delta, u, a, b, c: kernels.selective_scan_reference(
+        sized(delta, ch, t), sized(u, ch, t), sized(a, ch, s), sized(b, s, t), sized(c, s, t)
+    ),
+    nan_ok=True,
+    ch=never_bad(st.integers(1, 20)),
+    t=never_bad(st.integers(1, 20)),
+    s=never_bad(st.integers(1, 4)),
+    **{
+        n: Arg(
+            st.just(Sized("array")),
+            sized_bad_2d.filter(lambda v: not isinstance(v, tuple)),
+            _operand_words(n),
+        )
+        for n in ("delta", "u", "a", "b", "c")
+    },
+)
+
+
+def _scan_kernel(ch, t, s, version):
+    return core.run(
+        kernels.selective_scan_kernel,
+        numerics=False,
+        delta=core.hbm((ch, t), "fp32", is_input=True),
+        u=core.hbm((ch, t), "fp32", is_input=True),
+        a=core.hbm((ch, s), "fp32", is_input=True),
+        b=core.hbm((s, t), "fp32", is_input=True),
+        c=core.hbm((s, t), "fp32", is_input=True),
+        out=core.hbm((ch, t), "fp32"),
+        version=version,
+    )
+
+
+target(
+    "trnlab.kernels.selective_scan_kernel",
+    _scan_kernel,
+    ch=never_bad(st.sampled_from([128, 256])),
+    t=never_bad(st.integers(1, 100)),
+    s=never_bad(st.integers(1, 4)),
+    version=F.name(["v1", "v2", "v3"], ("version",)),
+)
+
+
+def _max_instructions(n):
+    with core.max_instructions(n):
+        return kernels.matmul((256, 256), (256, 512), numerics=False)
+
+
+target(
+    "trnlab.core.max_instructions",
+    _max_instructions,
+    n=F.whole(1, 10**7, ("max_instructions", "instructions")),
+)
+
+# The NKI kernels themselves, through nki.simulate (NKI's own contract: numpy in, numpy out) and
+# nki.profile: the kernel's own checks and the front end's refuse what does not fit.
+_NKI_KERNELS = {
+    "nki_matmul_tiled": (kernels.nki_matmul_tiled, lambda m, k, n: ((k, m), (k, n))),
+    "nki_matmul_hoisted": (kernels.nki_matmul_hoisted, lambda m, k, n: ((k, m), (k, n))),
+    "nki_matmul_blocked_mn": (kernels.nki_matmul_blocked_mn, lambda m, k, n: ((k, m), (k, n))),
+    "nki_matmul_blocked_mnk": (kernels.nki_matmul_blocked_mnk, lambda m, k, n: ((k, m), (k, n))),
+    "nki_matmul_bias_act": (kernels.nki_matmul_bias_act, lambda m, k, n: ((k, n), (k, m), (n, 1))),
+    "nki_transpose": (kernels.nki_transpose, lambda m, k, n: ((m, k),)),
+    "nki_softmax": (kernels.nki_softmax, lambda m, k, n: ((m, n),)),
+    "nki_rmsnorm": (kernels.nki_rmsnorm, lambda m, k, n: ((m, n), (n,))),
+    "nki_layernorm": (kernels.nki_layernorm, lambda m, k, n: ((m, n), (n,), (n,))),
+    "nki_attention": (kernels.nki_attention, lambda m, k, n: ((k, m), (k, n), (n, k))),
+    "nki_tensor_add": (kernels.nki_tensor_add[1, 1], lambda m, k, n: ((m, n), (m, n))),
+    "nki_avgpool2d": (kernels.nki_avgpool2d, lambda m, k, n: ((m, 8, 8), 2)),
+    "nki_transpose2d": (kernels.nki_transpose2d, lambda m, k, n: ((m, 12), (3, 4))),
+    "nki_selective_scan": (
+        kernels.nki_selective_scan,
+        lambda m, k, n: ((128, n), (128, n), (128, 2), (2, n), (2, n)),
+    ),
+}
+
+
+def _nki_target(key, kernel, shapes):
+    def call(m, k, n, arg, swap, chip, profile):
+        args = [
+            s
+            if not isinstance(s, tuple)
+            else np.linspace(-1, 1, int(np.prod(s)), dtype=np.float32).reshape(s)
+            for s in shapes(m, k, n)
+        ]
+        if swap is not None:
+            args[arg % len(args)] = swap
+        run = nki.profile if profile else nki.simulate
+        return run(kernel, chip=chip)(*args)
+
+    target(
+        f"trnlab.kernels.{key}",
+        call,
+        nan_ok=True,
+        examples=8,
+        m=never_bad(st.integers(1, 200)),
+        k=never_bad(st.integers(1, 128)),
+        n=never_bad(st.integers(1, 600)),
+        arg=never_bad(st.integers(0, 4)),
+        swap=Arg(
+            st.just(None),
+            st.sampled_from(
+                [
+                    None,
+                    "abc",
+                    3.0,
+                    np.ones(7, np.float32),
+                    np.ones((2, 3, 4, 5), np.float32),
+                    np.zeros((0, 4), np.float32),
+                    object(),
+                ]
+            ).filter(lambda v: v is not None),
+            ("kernel", "argument", "shape", "array", "dtype"),
+        ),
+        chip=Arg(
+            F.name_variants(["trn1", "trn2", "trn3"]),
+            F.near_misses(["trn1", "trn2"]),
+            ("chip", "target"),
+        ),
+        profile=never_bad(st.booleans()),
+    )
+
+
+for _key, (_kernel, _shapes) in _NKI_KERNELS.items():
+    _nki_target(_key, _kernel, _shapes)
+
 
 # --- trnlab.fabric -------------------------------------------------------------------------------
 

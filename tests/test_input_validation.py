@@ -384,6 +384,43 @@ def test_kernel_entry_points_check_shapes_names_and_flags():
         kernels.transpose(np.zeros((0, 4)))
 
 
+_X = np.ones((100, 64), np.float32)
+_Q = np.ones((8, 16), np.float32)
+_S1 = np.ones((128, 8), np.float32)
+_C, _B = np.ones((100, 8), np.float32), np.ones((4, 8), np.float32)
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: kernels.rmsnorm(np.ones(64), np.ones(64)), r"x must have 2 axes"),
+        (lambda: kernels.rmsnorm(_X, np.ones(5)), r"gamma must hold one weight per feature"),
+        (lambda: kernels.layernorm(_X, np.ones(64), np.ones(3)), r"beta must hold one weight"),
+        (lambda: kernels.softmax(np.ones((2, 3, 4))), r"x must have 2 axes"),
+        (lambda: kernels.attention(_Q, np.ones((8, 32)), _Q), r"k must have shape \(8, 16\)"),
+        (lambda: kernels.attention(_Q, _Q, np.ones((9, 16))), r"v must have shape \(8, 16\)"),
+        (lambda: kernels.attention(*[np.ones((8, 200))] * 3), r"head dimension d = 200"),
+        (
+            lambda: kernels.selective_scan(_C, _C, np.ones((100, 4)), _B, _B),
+            r"100 channels.*multiple of 128",
+        ),
+        (lambda: kernels.selective_scan(_S1, np.ones((128, 9)), _S1, _Q, _Q), r"u must have"),
+        (lambda: kernels.avgpool2d(np.ones((4, 8, 8)), 16), r"pool_size = 16 is larger"),
+        (lambda: kernels.avgpool2d(np.ones((8, 8)), 2), r"x must have 3 axes"),
+        (lambda: kernels.tensor_add(np.ones((4, 8)), np.ones((4, 9))), r"b must have shape"),
+        (lambda: kernels.transpose2d(np.ones((4, 12)), (5, 2)), r"f1 \* f2 must equal"),
+        (lambda: kernels.attention_reference(_Q, np.ones((8, 32)), _Q), r"k has 32 along d"),
+        (lambda: kernels.selective_scan_reference(np.ones(3), 1, 2, 3, 4), r"delta must be"),
+        (lambda: kernels.selective_scan_kernel(None, *[None] * 6, version="v4"), "version"),
+    ],
+)
+def test_nki_library_entry_points_check_shapes_before_tracing(call, match):
+    """Shapes that do not fit together are refused by name (these used to reach the kernel and
+    fail as a raw ValueError, or, for tensor_add, to be accepted with b's extra column)."""
+    with pytest.raises(KernelArgumentError, match=match):
+        call()
+
+
 # --- fabric -----------------------------------------------------------------------------------
 
 from trnlab import catalog as _catalog  # noqa: E402

@@ -1,8 +1,8 @@
 """trnlab: a Jupyter-first lab and visual explorer for AWS Trainium.
 
 Importing ``trnlab`` is light: subpackages load on first use (``trnlab.catalog``,
-``trnlab.formats``, ``trnlab.core``, ``trnlab.kernels``, ``trnlab.fabric``, ``trnlab.scale``,
-``trnlab.exercises``), numba kernels compile on first call and are cached
+``trnlab.formats``, ``trnlab.core``, ``trnlab.nki``, ``trnlab.kernels``, ``trnlab.fabric``,
+``trnlab.scale``, ``trnlab.exercises``), numba kernels compile on first call and are cached
 on disk, and the dashboards (``trnlab.widgets``) are imported only when asked for.
 
 Every refusal of bad input is a :class:`TrnlabError` (a ``ValueError``) whose message says
@@ -27,6 +27,7 @@ __all__ = [
     "fabric",
     "formats",
     "kernels",
+    "nki",
     "scale",
     "units",
     "widgets",
@@ -39,6 +40,7 @@ _LAZY = {
     "fabric",
     "formats",
     "kernels",
+    "nki",
     "scale",
     "units",
     "widgets",

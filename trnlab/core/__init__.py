@@ -39,7 +39,7 @@ from ._errors import (
 )
 from ._params import CoreParams, core_params
 from ._program import ENGINES, OPS, Program, engine_name
-from ._progress import MAX_INSTRUCTIONS, MAX_NUMERICS_INSTRUCTIONS
+from ._progress import MAX_INSTRUCTIONS, MAX_NUMERICS_INSTRUCTIONS, max_instructions
 from ._run import HBM, Run, hbm, record, run, simulate
 from ._schedule import Costs, costs, schedule
 from ._tiles import HBMTensor, HBMView, Tile, TilePool, View, format_bits, format_name
@@ -78,6 +78,7 @@ __all__ = [
     "format_bits",
     "format_name",
     "hbm",
+    "max_instructions",
     "record",
     "run",
     "schedule",

@@ -8,13 +8,21 @@ instruction), so a short run never shows anything.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import time
 
 from trnlab._checks import whole
 
 from ._errors import InstructionLimitError
 
-__all__ = ["MAX_INSTRUCTIONS", "MAX_NUMERICS_INSTRUCTIONS", "Progress", "instruction_limit"]
+__all__ = [
+    "MAX_INSTRUCTIONS",
+    "MAX_NUMERICS_INSTRUCTIONS",
+    "Progress",
+    "instruction_limit",
+    "max_instructions",
+]
 
 #: A run shows its progress once it has taken this long (issue 11: "about 2 s").
 AFTER_S = 2.0
@@ -30,9 +38,29 @@ MAX_NUMERICS_INSTRUCTIONS = 250_000
 _RATE = 400_000  # instructions/s recorded, timing only (the benchmark's figure)
 
 
+_RAISED: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "max_instructions", default=None
+)
+
+
+@contextlib.contextmanager
+def max_instructions(n: int):
+    """Raise (or lower) the instruction limit of every run inside the ``with`` block, NKI
+    kernels' traces included: ``with core.max_instructions(10_000_000): nki.profile(k)(...)``."""
+    token = _RAISED.set(whole(n, "max_instructions", 1, None, InstructionLimitError))
+    try:
+        yield
+    finally:
+        _RAISED.reset(token)
+
+
 def instruction_limit(max_instructions, numerics: bool) -> int:
-    """The instruction limit of a run: ``max_instructions`` checked, or the default."""
+    """The instruction limit of a run: ``max_instructions`` checked, else the limit of an
+    enclosing :func:`max_instructions` block, else the default for the mode."""
     if max_instructions is None:
+        raised = _RAISED.get()
+        if raised is not None:
+            return raised
         return MAX_NUMERICS_INSTRUCTIONS if numerics else MAX_INSTRUCTIONS
     return whole(max_instructions, "max_instructions", 1, None, InstructionLimitError)
 
@@ -47,7 +75,8 @@ def limit_message(count: int, limit: int, numerics: bool, estimated: bool = Fals
         f"{seconds:,.0f} s of recording at the reference machine's rate) and stops here rather "
         f"than run for minutes. Use a smaller shape or bigger tiles"
         + ("" if not numerics else ", run timing only (numerics=False)")
-        + ", or raise the limit: max_instructions=N."
+        + ", or raise the limit: max_instructions=N (or a block "
+        "with trnlab.core.max_instructions(N): around an NKI kernel's run)."
     )
 
 
