@@ -306,7 +306,85 @@ def test_a_huge_timing_only_matmul_is_refused_at_once_with_the_estimate():
         kernels.matmul((65536, 65536), (65536, 65536), variant="tiled", numerics=False)
     assert time.perf_counter() - t0 < 5  # refused before recording (it used to run for hours)
     msg = str(err.value)
-    assert "100,794,368" in msg and "2,000,000" in msg and "max_instructions" in msg
+    assert "100,794,368" in msg and "250,000" in msg and "max_instructions" in msg
+
+
+_SCAN = ((256, 300), (256, 300), (256, 3), (3, 300), (3, 300))
+_ESTIMATED = [
+    ("transpose", lambda: kernels.transpose((300, 700), numerics=False), (300, 700)),
+    ("transpose2d", lambda: kernels.transpose2d((300, 12), (3, 4), numerics=False), (300, 12)),
+    ("tensor_add", lambda: kernels.tensor_add((300, 1100), (300, 1100), numerics=False),
+     (300, 1100)),
+    ("avgpool2d", lambda: kernels.avgpool2d((300, 8, 8), 2, numerics=False), (300, 8, 8)),
+    ("softmax", lambda: kernels.softmax((1000, 300), numerics=False), (1000, 300)),
+    ("rmsnorm", lambda: kernels.rmsnorm((1000, 300), (300,), numerics=False), (1000, 300)),
+    ("layernorm", lambda: kernels.layernorm((1000, 1300), (1300,), (1300,), numerics=False),
+     (1000, 1300)),
+    ("attention", lambda: kernels.attention((1000, 64), (1500, 64), (1500, 64), numerics=False),
+     (1000, 1500, 64, False)),
+    ("attention", lambda: kernels.attention((900, 32), (900, 32), (900, 32), causal=True,
+                                            numerics=False), (900, 900, 32, True)),
+    ("selective_scan", lambda: kernels.selective_scan(*_SCAN, version="v1", numerics=False),
+     (256, 300, 3, "v1", 512, False)),
+    ("selective_scan", lambda: kernels.selective_scan(*_SCAN, version="v2", numerics=False),
+     (256, 300, 3, "v2", 512, False)),
+    ("selective_scan", lambda: kernels.selective_scan(*_SCAN, chunk=64, hoist=True,
+                                                      numerics=False), (256, 300, 3, "v3", 64, True)),
+    ("matmul_bias_act", lambda: kernels.matmul_bias_act((300, 700), (700, 200), (200,),
+                                                        numerics=False), (300, 700, 200)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name, run, sizes", _ESTIMATED)
+def test_each_library_estimate_is_close_to_the_recorded_count(name, run, sizes):
+    """The estimate that refuses a huge run before tracing is within 30% of what the kernel
+    records (exact for the simple kernels; attention and the scan round their inner loops)."""
+    from trnlab.kernels._estimates import ESTIMATES
+
+    recorded = len(run().program)
+    assert 0.77 * recorded <= ESTIMATES[name](*sizes) <= 1.3 * recorded
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: kernels.attention((65536, 128), (65536, 128), (65536, 128), numerics=False),
+        lambda: kernels.tensor_add((10**5, 10**5), (10**5, 10**5), numerics=False),
+        lambda: kernels.transpose((10**5, 10**5), numerics=False),
+        lambda: kernels.softmax((10**8, 64), numerics=False),
+        lambda: kernels.matmul_bias_act((65536, 65536), (65536, 65536), (65536,), numerics=False),
+        lambda: kernels.selective_scan(
+            (2**16, 2**16), (2**16, 2**16), (2**16, 16), (16, 2**16), (16, 2**16), numerics=False
+        ),
+    ],
+)
+def test_huge_timing_only_library_runs_are_refused_before_tracing(call):
+    """Each used to trace for minutes (attention over 65,536 tokens: 5 min on this machine)."""
+    import time
+
+    t0 = time.perf_counter()
+    with pytest.raises(core.InstructionLimitError, match=r"would record about [\d,]+ .*250,000"):
+        call()
+    assert time.perf_counter() - t0 < 5
+
+
+def test_an_nki_trace_stops_at_the_limit_and_a_block_can_raise_it():
+    import trnlab.nki as nki
+    import trnlab.nki.isa as nisa
+    import trnlab.nki.language as nl
+
+    @nki.jit
+    def many(x):
+        t = nl.ndarray((1, 8), dtype=x.dtype, buffer=nl.sbuf)
+        for _ in range(40_000):
+            nisa.memset(dst=t, value=0.0)
+        return x
+
+    x = nki.hbm((1, 8), nl.float32)
+    with pytest.raises(core.InstructionLimitError, match=r"has recorded 32,768.*NKI kernel"):
+        with core.max_instructions(20_000):
+            nki.profile(many, chip="trn2")(x)
+    assert core.MAX_NKI_INSTRUCTIONS == 250_000
 
 
 @pytest.mark.parametrize("variant", list(kernels.VARIANTS))

@@ -39,7 +39,12 @@ from ._errors import (
 )
 from ._params import CoreParams, core_params
 from ._program import ENGINES, OPS, Program, engine_name
-from ._progress import MAX_INSTRUCTIONS, MAX_NUMERICS_INSTRUCTIONS, max_instructions
+from ._progress import (
+    MAX_INSTRUCTIONS,
+    MAX_NKI_INSTRUCTIONS,
+    MAX_NUMERICS_INSTRUCTIONS,
+    max_instructions,
+)
 from ._run import HBM, Run, hbm, record, run, simulate
 from ._schedule import Costs, costs, schedule
 from ._tiles import HBMTensor, HBMView, Tile, TilePool, View, format_bits, format_name
@@ -49,6 +54,7 @@ __all__ = [
     "ENGINES",
     "HBM",
     "MAX_INSTRUCTIONS",
+    "MAX_NKI_INSTRUCTIONS",
     "MAX_NUMERICS_INSTRUCTIONS",
     "OPS",
     "CoreParams",

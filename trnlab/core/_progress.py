@@ -18,6 +18,7 @@ from ._errors import InstructionLimitError
 
 __all__ = [
     "MAX_INSTRUCTIONS",
+    "MAX_NKI_INSTRUCTIONS",
     "MAX_NUMERICS_INSTRUCTIONS",
     "Progress",
     "instruction_limit",
@@ -36,6 +37,12 @@ MAX_INSTRUCTIONS = 2_000_000
 #: cost per instruction measured on the reference machine): again a few seconds.
 MAX_NUMERICS_INSTRUCTIONS = 250_000
 _RATE = 400_000  # instructions/s recorded, timing only (the benchmark's figure)
+#: The same for a kernel traced through the NKI front end (trnlab.nki), whose Python runs per
+#: instruction: the NKI tutorial's tiled matmul, ~99 thousand instructions, profiles in ~8 s
+#: end to end (benchmarks/bench_nki.py), ~12 thousand instructions/s. So a timing-only NKI trace
+#: stops at, and the kernel library refuses beyond, this many: ~20 s.
+MAX_NKI_INSTRUCTIONS = 250_000
+_NKI_RATE = 12_000
 
 
 _RAISED: contextvars.ContextVar[int | None] = contextvars.ContextVar(
@@ -54,21 +61,28 @@ def max_instructions(n: int):
         _RAISED.reset(token)
 
 
-def instruction_limit(max_instructions, numerics: bool) -> int:
+def instruction_limit(max_instructions, numerics: bool, nki: bool = False) -> int:
     """The instruction limit of a run: ``max_instructions`` checked, else the limit of an
-    enclosing :func:`max_instructions` block, else the default for the mode."""
+    enclosing :func:`max_instructions` block, else the default for the mode (``nki``: a kernel
+    traced through trnlab.nki)."""
     if max_instructions is None:
         raised = _RAISED.get()
         if raised is not None:
             return raised
-        return MAX_NUMERICS_INSTRUCTIONS if numerics else MAX_INSTRUCTIONS
+        if numerics:
+            return MAX_NUMERICS_INSTRUCTIONS
+        return MAX_NKI_INSTRUCTIONS if nki else MAX_INSTRUCTIONS
     return whole(max_instructions, "max_instructions", 1, None, InstructionLimitError)
 
 
-def limit_message(count: int, limit: int, numerics: bool, estimated: bool = False) -> str:
+def limit_message(
+    count: int, limit: int, numerics: bool, estimated: bool = False, nki: bool = False
+) -> str:
     """Why a run stops at its instruction limit, and what to do (the estimate, the limit)."""
     mode = "run with numerics" if numerics else "timing-only run"
-    seconds = limit / (_RATE / (8 if numerics else 1))
+    if nki:
+        mode = f"{mode} of an NKI kernel"
+    seconds = limit / ((_NKI_RATE if nki else _RATE) / (8 if numerics else 1))
     what = f"would record about {count:,}" if estimated else f"has recorded {count:,}"
     return (
         f"this kernel {what} instructions; a {mode} records at most {limit:,} (about "

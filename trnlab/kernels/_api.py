@@ -26,6 +26,7 @@ from trnlab.nki._dtypes import DTYPES
 from ._attention import nki_attention
 from ._elementwise import TILE, nki_avgpool2d, nki_tensor_add
 from ._epilogue import nki_matmul_bias_act
+from ._estimates import ESTIMATES
 from ._mamba import VERSIONS, nki_selective_scan
 from ._matmul import PROGRESSION, estimate_instructions, out_dtype_for
 from ._norms import nki_layernorm, nki_rmsnorm, nki_softmax
@@ -125,10 +126,16 @@ def _options(kernel, options: dict, fixed: tuple[str, ...]) -> dict:
 
 def _check_size(count: int, max_instructions, numerics: bool) -> int:
     """Refuse a run whose estimated instruction count exceeds its limit (before tracing)."""
-    limit = instruction_limit(max_instructions, numerics)
+    limit = instruction_limit(max_instructions, numerics, nki=True)
     if count > limit:
-        raise InstructionLimitError(limit_message(count, limit, numerics, estimated=True))
+        raise InstructionLimitError(limit_message(count, limit, numerics, estimated=True, nki=True))
     return limit
+
+
+def _fits(kernel: str, numerics: bool, *sizes) -> None:
+    """Refuse before tracing a kernel whose estimated instruction count (:mod:`._estimates`) is
+    beyond the run's limit: a huge timing-only shape would otherwise trace for minutes."""
+    _check_size(ESTIMATES[kernel](*sizes), None, numerics)
 
 
 def matmul(
@@ -226,15 +233,26 @@ def matmul_bias_act(
     activation = choose(activation, ACTIVATION_FUNCTIONS, "activation", KernelArgumentError)
     numerics = flag(numerics, "numerics", KernelArgumentError)
     (M, K), (K2, N) = _operand(a, "A"), _operand(b, "B")
-    a, b, bias = _values(a, "A"), _values(b, "B"), _values(bias, "bias")
-    if K2 != K or bias.shape not in ((N,), (N, 1)):
+    if isinstance(bias, tuple):
+        bias_shape = bias
+    else:
+        bias = _values(bias, "bias")
+        bias_shape = bias.shape
+    if K2 != K or tuple(bias_shape) not in ((N,), (N, 1)):
         raise KernelArgumentError(
-            f"need A[M, K], B[K, N] and bias[N]; got A {a.shape}, B {b.shape}, bias {bias.shape}"
+            f"need A[M, K], B[K, N] and bias[N]; got A {(M, K)}, B {(K2, N)}, bias {bias_shape}"
         )
-    bias = bias.reshape(-1, 1)
     d = nki_dtype(dtype)
+    if numerics and any(isinstance(x, tuple) for x in (a, b, bias)):
+        raise KernelArgumentError(
+            "A, B or bias is given as a shape; numerics need values. Pass arrays, or "
+            "numerics=False for a timing-only run."
+        )
+    _fits("matmul_bias_act", numerics, M, K, N)
     if numerics:
-        args = (nki.hbm(b, d), nki.hbm(np.ascontiguousarray(a.T), d), nki.hbm(bias, nl.float32))
+        a, b = _values(a, "A"), _values(b, "B")
+        args = (nki.hbm(b, d), nki.hbm(np.ascontiguousarray(a.T), d),
+                nki.hbm(bias.reshape(-1, 1), nl.float32))  # fmt: skip
     else:
         args = (nki.hbm((K, N), d), nki.hbm((K, M), d), nki.hbm((N, 1), nl.float32))
     r = nki.profile(nki_matmul_bias_act, chip=core.core_params(chip))(
@@ -251,6 +269,7 @@ def transpose(x, chip="trn1", dtype: str = "fp32", numerics: bool = True) -> cor
     d = nki_dtype(dtype)
     if numerics and isinstance(x, tuple):
         raise KernelArgumentError(f"x is given as a shape {x}; numerics need values")
+    _fits("transpose", numerics, *shape)
     arg = nki.hbm(_values(x, "x"), d) if numerics else nki.hbm(shape, d)
     r = nki.profile(nki_transpose, chip=core.core_params(chip))(arg)
     return dataclasses.replace(r, outputs={"y": r.output}) if numerics else r
@@ -397,7 +416,9 @@ def rmsnorm(x, gamma, eps=1e-6, chip="trn1", dtype="fp32", numerics=True) -> cor
     """RMSNorm of the rows of ``x [N, D]`` with weight ``gamma [D]`` (:func:`nki_rmsnorm`)."""
     eps = number(eps, "eps", 0, None, error=KernelArgumentError)
     xa, ga = _hbm(x, dtype, numerics, "x"), _hbm(gamma, dtype, numerics, "gamma")
-    _vector(ga, "gamma", _dims(xa, "x", 2, "N rows, D features")[1])
+    N, D = _dims(xa, "x", 2, "N rows, D features")
+    _vector(ga, "gamma", D)
+    _fits("rmsnorm", xa.values is not None, N, D)
     return _profile(nki_rmsnorm, chip, xa, ga, eps=eps)
 
 
@@ -406,16 +427,17 @@ def layernorm(x, gamma, beta, eps=1e-5, chip="trn1", dtype="fp32", numerics=True
     eps = number(eps, "eps", 0, None, error=KernelArgumentError)
     xa, ga = _hbm(x, dtype, numerics, "x"), _hbm(gamma, dtype, numerics, "gamma")
     ba = _hbm(beta, dtype, numerics, "beta")
-    D = _dims(xa, "x", 2, "N rows, D features")[1]
+    N, D = _dims(xa, "x", 2, "N rows, D features")
     _vector(ga, "gamma", D)
     _vector(ba, "beta", D)
+    _fits("layernorm", xa.values is not None, N, D)
     return _profile(nki_layernorm, chip, xa, ga, ba, eps=eps)
 
 
 def softmax(x, chip="trn1", dtype="fp32", numerics=True) -> core.Run:
     """Softmax of every row of ``x [N, D]`` (:func:`nki_softmax`)."""
     xa = _hbm(x, dtype, numerics, "x")
-    _dims(xa, "x", 2, "N rows, D features")
+    _fits("softmax", xa.values is not None, *_dims(xa, "x", 2, "N rows, D features"))
     return _profile(nki_softmax, chip, xa)
 
 
@@ -440,6 +462,7 @@ def attention(q, k, v, causal=False, chip="trn2", dtype="bf16", numerics=True) -
             f"q's head dimension d = {d} exceeds the 128 partitions the kernel contracts it "
             f"over; split the head (d <= 128)"
         )
+    _fits("attention", qa.values is not None, qa.shape[1], S_kv, d, causal)
     return _profile(nki_attention, chip, qa, ka, va, causal=causal)
 
 
@@ -462,6 +485,7 @@ def selective_scan(delta, u, a, b, c, version="v3", chunk=512, hoist=False, chip
             f"delta has {channels} channels; the kernel puts channels on the 128 partitions, "
             f"so it needs a multiple of 128 (pad to {-(-channels // 128) * 128})"
         )
+    _fits("selective_scan", args[0].values is not None, channels, T, S, version, chunk, hoist)
     return nki.profile(nki_selective_scan, chip=_params(chip, bufs))(
         *args, version=version, chunk=chunk, hoist=hoist
     )
@@ -472,11 +496,12 @@ def avgpool2d(x, pool_size: int, chip="trn1", dtype="fp32", numerics=True) -> co
     (:func:`nki_avgpool2d`)."""
     pool_size = whole(pool_size, "pool_size", 1, 1 << 16, KernelArgumentError)
     xa = _hbm(x, dtype, numerics, "x")
-    _C, H, W = _dims(xa, "x", 3, "C channels, H rows, W columns")
+    C, H, W = _dims(xa, "x", 3, "C channels, H rows, W columns")
     if pool_size > min(H, W):
         raise KernelArgumentError(
             f"pool_size = {pool_size} is larger than the image ({H} x {W}): no window fits"
         )
+    _fits("avgpool2d", xa.values is not None, C, H, W)
     return _profile(nki_avgpool2d, chip, xa, pool_size)
 
 
@@ -486,6 +511,7 @@ def tensor_add(a, b, chip="trn1", dtype="fp32", numerics=True) -> core.Run:
     a_arg, b_arg = _hbm(a, dtype, numerics, "a"), _hbm(b, dtype, numerics, "b")
     shape = _dims(a_arg, "a", 2, "rows, columns")
     _same("b", b_arg.shape, shape, "as a: the kernel adds element by element")
+    _fits("tensor_add", a_arg.values is not None, *shape)
     grid = (-(-shape[0] // TILE[0]), -(-shape[1] // TILE[1]))
     return _profile(nki_tensor_add[grid], chip, a_arg, b_arg)
 
@@ -501,4 +527,5 @@ def transpose2d(x, shape2d, chip="trn1", dtype="fp32", numerics=True) -> core.Ru
             f"shape2d {shape2d} holds {shape2d[0] * shape2d[1]} elements, but each row of x "
             f"holds {F}: f1 * f2 must equal x's columns"
         )
+    _fits("transpose2d", xa.values is not None, *xa.shape)
     return _profile(nki_transpose2d, chip, xa, shape2d)

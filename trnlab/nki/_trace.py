@@ -140,7 +140,7 @@ class Trace:
         self.constants: dict = {}
         self.pmax = int(params.sbuf_partitions)
         self.limits = _Limits(params)
-        self.max_ops = instruction_limit(None, numerics)  # a trace stops here, not hangs
+        self.max_ops = instruction_limit(None, numerics, nki=True)  # stops here, not hangs
 
     def __enter__(self) -> Trace:
         _STACK.append(self)
@@ -291,7 +291,7 @@ class Trace:
         """Append one instruction touching ``storages``."""
         i = len(self.ops)
         if not i & 0x3FFF and i >= self.max_ops:
-            raise InstructionLimitError(limit_message(i, self.max_ops, self.numerics))
+            raise InstructionLimitError(limit_message(i, self.max_ops, self.numerics, nki=True))
         for s in storages:
             if s.first < 0:
                 s.first = i
