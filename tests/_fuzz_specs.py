@@ -1370,6 +1370,118 @@ for _key, (_kernel, _shapes) in _NKI_KERNELS.items():
     _nki_target(_key, _kernel, _shapes)
 
 
+# --- trnlab.nki: the NKI front end's own entry points ---------------------------------------------
+
+SUBPACKAGES += ["trnlab.nki"]
+CLASSES.update(
+    {
+        "trnlab.nki.HBMArg": "record returned by nki.hbm (fuzzed)",
+        "trnlab.nki.Kernel": "what nki.jit returns (fuzzed through jit, simulate and profile)",
+        "trnlab.nki.NkiTensor": "a kernel's view of a tensor, made only inside a trace",
+    }
+)
+NKI_DTYPES = ["float32", "bfloat16", "float16", "float8_e4m3", "fp32", "bf16"]
+nki_dtype_arg = F.name(NKI_DTYPES, ("dtype",))
+nki_chip_arg = Arg(
+    F.name_variants(["trn1", "trn2", "trn3"]),
+    F.near_misses(["trn1", "trn2", "trn3"]) | st.sampled_from([5, 1.5, object(), "h100"]),
+    ("chip",),
+)
+target(
+    "trnlab.nki.hbm",
+    lambda x, dtype, name: nki.hbm(x, dtype, name=name),
+    nan_ok=True,
+    x=Arg(
+        st.sampled_from([(128, 512), (4, 8, 16), (1,), np.ones((4, 8), np.float32)]),
+        st.sampled_from(
+            [
+                *F.SHAPES_BAD[:-2],
+                (2**40, 2**40),
+                None,
+                "abc",
+                [[1.0, 2.0], [3.0]],
+                object(),
+                np.zeros((0, 4), np.float32),
+                np.float32(3.0),
+                np.array([["a", "b"]]),
+            ]
+        ),
+        ("shape", "array", "nki.hbm"),
+    ),
+    dtype=nki_dtype_arg,
+    name=F.choice([None, "a", "weights"], [5, 1.5, object(), b"x"], ("name",)),
+)
+target(
+    "trnlab.nki.jit",
+    lambda fn, mode, platform_target: nki.jit(fn, mode=mode, platform_target=platform_target),
+    fn=Arg(
+        st.sampled_from([lambda a: a, kernels.nki_softmax.fn]),
+        st.sampled_from([5, "abc", object(), np.ones(3)]),
+        ("kernel", "function"),
+    ),
+    mode=F.choice([None, "simulation", "auto"], [5, 1.5, object(), ["simulation"]], ("mode",)),
+    platform_target=F.choice(
+        [None, "trn1", "TRN2", "gen3", " trn3 "],
+        ["trn22", "gen9", "", 5, object(), "h100"],
+        ("platform_target", "target"),
+    ),
+)
+
+
+def _nki_run(simulate: bool):
+    def call(rows, cols, kernel, chip, numerics):
+        x = np.linspace(-1, 1, rows * cols, dtype=np.float32).reshape(rows, cols)
+        if simulate:
+            return nki.simulate(kernel, chip=chip)(x)
+        return nki.profile(kernel, chip=chip, numerics=numerics)(
+            x if numerics is not False else nki.hbm((rows, cols), "float32")
+        )
+
+    return call
+
+
+for _simulate, _key in ((True, "simulate"), (False, "profile")):
+    target(
+        f"trnlab.nki.{_key}",
+        _nki_run(_simulate),
+        nan_ok=True,
+        rows=never_bad(st.integers(1, 300)),
+        cols=never_bad(st.integers(1, 600)),
+        kernel=Arg(
+            st.sampled_from([kernels.nki_softmax, kernels.nki_transpose]),
+            st.sampled_from([None, 5, "abc", object(), kernels.nki_rmsnorm, kernels.nki_attention]),
+            ("kernel", "argument"),
+        ),
+        chip=nki_chip_arg,
+        numerics=Arg(
+            st.sampled_from([None, True, False]), st.sampled_from(F.FLAGS_BAD[:6]), ("numerics",)
+        )
+        if not _simulate
+        else never_bad(st.just(None)),
+    )
+
+
+def _record(ctx_kind, buffers):
+    def kern(ctx, x, y):
+        c = ctx if ctx_kind == "ctx" else ctx_kind
+        nki.record_into(c, kernels.nki_transpose, x, outputs=(y,), buffers=buffers)
+
+    return core.run(
+        kern,
+        numerics=False,
+        x=core.hbm((64, 96), "fp32", is_input=True),
+        y=core.hbm((96, 64), "fp32"),
+    )
+
+
+target(
+    "trnlab.nki.record_into",
+    _record,
+    ctx_kind=Arg(st.just("ctx"), st.sampled_from([None, 5, "ctx2", object()]), ("context",)),
+    buffers=F.choice([None, 1, 2, 3], [0, -1, 1.5, "3", True, 10**6, NAN], ("buffers",)),
+)
+
+
 # --- trnlab.fabric -------------------------------------------------------------------------------
 
 from trnlab import fabric, scale  # noqa: E402

@@ -21,21 +21,33 @@ import contextlib
 import functools
 import inspect
 import itertools
+import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from trnlab._checks import flag, short, whole
 from trnlab._errors import TrnlabError
 from trnlab._threads import one_blas_thread
-from trnlab.core import CoreParams, HBMTensor, KernelArgumentError, KernelContext, Run
+from trnlab.core import (
+    CoreParams,
+    HBMTensor,
+    InstructionLimitError,
+    KernelArgumentError,
+    KernelContext,
+    Run,
+)
 from trnlab.core import simulate as _schedule
+from trnlab.core._context import MAX_HBM_ELEMENTS
+from trnlab.core._progress import instruction_limit
 
 from ._alloc import replay
 from ._dtypes import DTYPES, DType, dtype_info, from_numpy, to_numpy, values_of
 from ._errors import option
-from ._target import resolve
+from ._target import _chip, resolve
 from ._tensor import NkiTensor
 from ._trace import _STACK, Trace, location
 
@@ -58,11 +70,23 @@ def hbm(x, dtype=None, name: str | None = None) -> HBMArg:
     a timing-only run) or ``nki.hbm(array, nl.bfloat16)`` (values rounded to the dtype; how to
     pass bf16 or x4-packed MX data without ml_dtypes: an x4 array has a trailing axis of 4).
     ``name`` names the tensor in the profile (default: the kernel's parameter name)."""
-    if isinstance(x, tuple | list) and all(isinstance(v, int | np.integer) for v in x):
+    if name is not None and not isinstance(name, str):
+        raise KernelArgumentError(f"nki.hbm(name=...) names the tensor: a string, not {name!r}")
+    ints = isinstance(x, list) and x and all(isinstance(v, int | np.integer) for v in x)
+    if isinstance(x, tuple) or ints:  # a shape: a timing-only placeholder
         if dtype is None:
             raise KernelArgumentError("nki.hbm(shape, dtype): a shape needs a dtype")
-        return HBMArg(tuple(int(v) for v in x), dtype_info(dtype), None, name)
-    a = np.asarray(x)
+        return HBMArg(_shape(x), dtype_info(dtype), None, name)
+    try:
+        a = np.asarray(x)
+    except ValueError:  # ragged nested lists
+        a = np.asarray(None)
+    if a.dtype.kind not in "fiub" or a.ndim == 0 or not a.size:
+        raise KernelArgumentError(
+            f"nki.hbm takes a shape (a tuple such as (128, 512)) or an array of real numbers "
+            f"with at least one element; got {short(x)}"
+            + (f" (an array of shape {a.shape})" if a.dtype.kind in "fiub" else "")
+        )
     d = from_numpy(a, "nki.hbm") if dtype is None else dtype_info(dtype)
     shape = a.shape[:-1] if d.packed > 1 else a.shape
     if d.packed > 1 and a.shape[-1:] != (4,):
@@ -70,6 +94,25 @@ def hbm(x, dtype=None, name: str | None = None) -> HBMArg:
             f"{d.name} values need a trailing axis of 4 (the packed values); got {a.shape}"
         )
     return HBMArg(tuple(shape), d, values_of(np.asarray(a, np.float32), d), name)
+
+
+def _shape(x) -> tuple[int, ...]:
+    """An HBM placeholder's shape: whole numbers >= 1, at most MAX_HBM_ELEMENTS elements."""
+    if not x or not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in x):
+        raise KernelArgumentError(
+            f"nki.hbm shape must be one or more whole numbers, such as (128, 512); got {short(x)}"
+        )
+    shape = tuple(int(v) for v in x)
+    if min(shape) < 1:
+        raise KernelArgumentError(
+            f"nki.hbm shape {shape} has a size below 1; every axis needs >= 1"
+        )
+    if math.prod(shape) > MAX_HBM_ELEMENTS:
+        raise KernelArgumentError(
+            f"nki.hbm shape {shape} holds {math.prod(shape):,} elements, more than any chip's HBM "
+            f"(the limit is {MAX_HBM_ELEMENTS:,}); use a smaller shape"
+        )
+    return shape
 
 
 class Launch:
@@ -127,6 +170,12 @@ def jit(fn=None, *, mode: str | None = None, platform_target: str | None = None,
     :class:`NotModelledError`."""
     if options:
         raise option("nki.jit", f"options {sorted(options)}", "mode and platform_target are")
+    if mode is not None and not isinstance(mode, str):
+        raise KernelArgumentError(
+            f"nki.jit(mode=...) is a string such as 'simulation', not {mode!r}"
+        )
+    if platform_target is not None:
+        _chip(platform_target, "nki.jit(platform_target=...)")  # checked now, not at the launch
     if fn is None:
         return lambda f: jit(f, mode=mode, platform_target=platform_target)
     if isinstance(fn, Kernel):
@@ -135,7 +184,24 @@ def jit(fn=None, *, mode: str | None = None, platform_target: str | None = None,
 
 
 def _kernel(k) -> Kernel:
-    return k if isinstance(k, Kernel) else jit(k)
+    if isinstance(k, Kernel):
+        return k
+    if not callable(k):  # jit(None) would be the decorator form
+        raise KernelArgumentError(f"expected an NKI kernel (an @nki.jit function), not {short(k)}")
+    return jit(k)
+
+
+def _bind(k: Kernel, args, kwargs) -> None:
+    """The kernel's parameters take these arguments, or a teaching error naming them."""
+    try:
+        inspect.signature(k.fn).bind(*args, **kwargs)
+    except TypeError as exc:
+        raise KernelArgumentError(
+            f"kernel {k.fn.__name__}{inspect.signature(k.fn)} cannot take {len(args)} "
+            f"positional argument(s) and {sorted(kwargs) or 'no'} keyword(s): {exc}"
+        ) from None
+    except ValueError:  # no signature to read (a builtin): the call itself will say
+        pass
 
 
 # --- launching ----------------------------------------------------------------------------------
@@ -177,8 +243,17 @@ def _wrap(tr: Trace, name: str, a, cache: dict):
 
 def _launch(kernel: Kernel, args, kwargs, params: CoreParams, numerics: bool, bind=()):
     """Trace every program of the launch; returns (traces, first program's return)."""
+    _bind(kernel, args, kwargs)
     names = _names(kernel.fn, args, kwargs)
     launch = Launch(gridded=kernel.grid is not None, bind=bind)
+    programs = math.prod(kernel.grid or (1,))
+    limit = instruction_limit(None, numerics, nki=True)
+    if programs > limit:  # every program records at least one instruction
+        raise InstructionLimitError(
+            f"a launch grid {list(kernel.grid)} runs {programs:,} programs, each recording at "
+            f"least one instruction: beyond the limit of {limit:,} (trnlab.core.max_instructions"
+            f"(N) raises it). Launch a smaller grid with more work per program."
+        )
     if kernel.lnc == 2:
         grid = (2,)
         cores = [[(0,)], [(1,)]]
@@ -288,6 +363,8 @@ def simulate(kernel, chip=None):
     PSUM. ``chip`` (trnlab's) picks the target; otherwise ``NEURON_PLATFORM_TARGET_OVERRIDE``,
     else trn3 (see :mod:`trnlab.nki._target`)."""
     k = _kernel(kernel)
+    if chip is not None and not isinstance(chip, CoreParams):
+        resolve(chip)  # an unknown chip is refused here, with the nearest names
 
     def run(*args, **kwargs):
         if not _numerics_of(args, kwargs):
@@ -338,10 +415,14 @@ def profile(kernel, chip=None, numerics: bool | None = None):
     tile got. ``chip`` may be a :class:`trnlab.core.CoreParams` for "what if" figures, e.g.
     ``core.core_params("trn2", compiler_rotating_buffers=3)``."""
     k = _kernel(kernel)
+    if numerics is not None:
+        flag(numerics, "nki.profile(numerics=...)", KernelArgumentError)
+    if chip is not None and not isinstance(chip, CoreParams):
+        resolve(chip)  # an unknown chip is refused here, with the nearest names
 
     def run(*args, **kwargs) -> Run:
         params = resolve(chip, k.platform_target)
-        num = _numerics_of(args, kwargs) if numerics is None else bool(numerics)
+        num = _numerics_of(args, kwargs) if numerics is None else numerics
         if num and not _numerics_of(args, kwargs):
             raise KernelArgumentError("numerics=True needs values for every HBM argument")
         traces, _ = _launch(k, args, kwargs, params, num)
@@ -365,10 +446,16 @@ def record_into(ctx: KernelContext, kernel, *args, outputs=(), buffers: int | No
     context). Values are computed by the NKI front end and written into those tensors.
     ``buffers`` overrides the rotating buffers per tile declared in a loop (the compiler's
     count, ``compiler_rotating_buffers``) for this kernel's allocation only."""
+    if not isinstance(ctx, KernelContext):
+        raise KernelArgumentError(
+            f"record_into traces onto a trnlab.core KernelContext (a core kernel's ctx), not "
+            f"{short(ctx)}"
+        )
     k = _kernel(kernel)
     params = ctx.params
-    if buffers:
-        params = params.replace(compiler_rotating_buffers=int(buffers))
+    if buffers is not None:
+        n = whole(buffers, "buffers (rotating buffers per tile)", 1, 64, KernelArgumentError)
+        params = params.replace(compiler_rotating_buffers=n)
     traces, result = _launch(k, args, kwargs, params, ctx.numerics, bind=outputs)
     if len(traces) != 1:
         raise KernelArgumentError("record_into traces one NeuronCore: launch without LNC=2")

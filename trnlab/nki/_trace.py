@@ -26,6 +26,7 @@ import math
 import os
 import re
 import sys
+import threading
 
 import numpy as np
 
@@ -44,7 +45,32 @@ from ._tensor import MemoryRegion, NkiTensor, Storage
 
 __all__ = ["Trace", "current", "user_frame"]
 
-_STACK: list[Trace] = []
+
+class _Stack(threading.local):
+    """The kernels being traced, innermost last, one stack per thread: a dashboard tracing a
+    kernel on a worker thread while the notebook traces another must not share one (each
+    thread's instructions went to whichever trace was pushed last)."""
+
+    def __init__(self) -> None:
+        self.items: list[Trace] = []
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i):
+        return self.items[i]
+
+    def append(self, trace: Trace) -> None:
+        self.items.append(trace)
+
+    def pop(self) -> Trace:
+        return self.items.pop()
+
+
+_STACK = _Stack()
 _PACKAGE = __name__.rsplit(".", 1)[0]  # "trnlab.nki"
 _ASSIGN = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\[[^\]]*\])?\s*(?::[^=]*)?=[^=]")
 
