@@ -225,6 +225,11 @@ def _wrap(tr: Trace, name: str, a, cache: dict):
     if isinstance(a, HBMArg):
         return tr.input(a.name or name, a.shape, a.dtype, a.values)
     if isinstance(a, np.ndarray):
+        if a.ndim == 0 or not a.size:
+            raise KernelArgumentError(
+                f"argument {name!r} is an array of shape {a.shape}; an HBM tensor needs at "
+                f"least one axis and one element"
+            )
         got = cache.get(id(a))
         if got is None:
             d = from_numpy(a, f"argument {name!r}")
