@@ -1154,6 +1154,7 @@ def _add(a, b):
         (lambda: nki.profile(_add, chip="trn22"), r"Did you mean 'trn2'"),
         (lambda: nki.simulate(_add)(np.ones((2, 2), np.float32)), r"_add\(a, b\) cannot take"),
         (lambda: nki.record_into(None, _add), r"KernelContext"),
+        (lambda: nki.simulate(_add)(*[np.zeros((0, 4), np.float32)] * 2), r"one element"),
     ],
 )
 def test_the_front_ends_entry_points_refuse_bad_arguments_by_name(call, match):
