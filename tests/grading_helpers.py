@@ -15,6 +15,7 @@ import nbformat
 import papermill as pm
 import pytest
 
+from tests._load import load_scaled  # noqa: F401 (the grading tests import it from here)
 from tests.lab_checks import lab01 as lab01_checks
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,14 +40,6 @@ WRONG = {
     "trust": "'glossary'",
     "ridge_trn3": 230,  # Trainium2's BF16 ridge: the "ridge keeps rising" reading
 }
-
-
-def load_scaled(seconds: float, cap: float = 6.0) -> int:
-    """A time limit for a notebook run under this machine's load: ``seconds`` on an idle
-    machine, stretched by the run queue per core (up to ``cap`` times), so an honest notebook
-    never trips a limit only because other work shares the cores."""
-    per_core = os.getloadavg()[0] / (os.cpu_count() or 1)
-    return round(seconds * min(cap, max(1.0, per_core)))
 
 
 # In the order of the lab's check cells.

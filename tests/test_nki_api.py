@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import trnlab
 import trnlab.nki as nki
 import trnlab.nki.isa as nisa
 import trnlab.nki.language as nl
@@ -1110,3 +1111,115 @@ def test_kernels_annotated_with_nki_typing_run_unchanged():
     x = np.arange(64 * 32, dtype=np.float32).reshape(64, 32)
     np.testing.assert_array_equal(nki.simulate(double)(x), 2 * x)
     assert nki.typing.tensor[128, 6] is nki.NkiTensor
+
+
+def test_a_kernels_own_refusal_becomes_a_teaching_error_at_its_line():
+    """``N, D = x.shape`` on a 1-D input, or a kernel's own ``raise ValueError``, reaches the
+    learner as a KernelArgumentError naming the kernel, its line and the arguments given
+    (it used to escape as a bare ValueError / AttributeError)."""
+
+    @nki.jit
+    def rows_kernel(x):
+        N, D = x.shape
+        out = nl.ndarray((N, D), dtype=x.dtype, buffer=nl.shared_hbm)
+        return out
+
+    with pytest.raises(core.KernelArgumentError) as err:
+        nki.simulate(rows_kernel)(np.ones(5, np.float32))
+    msg = str(err.value)
+    assert "rows_kernel" in msg and "line" in msg and "x=array(5,) float32" in msg
+    assert isinstance(err.value.__cause__, ValueError)
+    with pytest.raises(core.KernelArgumentError, match="AttributeError"):
+        nki.profile(rows_kernel, chip="trn2")(None)
+
+
+def test_an_index_outside_a_tile_is_trnlabs_index_error_and_still_an_index_error():
+    @nki.jit
+    def past_the_end(x):
+        t = nl.ndarray((128, 8), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t[:, 4:12], src=x[:, 0:8])
+        return x
+
+    with pytest.raises(core.TileIndexError) as err:
+        nki.simulate(past_the_end)(np.ones((128, 8), np.float32))
+    assert isinstance(err.value, IndexError) and "does not clip" in str(err.value)
+
+
+@nki.jit
+def _add(a, b):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.add(nl.load(a), nl.load(b)))
+    return out
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: nki.hbm((-1, 4), nl.float32), r"size below 1"),
+        (lambda: nki.hbm((0, 4), nl.float32), r"size below 1"),
+        (lambda: nki.hbm((), nl.float32), r"one or more whole numbers"),
+        (lambda: nki.hbm((True, 4), nl.float32), r"one or more whole numbers"),
+        (lambda: nki.hbm((2**40, 2**40), nl.float32), r"more than any chip's HBM"),
+        (lambda: nki.hbm(None, nl.float32), r"array of real numbers"),
+        (lambda: nki.hbm("abc", nl.float32), r"array of real numbers"),
+        (lambda: nki.hbm((4, 4), nl.float32, name=5), r"name"),
+        (lambda: nki.hbm((4, 4), "float23"), r"Did you mean nl.float32"),
+        (lambda: nki.jit(lambda a: a, mode=5), r"mode"),
+        (lambda: nki.jit(lambda a: a, platform_target="trn22"), r"platform_target"),
+        (lambda: nki.simulate(None), r"expected an NKI kernel"),
+        (lambda: nki.profile(_add, numerics="no"), r"numerics.*flag"),
+        (lambda: nki.profile(_add, chip="trn22"), r"Did you mean 'trn2'"),
+        (lambda: nki.simulate(_add)(np.ones((2, 2), np.float32)), r"_add\(a, b\) cannot take"),
+        (lambda: nki.record_into(None, _add), r"KernelContext"),
+        (lambda: nki.simulate(_add)(*[np.zeros((0, 4), np.float32)] * 2), r"one element"),
+    ],
+)
+def test_the_front_ends_entry_points_refuse_bad_arguments_by_name(call, match):
+    """Each used to be accepted (a shape of -1 or 0, numerics='no' read as True, mode=5) or
+    to escape as a bare TypeError / AttributeError / ValueError."""
+    with pytest.raises(trnlab.TrnlabError, match=match):  # KernelArgumentError, CatalogError
+        call()
+
+
+def test_dtype_names_are_case_insensitive_and_a_huge_grid_is_refused_at_once():
+    assert nki.hbm((4, 4), " Float32 ").dtype.name == "float32"
+
+    @nki.jit
+    def one(a):
+        return a
+
+    with pytest.raises(core.InstructionLimitError, match="1,000,000,000,000 programs"):
+        nki.simulate(one[10**6, 10**6])(np.ones((2, 2), np.float32))  # used to exhaust memory
+    assert issubclass(nki.NotModelledError, trnlab.TrnlabError)
+    assert issubclass(nki.NotModelledError, NotImplementedError)
+
+
+def test_two_threads_trace_two_kernels_at_once_without_mixing_them():
+    """Each thread has its own trace stack: a dashboard's worker thread tracing a kernel while
+    the notebook traces another (ScaleExplorer's search) used to send one thread's
+    instructions into the other's trace ("tile ... was freed", or wrong values)."""
+    import threading
+
+    meet = threading.Barrier(2, timeout=30)
+
+    @nki.jit
+    def scaled(a, s):
+        t = nl.load(a)
+        meet.wait()  # both traces are open here
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.multiply(t, s))
+        return out
+
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    got = {}
+
+    def work(s):
+        got[s] = nki.simulate(scaled)(x, s)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in (2.0, 3.0)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    np.testing.assert_array_equal(got[2.0], 2 * x)
+    np.testing.assert_array_equal(got[3.0], 3 * x)

@@ -112,6 +112,19 @@ def test_selective_scan(tiles, t, states, version, hoist, seed):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
 
 
+@pytest.mark.parametrize("t, chunk", [(100, 64), (70, 16), (513, 512)])
+def test_selective_scan_v3_takes_a_short_last_chunk(t, chunk):
+    """T need not be a multiple of the chunk (the last chunk used to index past the tile)."""
+    rng = _rng(t)
+    delta = (rng.random((128, t)) * 0.2).astype(np.float32)
+    u = rng.standard_normal((128, t)).astype(np.float32)
+    a = -rng.random((128, 2)).astype(np.float32)
+    b, cc = (rng.standard_normal((2, t)).astype(np.float32) for _ in range(2))
+    got = kernels.selective_scan(delta, u, a, b, cc, version="v3", chunk=chunk).output
+    want = kernels.selective_scan_reference(delta, u, a, b, cc)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
 @SOME
 @given(
     c=st.integers(1, 260),

@@ -4,6 +4,9 @@ Importing ``trnlab`` is light: subpackages load on first use (``trnlab.catalog``
 ``trnlab.formats``, ``trnlab.core``, ``trnlab.nki``, ``trnlab.kernels``, ``trnlab.fabric``,
 ``trnlab.scale``, ``trnlab.exercises``), numba kernels compile on first call and are cached
 on disk, and the dashboards (``trnlab.widgets``) are imported only when asked for.
+
+Every refusal of bad input is a :class:`TrnlabError` (a ``ValueError``) whose message says
+what was wrong and what to do; each subpackage's own errors derive from it.
 """
 
 from __future__ import annotations
@@ -11,8 +14,12 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from ._errors import TrnlabError, TrnlabTypeError
+
 __version__ = "0.1.0"
 __all__ = [
+    "TrnlabError",
+    "TrnlabTypeError",
     "__version__",
     "catalog",
     "core",

@@ -7,6 +7,10 @@ rates (B/s, FLOP/s, bit/s) with decimal prefixes, as vendors print them.
 from __future__ import annotations
 
 import math
+import numbers
+
+from ._checks import flag, short, whole
+from ._errors import TrnlabError
 
 __all__ = ["binary", "si"]
 
@@ -29,9 +33,13 @@ def si(value: float, unit: str = "", sig: int = 3, binary_bytes: bool = True) ->
     Bytes (unit ``"B"``) use binary prefixes (:func:`binary`) unless ``binary_bytes=False``,
     for totals printed the vendors' way ("1.5 TB").
     """
+    sig = whole(sig, "sig (significant digits)", 1, 15)
+    flag(binary_bytes, "binary_bytes")
+    if not isinstance(unit, str):
+        raise TrnlabError(f"unit is a string such as 'B/s' or 'FLOP/s', not {short(unit)}")
     if value is None:
         return "n/a"
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return f"{value} {unit}".rstrip()  # text figures (a fabric's name) pass through
     if unit == "B" and binary_bytes:
         return binary(value, sig)
@@ -43,6 +51,9 @@ def si(value: float, unit: str = "", sig: int = 3, binary_bytes: bool = True) ->
 
 def binary(nbytes: float, sig: int = 3) -> str:
     """A byte count with a binary prefix: ``binary(96 * 2**30) -> "96.0 GiB"``."""
+    sig = whole(sig, "sig (significant digits)", 1, 15)
+    if isinstance(nbytes, bool) or not isinstance(nbytes, numbers.Real):
+        raise TrnlabError(f"binary() formats a byte count (a number), not {short(nbytes)}")
     for scale, prefix in _BIN:
         if abs(nbytes) >= scale:
             return f"{_digits(nbytes / scale, sig)} {prefix}B"

@@ -4,6 +4,7 @@ without a browser.
 """
 
 from . import _plotly_esm
+from ._errors import SettingError
 from ._style import OKABE_ITO
 from .chip_explorer import ChipExplorer
 from .chip_model import METRICS, ChipComparison
@@ -31,4 +32,5 @@ __all__ = [
     "MatmulStepper",
     "ScaleExplorer",
     "ScaleModel",
+    "SettingError",
 ]

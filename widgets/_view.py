@@ -145,7 +145,10 @@ class Dashboard(ABC):
             return
         self.message.value = ""
         self._sync()
-        self.redraw()
+        try:
+            self.redraw()
+        except ValueError as err:  # a setting the model took but cannot draw: say so, stay alive
+            self.show_error(err)
 
     def show_error(self, err: Exception) -> None:
         # Vermillion (Okabe-Ito) plus a warning sign: not colour alone.

@@ -11,8 +11,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from trnlab import catalog
+from trnlab._checks import choose, short
 from trnlab.catalog import CatalogError, Chip, Figure, System
 from trnlab.units import si
+
+from ._errors import SettingError
 
 __all__ = ["METRICS", "ChipComparison", "Metric", "Row"]
 
@@ -152,51 +155,69 @@ class ChipComparison:
     # State ----------------------------------------------------------------------------------
     def options(self, level: str | None = None) -> list[tuple[str, str]]:
         """(label, key) pairs of what can be compared at ``level``."""
-        level = level or self.level
+        level = self._level(level)
         pool = catalog.chips() if level == "chip" else catalog.systems()
         return [(getattr(x, "name", x.key), x.key) for x in pool]
 
     def metrics(self, level: str | None = None) -> list[tuple[str, str]]:
         """(label, key) pairs of the metrics available at ``level``."""
-        level = level or self.level
+        level = self._level(level)
         return [(m.label, m.key) for m in METRICS.values() if level in m.levels]
+
+    def _level(self, level) -> str:
+        return self.level if level is None else choose(level, self.LEVELS, "level", SettingError)
 
     def set(self, **changes) -> ChipComparison:
         """Change any of level, items, metric, x_metric, chart; all-or-nothing.
 
+        Names are case-insensitive. ``items=None`` (or empty) means every chip (or system) of
+        the level. Switching the level keeps the metrics the new level has; one it lacks
+        (a system total at chip level...) becomes the level's first metric, unless given.
+
         Raises
         ------
-        ValueError
+        SettingError
             For an unknown level, chart or metric, or an item the level does not have; the
             state is left as it was.
         """
         unknown = set(changes) - {"level", "items", "metric", "x_metric", "chart"}
         if unknown:
-            raise ValueError(f"ChipComparison has no setting {sorted(unknown)}")
-        level = changes.get("level", self.level)
-        if level not in self.LEVELS:
-            raise ValueError(f"level must be one of {self.LEVELS}, not {level!r}")
+            raise SettingError(
+                f"ChipComparison has no setting {sorted(unknown)}; use level, items, metric, "
+                f"x_metric or chart"
+            )
+        level = choose(changes.get("level", self.level), self.LEVELS, "level", SettingError)
         valid = [k for _, k in self.options(level)]
         items = changes.get("items", self.items if level == self.level else None)
-        items = tuple(valid) if items is None or len(items) == 0 else tuple(items)
-        bad = [i for i in items if i not in valid]
-        if bad:
-            raise ValueError(f"{bad} not in the catalogue's {level}s; choose from {valid}")
+        if items is not None and (isinstance(items, str) or not isinstance(items, list | tuple)):
+            raise SettingError(
+                f"items is a list of catalogue keys such as ['trn2', 'h100'] (or None for all), "
+                f"not {short(items)}"
+            )
+        names = {**{k: k for k in valid}, **{label.lower(): k for label, k in self.options(level)}}
+        items = (
+            tuple(valid)
+            if not items
+            else tuple(choose(i, valid, f"{level} (items)", SettingError, names) for i in items)
+        )
+        if len(set(items)) != len(items):
+            raise SettingError(f"items lists an item twice: {list(items)}; name each once")
         usable = [k for _, k in self.metrics(level)]
         metric = changes.get("metric", self.metric)
         x_metric = changes.get("x_metric", self.x_metric)
-        if metric not in usable:
-            metric = metric if "metric" in changes else usable[0]
-        if x_metric not in usable:
-            x_metric = x_metric if "x_metric" in changes else "hbm_bandwidth"
+        if "metric" not in changes and metric not in usable:
+            metric = usable[0]
+        if "x_metric" not in changes and x_metric not in usable:
+            x_metric = "hbm_bandwidth"
         for name, m in (("metric", metric), ("x_metric", x_metric)):
-            if m not in usable:
-                raise ValueError(
+            key = m.strip().lower() if isinstance(m, str) else None
+            if key in METRICS and key not in usable:
+                raise SettingError(
                     f"{name} {m!r} is not available for {level}s; choose from {usable}"
                 )
-        chart = changes.get("chart", self.chart)
-        if chart not in self.CHARTS:
-            raise ValueError(f"chart must be one of {self.CHARTS}, not {chart!r}")
+        metric = choose(metric, usable, f"metric for {level}s", SettingError)
+        x_metric = choose(x_metric, usable, f"x_metric for {level}s", SettingError)
+        chart = choose(changes.get("chart", self.chart), self.CHARTS, "chart", SettingError)
         self.level, self.items, self.metric, self.x_metric, self.chart = (
             level,
             items,
@@ -212,7 +233,9 @@ class ChipComparison:
 
     def rows(self, metric: str | None = None) -> list[Row]:
         """The chosen items' values of ``metric`` (default: the current metric)."""
-        m = METRICS[metric or self.metric]
+        m = METRICS[
+            self.metric if metric is None else choose(metric, METRICS, "metric", SettingError)
+        ]
         out = []
         for key in self.items:
             item = self._item(key)

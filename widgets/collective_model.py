@@ -16,14 +16,18 @@ What is computed how, so that a control change answers quickly:
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
 from trnlab import catalog, fabric
+from trnlab._checks import choose, short, whole
 from trnlab.fabric import CollectiveResult, FabricError, FabricParams, Topology
 from trnlab.units import binary
+
+from ._errors import SettingError
 
 __all__ = [
     "DRAW_SIZES",
@@ -301,47 +305,60 @@ class CollectiveModel:
 
         Raises
         ------
-        ValueError
+        SettingError
             An unknown setting or value, or an algorithm that cannot run the collective on the
             fabric (the message names those that can); the state is left as it was.
         """
         unknown = set(changes) - set(self.SETTINGS)
         if unknown:
-            raise ValueError(f"CollectiveModel has no setting {sorted(unknown)}; it has "
-                             f"{', '.join(self.SETTINGS)}")  # fmt: skip
+            raise SettingError(f"CollectiveModel has no setting {sorted(unknown)}; it has "
+                               f"{', '.join(self.SETTINGS)}")  # fmt: skip
         new = {k: changes.get(k, getattr(self, k)) for k in self.SETTINGS}
         keys = [k for _, k in self.systems()]
-        if new["system"] not in keys:
-            raise ValueError(f"system {new['system']!r} is not a multi-chip system in the "
-                             f"catalogue; choose from {', '.join(keys)}")  # fmt: skip
-        if new["parts"] not in PARTS:
-            raise ValueError(f"parts = {new['parts']!r}: choose {PARTS} (1 = the system alone, "
-                             "more = an UltraCluster over EFA)")  # fmt: skip
+        new["system"] = choose(new["system"], keys, "multi-chip system", SettingError)
+        for name, allowed, what in (
+            ("parts", PARTS, f"choose {PARTS} (1 = the system alone, more = an UltraCluster over EFA)"),
+            ("nbytes", DRAW_SIZES, f"the drawn size is a power of two from 1 KiB ({KiB}) to 8 GiB ({8 * GiB})"),
+            ("ring_chips", RING_CHIPS, "the animation draws 2 to 8 chips"),
+        ):  # fmt: skip
+            v = new[name]
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v not in allowed:
+                raise SettingError(f"{name} = {short(v)}: {what}")
+            new[name] = int(v)
         try:
             new["op"] = fabric.collective(new["op"], 0, "trn2.48xlarge").op  # normalise names
         except FabricError as err:
-            raise ValueError(str(err)) from None
-        if new["nbytes"] not in DRAW_SIZES:
-            raise ValueError(f"nbytes = {new['nbytes']!r}: the drawn size is a power of two "
-                             f"from 1 KiB ({KiB}) to 8 GiB ({8 * GiB})")  # fmt: skip
-        if new["ring_chips"] not in RING_CHIPS:
-            raise ValueError(f"ring_chips = {new['ring_chips']!r}: the animation draws 2 to 8 "
-                             "chips")  # fmt: skip
+            raise SettingError(str(err)) from None
         topo = _topology(new["system"], new["parts"], self.params)
         fits = ["auto", *fabric.algorithms(new["op"], topo, self.params)]
         note = ""
-        if new["algorithm"] not in fits:
-            if "algorithm" in changes:
-                raise ValueError(f"algorithm {new['algorithm']!r} cannot run {new['op']} on "
-                                 f"{topo.name}; choose from {', '.join(fits)}")  # fmt: skip
+        if "algorithm" in changes:
+            alg = new["algorithm"]
+            if isinstance(alg, str) and alg.strip().lower() in set(fabric.ALGORITHMS) - set(fits):
+                raise SettingError(f"algorithm {alg!r} cannot run {new['op']} on {topo.name}; "
+                                   f"choose from {', '.join(fits)}")  # fmt: skip
+            new["algorithm"] = choose(
+                alg, fits, f"algorithm for {new['op']} on {topo.name}", SettingError
+            )
+        elif new["algorithm"] not in fits:
             note = (f"{new['algorithm']} does not run {new['op']} on {topo.name}, so the "
                     "algorithm went back to auto")  # fmt: skip
             new["algorithm"] = "auto"
         steps = 2 * (new["ring_chips"] - 1)
-        if "step" in changes and not (0 <= new["step"] <= steps):
-            raise ValueError(f"step = {new['step']!r}: a ring all-reduce on "
-                             f"{new['ring_chips']} chips has steps 0 to {steps}")  # fmt: skip
-        new["step"] = min(max(int(new["step"]), 0), steps)
+        if "step" in changes:
+            new["step"] = whole(
+                new["step"],
+                f"step (a ring all-reduce on {new['ring_chips']} chips has steps 0 to {steps})",
+                0,
+                steps,
+                SettingError,
+            )
+        elif new["step"] > steps:
+            note = (note + "; " if note else "") + (
+                f"the animation went back to its last step, {steps}, for a ring of "
+                f"{new['ring_chips']} chips"
+            )
+            new["step"] = steps
         for k, v in new.items():
             setattr(self, k, v)
         self.note = note

@@ -8,15 +8,20 @@ so it is tested without a browser. Every number the view draws comes from :meth:
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
 from trnlab import catalog, formats
+from trnlab._checks import choose, flag, short, whole
 from trnlab._threads import blas_threads_for
 from trnlab.catalog import CatalogError
 from trnlab.units import si
+
+from ._errors import SettingError
 
 __all__ = ["FormatComparison", "FormatRow"]
 
@@ -51,6 +56,38 @@ def _data(distribution: str, size: int, seed: int) -> tuple[np.ndarray, np.ndarr
     return x, w
 
 
+def _standalone(fmt: str) -> bool:
+    """False for an element type with no scale of its own (int8_mx: the MXINT8 element)."""
+    s = formats.spec(fmt)
+    return not (s.kind == "int" and not s.per_tensor_scale)
+
+
+def _format_list(value) -> tuple[str, ...]:
+    """1 to MAX_FORMATS distinct format names, canonical (``"BF16"`` -> ``"bf16"``)."""
+    if isinstance(value, str) or not isinstance(value, list | tuple):
+        raise SettingError(
+            f"formats is a list of 1 to {MAX_FORMATS} names such as ['bf16', 'mxfp4'], "
+            f"not {short(value)}"
+        )
+    if not 1 <= len(value) <= MAX_FORMATS:
+        raise SettingError(f"compare 1 to {MAX_FORMATS} formats at once, not {len(value)}")
+    names = []
+    for f in value:
+        try:
+            name = formats.spec(f).name
+        except formats.FormatError as err:
+            raise SettingError(f"formats: {err}") from None
+        if not _standalone(name):
+            raise SettingError(
+                f"{name} is the element type of MXINT8 (an implied scale of 2^-6 inside a "
+                f"block), not a format of its own: compare 'mxint8' or 'int8' instead"
+            )
+        if name in names:
+            raise SettingError(f"formats lists {name} twice; name each format once")
+        names.append(name)
+    return tuple(names)
+
+
 def _spec(fmt: str, block_size: int):
     s = formats.spec(fmt)
     if s.kind == "mx" and block_size != s.block_size:
@@ -62,9 +99,12 @@ def _clip_threshold(s, q: np.ndarray, x: np.ndarray) -> np.ndarray | float:
     """Magnitude above which a value was clipped: the top of the grid plus half its last gap
     (times the block scale for MX; times the per-tensor scale for int8)."""
     element = s.element if s.kind == "mx" else s
-    g = np.asarray(formats.grid(element), dtype=np.float64)
-    g = np.unique(np.abs(g[np.isfinite(g)]))
-    top = g[-1] + (g[-1] - g[-2]) / 2
+    if element.kind == "float":  # the last gap is one step of the top binade, 2**(emax - m)
+        top = element.max + math.ldexp(1.0, element.emax - element.man_bits - 1)
+    else:
+        g = np.asarray(formats.grid(element), dtype=np.float64)
+        g = np.unique(np.abs(g[np.isfinite(g)]))
+        top = g[-1] + (g[-1] - g[-2]) / 2
     if s.kind == "mx":
         scales = formats.encode(x, s).scales.astype(np.float64) - 127
         per_value = np.repeat(2.0**scales, s.block_size, axis=-1)[..., : x.shape[-1]]
@@ -93,7 +133,9 @@ def _errors(
         "rms_rel_error": err_norm / norm if norm else 0.0,
         "max_abs_error": float(np.abs(err).max()),
         "flushed_to_zero": float(np.mean((q == 0) & (x != 0))),
-        "clipped": float(np.mean(finite & (np.abs(x) > _clip_threshold(s, q, x)))),
+        "clipped": float(
+            np.mean(finite & (np.abs(x.astype(np.float64)) > _clip_threshold(s, q, x)))
+        ),
         "non_finite": float(np.mean(~finite)),
         "matmul_rel_error": float(mm.rel_error),
         "matmul_snr_db": float(mm.snr_db),
@@ -117,6 +159,8 @@ def _grid(fmt: str, block_size: int, distribution: str, size: int, seed: int) ->
         values = formats.grid(s.element) * 2.0 ** float(np.median(scales))
     elif s.kind == "int":
         values = np.arange(1, 128) * (float(np.abs(x).max()) / 127)
+    elif s.bits > 20:  # fp32: 2**32 values, denser than any plot; tick each power of two
+        values = 2.0 ** np.arange(s.emin - s.man_bits, s.emax + 1, dtype=np.float64)
     else:
         values = formats.grid(s)
     values = np.asarray(values, dtype=np.float64)
@@ -176,22 +220,23 @@ class FormatComparison:
     # State ------------------------------------------------------------------------------------
     @staticmethod
     def available_formats() -> tuple[str, ...]:
-        return tuple(formats.formats())
+        """Every format that quantises values on its own (not MXINT8's bare element type)."""
+        return tuple(f for f in formats.formats() if _standalone(f))
 
     @staticmethod
     def available_chips() -> list[tuple[str, str]]:
         return [(c.name, c.key) for c in catalog.chips() if c.status == "available"]
 
     def set(self, **changes) -> FormatComparison:
-        """Change any setting; all-or-nothing.
+        """Change any setting; all-or-nothing: every value is checked before any is applied.
 
         Raises
         ------
-        ValueError
-            For an unknown format, distribution, rounding, chip or block size, or a size out
-            of range; the state is left as it was.
+        SettingError
+            For an unknown format, distribution, rounding, chip or block size, a flag that is
+            not a boolean, or a size or seed out of range; the state is left as it was.
         """
-        allowed = {
+        allowed = (
             "formats",
             "distribution",
             "rounding",
@@ -200,44 +245,49 @@ class FormatComparison:
             "sparse",
             "size",
             "seed",
-        }
-        unknown = set(changes) - allowed
+        )
+        unknown = sorted(set(changes) - set(allowed))
         if unknown:
-            raise ValueError(
-                f"FormatComparison has no setting {sorted(unknown)}; use {sorted(allowed)}"
-            )
+            raise SettingError(f"FormatComparison has no setting {unknown}; use {list(allowed)}")
         new = {k: changes.get(k, getattr(self, k)) for k in allowed}
-        fmts = tuple(new["formats"])
-        if not 1 <= len(fmts) <= MAX_FORMATS:
-            raise ValueError(f"compare 1 to {MAX_FORMATS} formats at once, not {len(fmts)}")
-        for f in fmts:
-            formats.spec(f)  # raises ValueError naming the formats that exist
-        if new["distribution"] not in formats.DISTRIBUTIONS:
-            raise ValueError(
-                f"unknown distribution {new['distribution']!r}; choose from {', '.join(formats.DISTRIBUTIONS)}"
-            )
-        if new["rounding"] not in self.ROUNDINGS:
-            raise ValueError(f"rounding must be one of {self.ROUNDINGS}, not {new['rounding']!r}")
-        if new["block_size"] not in BLOCK_SIZES:
-            raise ValueError(
-                f"MX block size {new['block_size']!r} is not offered; choose from {BLOCK_SIZES} "
+        fmts = _format_list(new["formats"])
+        distribution = choose(
+            new["distribution"], formats.DISTRIBUTIONS, "distribution", SettingError
+        )
+        rounding = choose(new["rounding"], self.ROUNDINGS, "rounding", SettingError)
+        block_size = new["block_size"]
+        if (
+            isinstance(block_size, bool)
+            or not isinstance(block_size, numbers.Integral)
+            or block_size not in BLOCK_SIZES
+        ):
+            raise SettingError(
+                f"MX block size {block_size!r} is not offered; choose from {BLOCK_SIZES} "
                 f"(OCP MX v1.0 fixes 32)"
             )
         try:
             chip = catalog.chip(new["chip"])
         except CatalogError as err:
-            raise ValueError(str(err)) from None
+            raise SettingError(str(err)) from None
+        if chip.status != "available":
+            have = ", ".join(k for _, k in self.available_chips())
+            raise SettingError(
+                f"{chip} is {chip.status}, with targets but no published peak per format; "
+                f"compare on one of {have}"
+            )
+        sparse = flag(new["sparse"], "sparse", SettingError)
         size = new["size"]
         if (
             isinstance(size, bool)
-            or not isinstance(size, int)
+            or not isinstance(size, numbers.Integral)
             or not 32 <= size <= 2048
             or size % 32
         ):
-            raise ValueError(f"size must be a multiple of 32 between 32 and 2048, not {size!r}")
-        self.formats, self.distribution, self.rounding = fmts, new["distribution"], new["rounding"]
-        self.block_size, self.chip, self.sparse = new["block_size"], chip.key, bool(new["sparse"])
-        self.size, self.seed = size, int(new["seed"])
+            raise SettingError(f"size must be a multiple of 32 between 32 and 2048, not {size!r}")
+        seed = whole(new["seed"], "seed", 0, 2**32 - 1, SettingError)
+        self.formats, self.distribution, self.rounding = fmts, distribution, rounding
+        self.block_size, self.chip, self.sparse = int(block_size), chip.key, sparse
+        self.size, self.seed = int(size), seed
         return self
 
     # Results ----------------------------------------------------------------------------------
@@ -250,6 +300,7 @@ class FormatComparison:
 
     def row(self, fmt: str) -> FormatRow:
         """Error and throughput of one format on the current data."""
+        fmt = _format_list([fmt])[0]
         errors = _errors(
             fmt, self.block_size, self.distribution, self.size, self.seed, self.rounding
         )
@@ -265,15 +316,19 @@ class FormatComparison:
 
     def histogram(self, bins: int = 60) -> tuple[np.ndarray, np.ndarray]:
         """Counts of log2|x| over the non-zero data: (bin edges, counts)."""
+        bins = whole(bins, "bins", 1, 1000, SettingError)
         return _histogram(self.distribution, self.size, self.seed, bins)
 
     def grid(self, fmt: str) -> np.ndarray:
         """Positive representable magnitudes of ``fmt`` as log2 values, over the data's range.
 
         For MX formats the element grid is shown at the median block scale of the data; for
-        int8 at its per-tensor scale.
+        int8 at its per-tensor scale; for fp32, whose 2^32 values no plot can show, at each
+        power of two.
         """
-        return _grid(fmt, self.block_size, self.distribution, self.size, self.seed)
+        return _grid(
+            _format_list([fmt])[0], self.block_size, self.distribution, self.size, self.seed
+        )
 
     def summary(self) -> str:
         """Sentences of numbers saying what the charts show."""

@@ -12,6 +12,7 @@ import html
 import ipywidgets as W
 
 from trnlab import core
+from trnlab._errors import TrnlabTypeError
 
 from ._view import Dashboard
 from .stepper_charts import GanttChart, MemoryMap, RooflineChart, counters_table
@@ -40,7 +41,7 @@ class KernelProfile(Dashboard):
     def __init__(self, run: core.Run, position: int | None = None) -> None:
         super().__init__()
         if not isinstance(run, core.Run):
-            raise TypeError(
+            raise TrnlabTypeError(
                 f"KernelProfile shows a trnlab.core.Run (from core.run or kernels.matmul), "
                 f"not {type(run).__name__}"
             )

@@ -11,9 +11,12 @@ import threading
 from dataclasses import dataclass, field
 
 from trnlab import catalog, scale
+from trnlab._checks import choose, flag, number, whole
 from trnlab.catalog import CatalogError, System
 from trnlab.scale import Parallelism, PlanResult, WorkloadError
 from trnlab.units import si
+
+from ._errors import SettingError
 
 __all__ = ["ChipComparisonRow", "ScaleModel", "SearchJob"]
 
@@ -163,7 +166,7 @@ class ScaleModel:
 
         Raises
         ------
-        ValueError
+        SettingError
             For an unknown model, system, format or setting, a split that does not divide the
             chips, or sizes out of range; the state and the last plan are kept.
         """
@@ -175,7 +178,7 @@ class ScaleModel:
     def set_async(self, on_progress=None, on_done=None, **changes) -> SearchJob:
         """Like :meth:`set`, but plan (or search) on a worker thread.
 
-        Settings are checked at once (a ValueError as :meth:`set`); the plan runs on a thread
+        Settings are checked at once (a SettingError as :meth:`set`); the plan runs on a thread
         that reports ``on_progress(share)`` and calls ``on_done(job)`` when it ends.
         """
         st, sysobj = self._validated(changes)
@@ -205,35 +208,36 @@ class ScaleModel:
         return job
 
     def _validated(self, changes: dict):
+        """Every setting checked and spelled canonically before any is applied."""
         unknown = set(changes) - set(self.SETTINGS)
         if unknown:
-            raise ValueError(
+            raise SettingError(
                 f"ScaleModel has no setting {sorted(unknown)}; use {list(self.SETTINGS)}"
             )
         st = {**self._state, **changes}
+        for name in ("tp", "cp", "pp", "ep", "micro_batch", "global_batch", "seq_len", "count"):
+            st[name] = whole(st[name], name, 1, None, SettingError)
+        st["tokens"] = number(
+            st["tokens"], "tokens (the token budget)", 0, None, lo_open=True, error=SettingError
+        )
+        st["auto"] = flag(st["auto"], "auto (search every split)", SettingError)
+        st["dtype"] = choose(st["dtype"], DTYPES, "format (dtype)", SettingError)
+        if isinstance(st["zero"], bool) or st["zero"] not in (0, 1, 2, 3):
+            raise SettingError(f"zero (the ZeRO stage) must be 0, 1, 2 or 3, not {st['zero']!r}")
         try:
-            scale.model(st["model"])
+            spec = scale.model(st["model"])
+            st["model"] = spec.name if isinstance(st["model"], str) else spec
+            st["system"] = catalog.system(st["system"]).key
             sysobj = self.system_obj(st)
+            st["recompute"] = scale.recompute_mode(st["recompute"])
         except (WorkloadError, CatalogError) as err:
-            raise ValueError(str(err)) from None
-        if st["dtype"] not in DTYPES:
-            raise ValueError(f"format must be one of {DTYPES}, not {st['dtype']!r}")
+            raise SettingError(str(err)) from None
         try:
             sysobj.chip.peak_flops(st["dtype"])
         except CatalogError as err:
-            raise ValueError(str(err)) from None
-        for name in ("tp", "cp", "pp", "ep", "micro_batch", "global_batch", "seq_len", "count"):
-            v = st[name]
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be a whole number >= 1, not {v!r}")
-        if st["tokens"] <= 0:
-            raise ValueError(f"the token budget must be positive, not {st['tokens']!r}")
-        try:
-            st["recompute"] = scale.recompute_mode(st["recompute"])
-        except WorkloadError as err:
-            raise ValueError(str(err)) from None
+            raise SettingError(str(err)) from None
         if not st["auto"] and sysobj.chips % (st["tp"] * st["cp"] * st["pp"]):
-            raise ValueError(
+            raise SettingError(
                 f"tp x cp x pp = {st['tp'] * st['cp'] * st['pp']} does not divide the {sysobj.chips:,} chips of "
                 f"{sysobj.name}; data parallelism takes the rest, so pick divisors"
             )
@@ -253,7 +257,7 @@ class ScaleModel:
                 )
                 if found.best is not None:
                     return found.best
-                raise ValueError(found.why_nothing_fits())
+                raise SettingError(found.why_nothing_fits())
             p = Parallelism(
                 tp=st["tp"],
                 pp=st["pp"],
@@ -268,7 +272,7 @@ class ScaleModel:
         except scale.SearchCancelled:
             raise
         except WorkloadError as err:
-            raise ValueError(str(err)) from None
+            raise SettingError(str(err)) from None
 
     # Results ----------------------------------------------------------------------------------
     @property

@@ -20,8 +20,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from trnlab import core, kernels
+from trnlab._checks import choose, flag, number, short, whole
+from trnlab._errors import TrnlabTypeError
 from trnlab.core import _program as P
 from trnlab.units import si
+
+from ._errors import SettingError
 
 __all__ = [
     "FORMATS",
@@ -133,6 +137,11 @@ class RunCursor:
     """
 
     def __init__(self, run: core.Run, position: int = 0) -> None:
+        if not isinstance(run, core.Run):
+            raise TrnlabTypeError(
+                f"a cursor steps through a trnlab.core.Run (from core.run or kernels.matmul), "
+                f"not {short(run)}"
+            )
         self.run = run
         prog = run.program
         self.table = prog.table
@@ -160,16 +169,17 @@ class RunCursor:
 
         Raises
         ------
-        ValueError
-            A position outside 0 ... n_steps, a negative time, or an unknown setting.
+        SettingError
+            A position outside 0 ... n_steps, a time that is not a number >= 0, or an unknown
+            setting.
         """
         unknown = set(changes) - {"position", "time"}
         if unknown:
-            raise ValueError(f"the cursor has no setting {sorted(unknown)}; use position or time")
+            raise SettingError(f"the cursor has no setting {sorted(unknown)}; use position or time")
+        if "time" in changes and "position" in changes:
+            raise SettingError("move the cursor by position or by time, not both at once")
         if "time" in changes:
-            t = float(changes["time"])
-            if not t >= 0:
-                raise ValueError(f"time must be >= 0 s, not {t}")
+            t = number(changes["time"], "time (s)", 0, None, error=SettingError)
             if t >= self.run.latency:
                 changes["position"] = self.n_steps
             else:
@@ -178,9 +188,9 @@ class RunCursor:
         if "position" in changes:
             p = changes["position"]
             if isinstance(p, bool) or not isinstance(p, int | np.integer):
-                raise ValueError(f"position must be a whole number, not {p!r}")
+                raise SettingError(f"position must be a whole number, not {short(p)}")
             if not 0 <= p <= self.n_steps:
-                raise ValueError(
+                raise SettingError(
                     f"position {p} is outside the run: 0 (first instruction) to "
                     f"{self.n_steps} (the end)"
                 )
@@ -189,11 +199,12 @@ class RunCursor:
 
     def step(self, k: int = 1) -> RunCursor:
         """Forward ``k`` steps (stops at the end)."""
+        k = whole(k, "steps", None, None, SettingError)
         return self.set(position=min(self.n_steps, max(0, self.position + k)))
 
     def back(self, k: int = 1) -> RunCursor:
         """Back ``k`` steps (stops at the first)."""
-        return self.step(-k)
+        return self.step(-whole(k, "steps", None, None, SettingError))
 
     def first(self) -> RunCursor:
         return self.set(position=0)
@@ -203,15 +214,13 @@ class RunCursor:
 
     def jump(self, instruction: int) -> RunCursor:
         """To the step where instruction ``instruction`` (program order) starts."""
-        if not 0 <= instruction < self.n_steps:
-            raise ValueError(f"instruction {instruction} not in 0 ... {self.n_steps - 1}")
+        instruction = whole(instruction, "instruction", 0, self.n_steps - 1, SettingError)
         return self.set(position=int(self._rank[instruction]))
 
     def next_op(self, op: str) -> RunCursor:
         """To the next step (after the cursor) whose instruction is ``op`` (``"matmul"``,
         ``"dma_load"``...); stays put if there is none."""
-        if op not in P.OPS:
-            raise ValueError(f"unknown operation {op!r}; operations: {', '.join(P.OPS)}")
+        op = choose(op, P.OPS, "operation", SettingError)
         ops = self.table["op"][self.order[self.position + 1 :]]
         hit = np.flatnonzero(ops == P.OPS.index(op))
         if len(hit):
@@ -351,8 +360,7 @@ class RunCursor:
 
     def tiles(self, space: str = "sbuf") -> list[TileBox]:
         """The tiles of ``space`` ("sbuf" or "psum") holding data at the cursor."""
-        if space not in ("sbuf", "psum"):
-            raise ValueError(f"space is 'sbuf' or 'psum', not {space!r}")
+        space = choose(space, ("sbuf", "psum"), "memory space", SettingError)
         t = self.time
         first, last = self._lifetimes
         flight = self.in_flight() if not self.at_end else np.zeros(0, np.int64)
@@ -463,8 +471,10 @@ class RunCursor:
         ``cells`` is the most grid cells along a side.
         """
         tensors = {t.name: t for t in self.run.program.tensors}
-        if name not in tensors:
-            raise ValueError(f"no HBM tensor {name!r}; the kernel has {', '.join(tensors)}")
+        if not isinstance(name, str) or name not in tensors:
+            raise SettingError(f"no HBM tensor {short(name)}; the kernel has {', '.join(tensors)}")
+        flag(transpose, "transpose", SettingError)
+        cells = whole(cells, "cells (grid cells along a side)", 1, 1024, SettingError)
         rec = tensors[name]
         rows, cols = rec.shape
         cr, cc = max(1, math.ceil(rows / cells)), max(1, math.ceil(cols / cells))
@@ -519,6 +529,7 @@ class RunCursor:
         one operation on one engine separated by less than a small gap merge into one bar
         (``count`` says how many), so a long run still draws quickly.
         """
+        max_bars = whole(max_bars, "max_bars", 1, None, SettingError)
         tab, r = self.table, self.run
         n = len(tab)
         if n <= max_bars:
@@ -587,7 +598,7 @@ class MatmulStepperModel:
         tile_n: int = 512,
         max_matmuls: int = 8192,
     ) -> None:
-        self.max_matmuls = int(max_matmuls)
+        self.max_matmuls = whole(max_matmuls, "max_matmuls", 1, 1 << 20, SettingError)
         self.settings: dict = {}
         self.cursor: RunCursor
         self.revision = 0  # bumped on every new run (views redraw the run-wide parts then)
@@ -637,21 +648,22 @@ class MatmulStepperModel:
 
         Raises
         ------
-        ValueError
-            An unknown setting or value, a problem too large to step, or a rule of the
-            hardware the kernel breaks (the core's message, which names the limit).
+        SettingError
+            An unknown setting or value, a problem too large to step.
+        trnlab.core.HardwareRuleError
+            A rule of the hardware the kernel breaks (the core's message names the limit).
         """
         cursor_keys = {"position", "time"}
         unknown = set(changes) - set(self.SETTINGS) - cursor_keys
         if unknown:
-            raise ValueError(
+            raise SettingError(
                 f"MatmulStepper has no setting {sorted(unknown)}; settings: "
                 f"{', '.join(self.SETTINGS)}, position, time"
             )
         new = {**self.settings, **{k: v for k, v in changes.items() if k in self.SETTINGS}}
         cursor = None
+        new = self._validate(new)
         if new != self.settings:
-            self._validate(new)
             options = {}
             if new["variant"] in TILE_VARIANTS:
                 options = {
@@ -681,42 +693,50 @@ class MatmulStepperModel:
             self.revision += 1
         return self
 
-    def _validate(self, s: dict) -> None:
+    def _validate(self, s: dict) -> dict:
+        """The settings checked and spelled canonically (names in any case), or an error."""
+        s = dict(s)
         for dim in ("m", "k", "n"):
-            v = s[dim]
-            if isinstance(v, bool) or not isinstance(v, int | np.integer) or not 1 <= v <= 65536:
-                raise ValueError(f"{dim.upper()} must be a whole number from 1 to 65536, not {v!r}")
-        if s["variant"] not in kernels.VARIANTS:
-            raise ValueError(
-                f"unknown variant {s['variant']!r}; the progression is {', '.join(kernels.VARIANTS)}"
+            s[dim] = whole(s[dim], dim.upper(), 1, 65536, SettingError)
+        s["variant"] = choose(s["variant"], kernels.VARIANTS, "kernel variant", SettingError)
+        s["dtype"] = choose(s["dtype"], FORMATS, "format (dtype)", SettingError)
+        chips = [k for _, k in self.chips()]
+        names = {label.lower(): k for label, k in self.chips()}
+        try:
+            s["chip"] = choose(
+                s["chip"], chips, "chip with a NeuronCore model", SettingError, names
             )
-        if s["dtype"] not in FORMATS:
-            raise ValueError(f"format {s['dtype']!r} is not offered; choose from {FORMATS}")
-        if s["chip"] not in [k for _, k in self.chips()]:
-            raise ValueError(
-                f"chip {s['chip']!r} has no NeuronCore model; choose from "
-                f"{[k for _, k in self.chips()]}"
-            )
+        except SettingError:
+            from trnlab import catalog
+
+            if (
+                isinstance(s["chip"], str)
+                and s["chip"].strip().lower() in catalog.load().chip_aliases
+            ):
+                s["chip"] = catalog.chip(s["chip"]).key  # an alias ("Trainium2")
+            if s["chip"] not in chips:
+                raise
+        for name in ("tile_k", "tile_m", "tile_n"):
+            s[name] = whole(s[name], name, 1, 65536, SettingError)
         tile = (s["tile_k"], s["tile_m"], s["tile_n"])
         if s["variant"] not in TILE_VARIANTS and tile != DEFAULT_TILE:
-            raise ValueError(
+            raise SettingError(
                 f"{s['variant']} uses 128 x 128 x 512 tiles (its blocks are built from them); "
                 f"tile sizes are a choice of {', '.join(TILE_VARIANTS)}"
             )
-        for name, v in zip(("tile_k", "tile_m", "tile_n"), tile, strict=True):
-            if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
-                raise ValueError(f"{name} must be a positive whole number, not {v!r}")
         tk, tm, tn = tile if s["variant"] in TILE_VARIANTS else DEFAULT_TILE
         matmuls = math.ceil(s["m"] / tm) * math.ceil(s["n"] / tn) * math.ceil(s["k"] / tk)
         if matmuls > self.max_matmuls:
-            raise ValueError(
+            raise SettingError(
                 f"{s['m']} x {s['k']} x {s['n']} in {tk} x {tm} x {tn} tiles is {matmuls:,} "
                 f"matmuls; the stepper steps at most {self.max_matmuls:,}. Use smaller sizes here, "
                 f"or kernels.matmul(..., numerics=False) with KernelProfile for large ones."
             )
+        return s
 
     # Stepping (the cursor's) ------------------------------------------------------------------
     def step(self, k: int = 1) -> MatmulStepperModel:
+        """Forward ``k`` steps (stops at the end)."""
         self.cursor.step(k)
         return self
 

@@ -13,6 +13,8 @@ Figures whose sources disagree keep every value, mark the one the model uses and
 
 from __future__ import annotations
 
+from trnlab._checks import choose, short
+
 from ._chips import Chip, NeuronCoreSpec
 from ._dtypes import DTYPES, dtype_name
 from ._figures import Alternative, CatalogError, Figure, Source
@@ -62,9 +64,7 @@ def chips(kind: str | None = None) -> list[Chip]:
     """All chips, in catalogue order; ``kind="neuron"`` or ``"gpu"`` to filter."""
     out = list(load().chips.values())
     if kind is not None:
-        kinds = sorted({c.kind for c in out})
-        if kind not in kinds:
-            raise CatalogError(f"unknown chip kind {kind!r}; kinds: {', '.join(kinds)}")
+        kind = choose(kind, sorted({c.kind for c in out}), "chip kind", CatalogError)
         out = [c for c in out if c.kind == kind]
     return out
 
@@ -87,17 +87,19 @@ def systems() -> list[System]:
 
 def cluster(base: str | System, count: int) -> System:
     """An UltraCluster of ``count`` systems joined by EFA (``cluster("trn3-ultraserver-gen2", 100)``)."""
+    if not isinstance(base, str | System):
+        raise CatalogError(
+            f"cluster base must be a system of the catalogue (a name such as 'trn2-ultraserver' "
+            f"or a System), not {short(base)}"
+        )
     return _cluster(system(base) if isinstance(base, str) else base, count)
 
 
 def core(name: str) -> NeuronCoreSpec:
     """A NeuronCore generation: ``"v2"``, ``"v3"``, ``"v4"`` (or ``"NeuronCore-v3"``)."""
     cat = load()
-    key = str(name).strip().lower().removeprefix("neuroncore-")
-    if key not in cat.cores:
-        known = ", ".join(f"{k} ({c.name})" for k, c in cat.cores.items())
-        raise CatalogError(f"unknown NeuronCore generation {name!r}; the catalogue has {known}.")
-    return cat.cores[key]
+    names = {c.name.lower(): k for k, c in cat.cores.items()}
+    return cat.cores[choose(name, cat.cores, "NeuronCore generation", CatalogError, names)]
 
 
 def cores() -> list[NeuronCoreSpec]:
@@ -115,9 +117,7 @@ def table(name: str) -> dict[str, Figure]:
         For an unknown group; the message lists the groups on record.
     """
     cat = load()
-    if name not in cat.tables:
-        raise CatalogError(f"no figure group {name!r}; the catalogue has {sorted(cat.tables)}")
-    return dict(cat.tables[name])
+    return dict(cat.tables[choose(name, cat.tables, "figure group", CatalogError)])
 
 
 def sources() -> dict[str, Source]:
@@ -133,11 +133,16 @@ def figure(path: str) -> Figure:
     with dots work); the rest names the figure.
     """
     cat = load()
+    if not isinstance(path, str):
+        raise CatalogError(
+            f"a figure path is a dotted string such as 'trn2.hbm_bandwidth', not {short(path)}"
+        )
+    key = path.strip().lower()
     owners = {**{k: cat.chips[k] for k in cat.chips}, **cat.systems, **cat.cores}
-    head = max((k for k in owners if path.lower().startswith(k + ".")), key=len, default=None)
+    head = max((k for k in owners if key.startswith(k + ".")), key=len, default=None)
     if head is None:
         raise CatalogError(
-            f"cannot find the owner of {path!r}: start with a chip ({', '.join(cat.chips)}), "
+            f"cannot find the owner of figure path {path!r}: start with a chip ({', '.join(cat.chips)}), "
             f"a system ({', '.join(cat.systems)}) or a core ({', '.join(cat.cores)})."
         )
-    return owners[head].figure(path[len(head) + 1 :])
+    return owners[head].figure(key[len(head) + 1 :])

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from trnlab._checks import flag, short
+
 from ._dtypes import DTYPES, dtype_name
 from ._figures import Alternative, CatalogError, Figure
 
@@ -28,6 +30,16 @@ def _need(owner: str, figures: Mapping[str, Figure], name: str, what_to_do: str 
             f"{owner}: the catalogue has no figure {name!r}. {what_to_do}"
             f"Figures on record: {known}."
         ) from None
+
+
+def figure_name(name: Any, owner: Any) -> str:
+    """A figure's name as the catalogue spells it (lower case), or a teaching error."""
+    if not isinstance(name, str) or not name.strip():
+        raise CatalogError(
+            f"{owner}: a figure is named by a string such as 'hbm_bandwidth' or 'peak.fp8', "
+            f"not {short(name)}"
+        )
+    return name.strip().lower()
 
 
 @dataclass(frozen=True)
@@ -122,6 +134,7 @@ class NeuronCoreSpec:
 
     def figure(self, name: str) -> Figure:
         """Any figure of this core by name (``"tensor_clock"``, ``"tensor_rate.fp8"``...)."""
+        name = figure_name(name, self.name)
         group, _, sub = name.partition(".")
         tables = {"tensor_rate": self.tensor_rate, "published_peak": self.published_peak}
         if sub and group in tables:
@@ -253,9 +266,13 @@ class Chip:
             If the chip lacks the data type, has no published rate for it, or has no
             structured sparsity for it; the message names what it does have.
         """
+        flag(sparse, "sparse", CatalogError)
         if pattern is None:
             return float(self.peak_figure(dtype, sparse=sparse).value)
-        self.peak_figure(dtype, sparse=True)  # raises if the chip or the type has no sparsity
+        try:
+            self.peak_figure(dtype, sparse=True)  # raises if the chip or type has no sparsity
+        except CatalogError as err:
+            raise CatalogError(f"sparsity pattern {pattern!r}: {err}") from None
         return self.peak_flops(dtype) * self.sparse_speedup(pattern)
 
     @property
@@ -267,6 +284,11 @@ class Chip:
 
     def sparse_speedup(self, pattern: str) -> float:
         """Speed-up of an N:M pattern over dense: M/N, capped at the chip's best (4x on v3/v4)."""
+        if not isinstance(pattern, str):
+            raise CatalogError(
+                f"a sparsity pattern is a string 'N:M' such as '4:16', not {short(pattern)}"
+            )
+        pattern = pattern.strip()
         if pattern not in self.sparsity_patterns:
             have = ", ".join(self.sparsity_patterns) or "none"
             raise CatalogError(
@@ -277,6 +299,7 @@ class Chip:
 
     def peak_figure(self, dtype: str, sparse: bool = False) -> Figure:
         """The peak as a :class:`Figure`: value in use, sources, and every alternative on record."""
+        flag(sparse, "sparse", CatalogError)
         d = dtype_name(dtype)
         if self.status == "announced":
             return self._target_peak(d, sparse)
@@ -290,11 +313,13 @@ class Chip:
     def figure(self, name: str) -> Figure:
         """Any figure of this chip by name: ``"hbm_bandwidth"``, ``"peak.fp8"``,
         ``"peak_sparse.bf16"``, ``"sbuf_bytes"``, or a claim such as ``"claims.cores"``."""
+        name = figure_name(name, self)
         group, _, sub = name.partition(".")
-        if group == "peak" and sub:
-            return self.peak_figure(sub)
-        if group == "peak_sparse" and sub:
-            return self.peak_figure(sub, sparse=True)
+        if group in ("peak", "peak_sparse") and sub:
+            try:
+                return self.peak_figure(sub, sparse=group == "peak_sparse")
+            except CatalogError as err:
+                raise CatalogError(f"{self}: figure {name!r}: {err}") from None
         if group == "claims" and sub in self.claims:
             return self.claims[sub]
         if group == "targets" and sub in self.targets:

@@ -10,10 +10,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from trnlab._errors import TrnlabError
+
 __all__ = ["Alternative", "CatalogError", "Figure", "Source", "parse_figure"]
 
 
-class CatalogError(ValueError):
+class CatalogError(TrnlabError):
     """A request the catalogue cannot answer; the message says what exists instead."""
 
 

@@ -51,7 +51,11 @@ def measurements(name: str = "neuroncore") -> dict[str, dict[str, dict[str, Any]
     ``{"calibration": {id: case}, "validation": {id: case}}``; every case has ``what``,
     ``chip``, ``kind``, ``source`` and a published ``value`` (or a curve), and ``runner`` /
     ``params`` saying how to compute the model's value."""
-    data = _read(name)
+    if not isinstance(name, str):
+        raise CatalogError(
+            f"measurements are named by a file name such as 'neuroncore', not {name!r}"
+        )
+    data = _read(name.strip().lower())
     return {
         g: {k: dict(v) for k, v in data.get(g, {}).items()} for g in ("calibration", "validation")
     }

@@ -13,7 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._chips import Chip
+from trnlab._checks import short, whole
+
+from ._chips import Chip, figure_name
 from ._figures import CatalogError, Figure
 
 __all__ = ["Comparison", "System", "cluster", "stated_tolerance"]
@@ -52,11 +54,20 @@ def stated_tolerance(stated: str) -> float:
     >>> round(stated_tolerance("20.8 PFLOPS"), 5)
     0.0024
     """
+    if not isinstance(stated, str):
+        raise CatalogError(
+            f"a stated figure is the text a vendor printed, such as '20.8 PFLOPS', not {short(stated)}"
+        )
     m = re.match(r"\s*(~)?\s*([0-9][0-9,]*)(?:\.([0-9]+))?", stated)
     if not m:
         raise CatalogError(f"cannot read a number from the stated figure {stated!r}")
     approx, whole, frac = m.group(1), m.group(2).replace(",", ""), m.group(3) or ""
     number = float(f"{whole}.{frac}" if frac else whole)
+    if number == 0:
+        raise CatalogError(
+            f"the stated figure {stated!r} is zero, which has no relative rounding; a published "
+            f"total is a positive number"
+        )
     unit = 10.0 ** (-len(frac))
     return (unit if approx else unit / 2) / number
 
@@ -142,6 +153,7 @@ class System:
 
     def figure(self, name: str) -> Figure:
         """A figure by name; totals (``hbm_bytes``, ``peak.fp8``...) come back computed."""
+        name = figure_name(name, self)
         if name in self.figures:
             return self.figures[name]
         group, _, sub = name.partition(".")
@@ -209,8 +221,7 @@ def cluster(system: System, count: int) -> System:
     count : int
         How many of them (1 to the number that keeps the cluster within a million chips).
     """
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-        raise CatalogError(f"a cluster needs a whole number of systems >= 1, not {count!r}")
+    count = whole(count, "count (systems in the cluster)", 1, None, CatalogError)
     chips = count * system.chips
     if chips > 1_000_000:
         raise CatalogError(

@@ -27,24 +27,36 @@ from ._engines import ACTIVATIONS
 from ._errors import (
     FormatNotSupportedError,
     HardwareRuleError,
+    InstructionLimitError,
     KernelArgumentError,
     OperandPlacementError,
     PsumBankOverflowError,
     SbufCapacityError,
+    TileIndexError,
     TileTooLargeError,
+    UnknownFigureError,
     UnwrittenReadError,
 )
 from ._params import CoreParams, core_params
 from ._program import ENGINES, OPS, Program, engine_name
+from ._progress import (
+    MAX_INSTRUCTIONS,
+    MAX_NKI_INSTRUCTIONS,
+    MAX_NUMERICS_INSTRUCTIONS,
+    max_instructions,
+)
 from ._run import HBM, Run, hbm, record, run, simulate
 from ._schedule import Costs, costs, schedule
-from ._tiles import HBMTensor, HBMView, Tile, TilePool, View, format_bits
+from ._tiles import HBMTensor, HBMView, Tile, TilePool, View, format_bits, format_name
 from ._traffic import element_passes, hbm_traffic, time_breakdown, traffic
 
 __all__ = [
     "ACTIVATIONS",
     "ENGINES",
     "HBM",
+    "MAX_INSTRUCTIONS",
+    "MAX_NKI_INSTRUCTIONS",
+    "MAX_NUMERICS_INSTRUCTIONS",
     "OPS",
     "CoreParams",
     "Costs",
@@ -52,6 +64,7 @@ __all__ = [
     "HBMTensor",
     "HBMView",
     "HardwareRuleError",
+    "InstructionLimitError",
     "KernelArgumentError",
     "KernelContext",
     "OperandPlacementError",
@@ -60,8 +73,10 @@ __all__ = [
     "Run",
     "SbufCapacityError",
     "Tile",
+    "TileIndexError",
     "TilePool",
     "TileTooLargeError",
+    "UnknownFigureError",
     "UnwrittenReadError",
     "View",
     "core_params",
@@ -69,8 +84,10 @@ __all__ = [
     "element_passes",
     "engine_name",
     "format_bits",
+    "format_name",
     "hbm",
     "hbm_traffic",
+    "max_instructions",
     "record",
     "run",
     "schedule",

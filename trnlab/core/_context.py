@@ -25,6 +25,8 @@ import numbers
 
 import numpy as np
 
+from trnlab._checks import flag, shape2, short
+
 from . import _program as P
 from ._engines import EngineOps, quantize
 from ._engines_nki import NkiOps
@@ -39,7 +41,16 @@ from ._errors import (
 from ._memory import Memory
 from ._params import CoreParams
 from ._progress import EVERY, Progress
-from ._tiles import STORAGE_TYPES, HBMTensor, HBMView, Tile, TilePool, View, format_bits
+from ._tiles import (
+    STORAGE_TYPES,
+    HBMTensor,
+    HBMView,
+    Tile,
+    TilePool,
+    View,
+    format_bits,
+    format_name,
+)
 
 __all__ = ["KernelContext"]
 
@@ -55,22 +66,15 @@ def _catalog_dtype(fmt: str) -> str:
     return formats.catalog_dtype(fmt)
 
 
-def _shape2(shape, what: str) -> tuple[int, int]:
+#: Elements an HBM tensor may hold: 2**40 is more than any chip's HBM (at one byte each).
+MAX_HBM_ELEMENTS = 2**40
+#: Elements of an HBM tensor a run with numerics keeps (as float32, 4 bytes each: 1 GiB).
+MAX_NUMERICS_ELEMENTS = 2**28
+
+
+def _shape2(shape, what: str, max_size: int | None = None) -> tuple[int, int]:
     """``shape`` as two positive integers, or a teaching error."""
-    if (
-        not isinstance(shape, tuple | list)
-        or len(shape) != 2
-        or not all(isinstance(x, numbers.Integral) and not isinstance(x, bool) for x in shape)
-    ):
-        raise KernelArgumentError(
-            f"{what} shape must be two integers (partitions, free), e.g. (128, 512); got {shape!r}"
-        )
-    p, f = int(shape[0]), int(shape[1])
-    if p <= 0 or f <= 0:
-        raise KernelArgumentError(
-            f"{what} shape {(p, f)} has a dimension of {min(p, f)}; both must be at least 1"
-        )
-    return p, f
+    return shape2(shape, f"{what} shape", KernelArgumentError, ("partitions", "free"), max_size)
 
 
 def _bufs(bufs) -> int:
@@ -79,6 +83,25 @@ def _bufs(bufs) -> int:
             f"bufs (rotating buffers of a tile) must be a whole number from 1 to 64; got {bufs!r}"
         )
     return int(bufs)
+
+
+def _tile_name(name) -> str:
+    if not isinstance(name, str):
+        raise KernelArgumentError(f"a tile name must be a string, not {short(name)}")
+    return name
+
+
+def _values(data, what: str) -> np.ndarray:
+    """Kernel input values as a float32 array, or a teaching error (text, None, objects)."""
+    try:
+        arr = np.asarray(data)
+    except ValueError:  # a ragged list
+        arr = np.asarray(None)
+    if arr.dtype.kind not in "fiub":
+        raise KernelArgumentError(
+            f"{what}: data must be an array of real numbers, not {short(data)} ({arr.dtype})"
+        )
+    return arr.astype(np.float32, copy=False)
 
 
 class KernelContext(EngineOps, NkiOps):
@@ -131,10 +154,27 @@ class KernelContext(EngineOps, NkiOps):
     ) -> HBMTensor:
         """An HBM tensor. ``data`` (if given) is rounded to ``fmt`` as a host-side cast would;
         ``written`` (default: data given) says whether it holds an input."""
-        shape = _shape2(tuple(shape), f"HBM tensor {name!r}")
+        if not isinstance(name, str):
+            raise KernelArgumentError(f"an HBM tensor's name is a string, not {short(name)}")
+        shape = _shape2(shape, f"HBM tensor {name!r}", MAX_HBM_ELEMENTS)
+        if self.numerics and shape[0] * shape[1] > MAX_NUMERICS_ELEMENTS:
+            raise KernelArgumentError(
+                f"HBM tensor {name!r} of shape {shape} holds {shape[0] * shape[1]:,} values; a "
+                f"run with numerics keeps at most {MAX_NUMERICS_ELEMENTS:,} per tensor (float32 "
+                f"copies, 1 GiB). Use a smaller shape, or numerics=False for a timing-only run."
+            )
+        fmt = format_name(fmt)
         self._fmt(fmt)
         values = None
-        written = data is not None if written is None else bool(written)
+        written = (
+            data is not None if written is None else flag(written, "written", KernelArgumentError)
+        )
+        if data is not None:
+            data = _values(data, f"HBM tensor {name!r}")
+            if data.shape != shape:
+                raise KernelArgumentError(
+                    f"HBM tensor {name!r} has shape {shape} but its data has shape {data.shape}"
+                )
         if self.numerics:
             if written and data is None:
                 raise KernelArgumentError(
@@ -142,7 +182,7 @@ class KernelContext(EngineOps, NkiOps):
                     f"numerics=False for a timing-only run)"
                 )
             if data is not None:
-                values = quantize(np.asarray(data, np.float32), fmt, axis=0)
+                values = quantize(data, fmt, axis=0)
             else:
                 values = np.full(shape, np.nan, np.float32)
         t = HBMTensor(len(self._tensors), name, shape, fmt, values, written=written)
@@ -152,11 +192,11 @@ class KernelContext(EngineOps, NkiOps):
 
     def _tile(self, space: str, shape, fmt: str, name: str | None) -> Tile:
         parts, free = _shape2(shape, f"{space.upper()} tile")
+        fmt = format_name(fmt)
         tid = len(self._tiles)
         if name is None:
             name = f"{space}{tid}"
-        elif not isinstance(name, str):
-            raise KernelArgumentError(f"a tile name must be a string, not {name!r}")
+        _tile_name(name)
         self._memory.check_partitions(space.upper(), name, parts)
         if space == "sbuf":
             fid = self._fmt(fmt)
@@ -176,7 +216,7 @@ class KernelContext(EngineOps, NkiOps):
 
     def _pool(self, space, shape, fmt, name, bufs) -> TilePool:
         n = _bufs(bufs)
-        name = name or f"{space}{len(self._tiles)}"
+        name = f"{space}{len(self._tiles)}" if name is None else _tile_name(name)
         return TilePool(name, [self._tile(space, shape, fmt, f"{name}[{i}]") for i in range(n)])
 
     def sbuf(self, shape, fmt: str = "bf16", name: str | None = None, bufs: int | None = None):
@@ -535,6 +575,8 @@ class KernelContext(EngineOps, NkiOps):
         mp0, mp1, mf0, mf1 = mv.region
         k, m = sp1 - sp0, sf1 - sf0
         k2, n = mp1 - mp0, mf1 - mf0
+        if accumulate is not False and accumulate is not True:
+            accumulate = flag(accumulate, "matmul accumulate", KernelArgumentError)
         if k > p.pe_rows or k2 > p.pe_rows:
             raise TileTooLargeError(
                 f"matmul contracts over {max(k, k2)} partitions; the {p.pe_rows}x{p.pe_cols} PE "

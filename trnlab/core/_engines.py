@@ -16,6 +16,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from trnlab._checks import choose
+
 from . import _program as P
 from ._errors import HardwareRuleError, KernelArgumentError, OperandPlacementError
 from ._tiles import Tile, View
@@ -86,13 +88,17 @@ _COPY_ENGINES = {"vector": P.VECTOR, "scalar": P.SCALAR, "gpsimd": P.GPSIMD}
 
 
 def _choice(value, table, what: str):
-    """``table[value]``, or a teaching error listing the choices."""
+    """``table[value]`` (the name in any case), or a teaching error listing the choices."""
     try:
         return table[value]
     except (KeyError, TypeError):
-        raise KernelArgumentError(
-            f"unknown {what} {value!r}; choose one of: {', '.join(table)}"
-        ) from None
+        return table[_name(value, table, what)]
+
+
+def _name(value, table, what: str) -> str:
+    """The key of ``table`` that ``value`` names, in any case ("Relu"), or a teaching error
+    with the nearest name."""
+    return choose(value, table, what, KernelArgumentError)
 
 
 def _number(value, what: str) -> float:
@@ -205,7 +211,8 @@ class EngineOps:
         the one the engine used last first loads its table (``act_table_load``)."""
         fid = _FUNC_IDS.get(func) if type(func) is str else None
         if fid is None:
-            _choice(func, ACTIVATIONS, "activation")  # raises, listing the functions
+            func = _name(func, ACTIVATIONS, "activation")
+            fid = _FUNC_IDS[func]
         if (type(scale) is float or type(scale) is int) and bias is None:
             if scale != scale or scale in (_INF, -_INF):
                 _number(scale, "activation scale")
@@ -279,7 +286,7 @@ class EngineOps:
     def tensor_scalar(self, out, src, op: str = "multiply", value: float = 1.0) -> int:
         """Vector engine: ``out = src <op> value``."""
         if type(op) is not str or op not in _BINARY:
-            _choice(op, _BINARY, "tensor_scalar op")
+            op = _name(op, _BINARY, "tensor_scalar op")
         if (
             not (type(value) is float or type(value) is int)
             or value != value
@@ -317,8 +324,8 @@ class EngineOps:
 
     def memset(self, out, value: float = 0.0, engine: str = "vector") -> int:
         """Fill an SBUF region with ``value`` (Vector or GpSimd engine)."""
-        if engine not in ("vector", "gpsimd"):
-            raise KernelArgumentError(f"memset runs on 'vector' or 'gpsimd', not {engine!r}")
+        if engine != "vector" and engine != "gpsimd":
+            engine = _name(engine, ("vector", "gpsimd"), "memset engine")
         value = _number(value, "memset value")
         o = self._view(out, "memset")
 
@@ -333,5 +340,5 @@ class EngineOps:
         if b is not None:
             g = _choice(op, _BINARY, "gpsimd binary op")
             return self._elementwise(P.GPSIMD_OP, P.GPSIMD, out, (a, b), lambda: g, "gpsimd")
-        g = _choice(op, ACTIVATIONS, "gpsimd unary op")
+        g = _choice(op, ACTIVATIONS, "gpsimd unary op (an activation function)")
         return self._elementwise(P.GPSIMD_OP, P.GPSIMD, out, (a,), lambda: g, "gpsimd")

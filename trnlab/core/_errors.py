@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+from trnlab._errors import TrnlabError
+
 __all__ = [
     "FormatNotSupportedError",
     "HardwareRuleError",
+    "InstructionLimitError",
     "KernelArgumentError",
     "OperandPlacementError",
     "PsumBankOverflowError",
     "SbufCapacityError",
+    "TileIndexError",
     "TileTooLargeError",
+    "UnknownFigureError",
     "UnwrittenReadError",
 ]
 
 
-class HardwareRuleError(ValueError):
+class HardwareRuleError(TrnlabError):
     """A kernel asked a NeuronCore for something the hardware cannot do."""
 
 
@@ -42,6 +47,22 @@ class UnwrittenReadError(HardwareRuleError):
     """An instruction reads part of a tile that nothing has written yet."""
 
 
-class KernelArgumentError(ValueError):
+class KernelArgumentError(TrnlabError):
     """A kernel-API call got an argument of the wrong kind or out of range (a shape that is not
     two positive integers, a buffer count of zero, a figure that is not a positive number...)."""
+
+
+class TileIndexError(KernelArgumentError, IndexError):
+    """A tile or HBM tensor indexed outside its shape, with a step, or with something that is
+    not an integer or a slice (trnlab never clips a slice; also an ``IndexError``)."""
+
+
+class UnknownFigureError(KernelArgumentError, KeyError):
+    """A core figure asked for by a name the core does not have (also a ``KeyError``)."""
+
+    __str__ = BaseException.__str__  # the message as written, not KeyError's quoted repr
+
+
+class InstructionLimitError(TrnlabError):
+    """A run would record more instructions than its limit (a hang for a learner); the message
+    gives the count, the limit and what to do (smaller shape, bigger tiles, a higher limit)."""

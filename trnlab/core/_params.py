@@ -17,7 +17,7 @@ import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._errors import KernelArgumentError
+from ._errors import KernelArgumentError, UnknownFigureError
 
 __all__ = ["CoreParams", "core_params"]
 
@@ -72,6 +72,9 @@ _CORE_FIGURES: dict[str, str] = {
 _DERIVED_KINDS = {"psum_free_max": "count"}
 # Figures a generation may lack, and the documented figure that stands in (an assumption).
 _STAND_INS = {"dma_queue_interval": "dma_setup"}
+# Upper limits of counts the model can represent (a recorded region packs partition indices in
+# 8 bits and engine ids in 16); other counts stop at 2**20, far beyond any NeuronCore.
+_MAX_COUNT = {"sbuf_partitions": 255, "pe_rows": 255, "dma_engines": 4096}
 _RANGES = {
     "countable": "a whole number >= 0",
     "dge": "one of 'none', 'hw', 'sw'",
@@ -95,7 +98,13 @@ def _check(name: str, value: Any) -> Any:
     elif isinstance(value, numbers.Real) and not isinstance(value, bool):
         v = float(value)
         if kind == "count":
-            ok = isinstance(value, numbers.Integral) and value >= 1
+            top = _MAX_COUNT.get(name, 2**20)
+            ok = isinstance(value, numbers.Integral) and 1 <= value <= top
+            if not ok and isinstance(value, numbers.Integral) and value > top:
+                raise KernelArgumentError(
+                    f"figure {name!r} = {value:,} is beyond what the model represents "
+                    f"(at most {top:,}); a NeuronCore has far fewer."
+                )
         elif kind == "positive":
             ok = math.isfinite(v) and v > 0
         else:
@@ -167,6 +176,18 @@ class CoreParams:
 
     def peak_flops(self, dtype: str) -> float:
         """Tensor-engine peak of the core for ``dtype``: rows x cols x 2 x clock x rate."""
+        if not isinstance(dtype, str) or dtype not in self.tensor_rate:
+            from trnlab.catalog import dtype_name
+
+            d = dtype_name(dtype)
+            if d not in self.tensor_rate:
+                from ._errors import FormatNotSupportedError
+
+                raise FormatNotSupportedError(
+                    f"the Tensor Engine of {self.name} ({self.chip}) has no {d} rate; it has "
+                    f"{', '.join(self.tensor_rate)}"
+                )
+            dtype = d
         return self.pe_rows * self.pe_cols * 2 * self.tensor_clock * self.tensor_rate[dtype]
 
     def describe(self) -> str:
@@ -188,15 +209,15 @@ class CoreParams:
 
         Raises
         ------
-        KeyError
-            An unknown figure name (the message lists the figures).
+        UnknownFigureError
+            An unknown figure name (the message lists the figures; also a KeyError).
         KernelArgumentError
             A value outside the figure's range (a count below 1, a negative or NaN time, a
             string...).
         """
         unknown = sorted(set(overrides) - set(self.values))
         if unknown:
-            raise KeyError(f"unknown figure(s) {unknown}; figures: {sorted(self.values)}")
+            raise UnknownFigureError(f"unknown figure(s) {unknown}; figures: {sorted(self.values)}")
         for k, v in overrides.items():
             _check(k, v)
         return dataclasses.replace(

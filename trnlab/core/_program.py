@@ -14,6 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trnlab._checks import whole
+
+from ._errors import KernelArgumentError
+
 __all__ = ["ENGINES", "INSTRUCTION_DTYPE", "OPS", "Program", "engine_name"]
 
 # Engines of a NeuronCore. DMA queues follow GPSIMD: engine id FIRST_DMA + q is queue q.
@@ -178,6 +182,22 @@ def build_table(rows: list[tuple], formats: tuple[str, ...], rates: dict[int, fl
 
 def engine_name(engine: int) -> str:
     """``"Tensor"``, ``"Vector"``, ``"Scalar"``, ``"GpSimd"`` or ``"DMA q3"``."""
+    if type(engine) is not int:
+        engine = whole(
+            engine,
+            "engine (an engine id: 0-3 compute, 4+ DMA queues)",
+            0,
+            None,
+            KernelArgumentError,
+        )
+    elif engine < 0:
+        whole(
+            engine,
+            "engine (an engine id: 0-3 compute, 4+ DMA queues)",
+            0,
+            None,
+            KernelArgumentError,
+        )
     return ENGINES[engine] if engine < FIRST_DMA else f"DMA q{engine - FIRST_DMA}"
 
 
@@ -250,8 +270,12 @@ class Program:
     def n_engines(self) -> int:
         return FIRST_DMA + self.dma_queues
 
+    def _index(self, i) -> int:
+        return whole(i, "instruction", 0, len(self.table) - 1, KernelArgumentError)
+
     def deps(self, i: int) -> np.ndarray:
         """Instructions that instruction ``i`` waits for."""
+        i = self._index(i)
         return self.dep_idx[self.dep_ptr[i] : self.dep_ptr[i + 1]]
 
     def counts(self) -> dict[str, int]:
@@ -261,6 +285,7 @@ class Program:
 
     def describe(self, i: int) -> str:
         """One instruction in words: ``"#12 matmul on Tensor: psum0[0:128,0:512] <- ..."``."""
+        i = self._index(i)
         r = self.table[i]
         names = {t.id: t.label for t in self.tiles}
 

@@ -8,14 +8,90 @@ instruction), so a short run never shows anything.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import time
 
-__all__ = ["Progress"]
+from trnlab._checks import whole
+
+from ._errors import InstructionLimitError
+
+__all__ = [
+    "MAX_INSTRUCTIONS",
+    "MAX_NKI_INSTRUCTIONS",
+    "MAX_NUMERICS_INSTRUCTIONS",
+    "Progress",
+    "instruction_limit",
+    "max_instructions",
+]
 
 #: A run shows its progress once it has taken this long (issue 11: "about 2 s").
 AFTER_S = 2.0
 #: The recording loop ticks every this many instructions (a power of two: a mask test).
 EVERY = 1 << 14
+#: Instructions a timing-only run records at most unless the caller raises the limit: recording
+#: runs at ~400 thousand instructions/s (benchmarks/bench_core.py, record_instructions_per_s),
+#: so ~5 s of recording, ~15 s end to end with dependencies and scheduling, ~2 GB of memory.
+MAX_INSTRUCTIONS = 2_000_000
+#: The same for a run with numerics, whose instructions each compute their values (~8x the
+#: cost per instruction measured on the reference machine): again a few seconds.
+MAX_NUMERICS_INSTRUCTIONS = 250_000
+_RATE = 400_000  # instructions/s recorded, timing only (the benchmark's figure)
+#: The same for a kernel traced through the NKI front end (trnlab.nki), whose Python runs per
+#: instruction: the NKI tutorial's tiled matmul, ~99 thousand instructions, profiles in ~8 s
+#: end to end (benchmarks/bench_nki.py), ~12 thousand instructions/s. So a timing-only NKI trace
+#: stops at, and the kernel library refuses beyond, this many: ~20 s.
+MAX_NKI_INSTRUCTIONS = 250_000
+_NKI_RATE = 12_000
+
+
+_RAISED: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "max_instructions", default=None
+)
+
+
+@contextlib.contextmanager
+def max_instructions(n: int):
+    """Raise (or lower) the instruction limit of every run inside the ``with`` block, NKI
+    kernels' traces included: ``with core.max_instructions(10_000_000): nki.profile(k)(...)``."""
+    token = _RAISED.set(whole(n, "max_instructions", 1, None, InstructionLimitError))
+    try:
+        yield
+    finally:
+        _RAISED.reset(token)
+
+
+def instruction_limit(max_instructions, numerics: bool, nki: bool = False) -> int:
+    """The instruction limit of a run: ``max_instructions`` checked, else the limit of an
+    enclosing :func:`max_instructions` block, else the default for the mode (``nki``: a kernel
+    traced through trnlab.nki)."""
+    if max_instructions is None:
+        raised = _RAISED.get()
+        if raised is not None:
+            return raised
+        if numerics:
+            return MAX_NUMERICS_INSTRUCTIONS
+        return MAX_NKI_INSTRUCTIONS if nki else MAX_INSTRUCTIONS
+    return whole(max_instructions, "max_instructions", 1, None, InstructionLimitError)
+
+
+def limit_message(
+    count: int, limit: int, numerics: bool, estimated: bool = False, nki: bool = False
+) -> str:
+    """Why a run stops at its instruction limit, and what to do (the estimate, the limit)."""
+    mode = "run with numerics" if numerics else "timing-only run"
+    if nki:
+        mode = f"{mode} of an NKI kernel"
+    seconds = limit / ((_NKI_RATE if nki else _RATE) / (8 if numerics else 1))
+    what = f"would record about {count:,}" if estimated else f"has recorded {count:,}"
+    return (
+        f"this kernel {what} instructions; a {mode} records at most {limit:,} (about "
+        f"{seconds:,.0f} s of recording at the reference machine's rate) and stops here rather "
+        f"than run for minutes. Use a smaller shape or bigger tiles"
+        + ("" if not numerics else ", run timing only (numerics=False)")
+        + ", or raise the limit: max_instructions=N (or a block "
+        "with trnlab.core.max_instructions(N): around an NKI kernel's run)."
+    )
 
 
 def _in_notebook() -> bool:
@@ -30,7 +106,11 @@ def _in_notebook() -> bool:
 class Progress:
     """Phases of a run (recording, dependencies, scheduling) on one updating line."""
 
-    def __init__(self, enabled: bool | None = None):
+    def __init__(
+        self, enabled: bool | None = None, limit: int | None = None, numerics: bool = False
+    ):
+        self.limit = limit  # instructions a recording may reach (None: no limit)
+        self.numerics = numerics
         self.t0 = time.perf_counter()
         self.enabled = _in_notebook() if enabled is None else bool(enabled)
         self.handle = None
@@ -51,7 +131,10 @@ class Progress:
             self.handle.update(html)
 
     def tick(self, instructions: int) -> None:
-        """Recording: ``instructions`` recorded so far."""
+        """Recording: ``instructions`` recorded so far; past the limit the run stops with an
+        :class:`InstructionLimitError`."""
+        if self.limit is not None and instructions >= self.limit:
+            raise InstructionLimitError(limit_message(instructions, self.limit, self.numerics))
         self._show(f"recording the kernel: {instructions:,} instructions")
 
     def phase(self, text: str) -> None:

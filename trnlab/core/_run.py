@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from trnlab._checks import choose, flag, number, short
 from trnlab._threads import one_blas_thread
 
 from . import _program as P
-from ._context import KernelContext
+from ._context import MAX_HBM_ELEMENTS, KernelContext, _shape2, _values
+from ._errors import KernelArgumentError
 from ._params import CoreParams, core_params
-from ._schedule import costs, schedule, tile_bits
+from ._progress import instruction_limit
+from ._schedule import check_program, costs, schedule, tile_bits
+from ._tiles import format_name
 
 __all__ = ["HBM", "Run", "hbm", "record", "run", "simulate"]
 
@@ -32,14 +37,25 @@ class HBM:
 def hbm(x, fmt: str = "fp32", *, is_input: bool | None = None) -> HBM:
     """Describe a kernel argument in HBM: an array (an input, rounded to ``fmt``) or a shape
     (an output the kernel writes; ``is_input=True`` makes it a data-less input for
-    timing-only runs)."""
-    if isinstance(x, tuple) and all(isinstance(v, int | np.integer) for v in x):
-        if len(x) != 2:
-            raise ValueError(f"HBM tensors are 2-D (rows, cols); got shape {x}")
-        return HBM(None, (int(x[0]), int(x[1])), fmt, bool(is_input))
-    a = np.asarray(x, np.float32)
-    if a.ndim != 2:
-        raise ValueError(f"HBM tensors are 2-D (rows, cols); got an array of shape {a.shape}")
+    timing-only runs).
+
+    Raises
+    ------
+    KernelArgumentError
+        A shape that is not two positive integers, an array that is not 2-D real numbers
+        with at least one element, a flag that is not a boolean.
+    """
+    fmt = format_name(fmt)
+    if is_input is not None:
+        flag(is_input, "is_input", KernelArgumentError)
+    if isinstance(x, tuple):
+        return HBM(None, _shape2(x, "HBM tensor", MAX_HBM_ELEMENTS), fmt, bool(is_input))
+    a = _values(x, "HBM tensor")
+    if a.ndim != 2 or not a.size:
+        raise KernelArgumentError(
+            f"HBM tensors are 2-D (rows, cols) with at least one element; got an array of "
+            f"shape {a.shape}"
+        )
     return HBM(a, a.shape, fmt, True if is_input is None else is_input)
 
 
@@ -165,6 +181,7 @@ class Run:
 
         A tile counts from the start of the first instruction touching it to the end of the last.
         """
+        space = choose(space, ("sbuf", "psum"), "memory space", KernelArgumentError)
         t = self.program.table
         recs = [r for r in self.program.tiles if r.space == space]
         if not recs or not len(t):
@@ -189,10 +206,12 @@ class Run:
 
     def in_flight(self, t: float) -> np.ndarray:
         """Indices of the instructions running at time ``t`` (s), e.g. under a stepper's cursor."""
+        t = number(t, "t (seconds into the run)", 0, None, error=KernelArgumentError)
         return np.flatnonzero((self.start <= t) & (t < self.end))
 
     def counters_at(self, t: float) -> dict[str, float]:
         """Running counters at time ``t`` (s): work of the instructions finished by then."""
+        t = number(t, "t (seconds into the run)", 0, None, error=KernelArgumentError)
         done = self.end <= t
         tab = self.program.table
         flops = float(tab["flops"][done].sum())
@@ -291,12 +310,45 @@ class Run:
         )
 
 
+def _check_kernel(kernel, args: dict) -> None:
+    """``kernel`` is a function taking ``(ctx, **args)``, or a teaching error."""
+    if not callable(kernel):
+        raise KernelArgumentError(
+            f"kernel must be a function kernel(ctx, ...) that issues instructions, not "
+            f"{short(kernel)}"
+        )
+    try:
+        sig = inspect.signature(kernel)
+    except (TypeError, ValueError):  # a builtin without a signature: let the call decide
+        return
+    try:
+        sig.bind(None, **args)
+    except TypeError as err:
+        raise KernelArgumentError(
+            f"kernel{sig} cannot take the arguments given ({', '.join(args) or 'none'}): {err}. "
+            f"A kernel takes the context first, then its HBM tensors and options by name."
+        ) from None
+
+
 def record(
-    kernel: Callable, *, chip: str | CoreParams = "trn1", numerics: bool = True, **args: Any
+    kernel: Callable,
+    *,
+    chip: str | CoreParams = "trn1",
+    numerics: bool = True,
+    max_instructions: int | None = None,
+    **args: Any,
 ) -> tuple[KernelContext, dict]:
-    """Run ``kernel(ctx, **args)`` under a new context; HBM arguments become HBM tensors."""
+    """Run ``kernel(ctx, **args)`` under a new context; HBM arguments become HBM tensors.
+
+    The recording stops with an :class:`InstructionLimitError` past ``max_instructions``
+    (default ``MAX_INSTRUCTIONS``, or ``MAX_NUMERICS_INSTRUCTIONS`` with numerics).
+    """
+    numerics = flag(numerics, "numerics", KernelArgumentError)
+    limit = instruction_limit(max_instructions, numerics)
+    _check_kernel(kernel, args)
     params = core_params(chip)
     ctx = KernelContext(params, numerics=numerics)
+    ctx.progress.limit, ctx.progress.numerics = limit, numerics
     call = {}
     for name, v in args.items():
         if isinstance(v, np.ndarray):
@@ -312,6 +364,12 @@ def record(
 
 def simulate(program: P.Program, params: CoreParams, outputs=None, numerics=False) -> Run:
     """Schedule a recorded program and measure it."""
+    check_program(program, params)
+    if outputs is not None and not isinstance(outputs, dict):
+        raise KernelArgumentError(
+            f"outputs is a dict name -> array (or None), not {short(outputs)}"
+        )
+    numerics = flag(numerics, "numerics", KernelArgumentError)
     t = program.table
     c = costs(t, params, tile_bits(program))
     start, issue_end, end = schedule(program, params, c)
@@ -361,7 +419,12 @@ def _union(start: np.ndarray, end: np.ndarray) -> float:
 
 
 def run(
-    kernel: Callable, *, chip: str | CoreParams = "trn1", numerics: bool = True, **args: Any
+    kernel: Callable,
+    *,
+    chip: str | CoreParams = "trn1",
+    numerics: bool = True,
+    max_instructions: int | None = None,
+    **args: Any,
 ) -> Run:
     """Record ``kernel``, schedule it on one NeuronCore of ``chip`` and return the :class:`Run`.
 
@@ -373,6 +436,10 @@ def run(
         A Neuron chip of the catalogue (or parameters from :func:`core_params`).
     numerics : bool
         Execute the values; False is timing only (fast for large shapes).
+    max_instructions : int, optional
+        Stop with :class:`InstructionLimitError` once the kernel has recorded this many
+        instructions (default ``MAX_INSTRUCTIONS``, 2 million, timing only; 250 thousand
+        with numerics: a few seconds each), instead of running for minutes.
     **args
         Kernel arguments: :func:`hbm` descriptions (or numpy arrays, fp32) become HBM tensors;
         anything else is passed through.
@@ -390,7 +457,7 @@ def run(
     >>> float(r.outputs["y"].sum())
     64.0
     """
-    ctx, _ = record(kernel, chip=chip, numerics=numerics, **args)
+    ctx, _ = record(kernel, chip=chip, numerics=numerics, max_instructions=max_instructions, **args)
     ctx.progress.phase(f"dependencies of {len(ctx._rows):,} instructions")
     program = ctx.program()
     ctx.progress.phase(f"scheduling {len(program):,} instructions")

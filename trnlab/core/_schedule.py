@@ -49,7 +49,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trnlab._checks import short
+
 from . import _program as P
+from ._errors import KernelArgumentError
 from ._params import CoreParams
 
 __all__ = ["Costs", "costs", "schedule"]
@@ -87,6 +90,23 @@ class Costs:
     dge: np.ndarray
 
 
+def check_program(program, params) -> None:
+    """``program`` a recorded Program and ``params`` a CoreParams, or a teaching error."""
+    if not isinstance(program, P.Program):
+        raise KernelArgumentError(
+            f"program must be a recorded trnlab.core.Program (run.program, or ctx.program() "
+            f"after core.record), not {short(program)}"
+        )
+    _check_params(params)
+
+
+def _check_params(params) -> None:
+    if not isinstance(params, CoreParams):
+        raise KernelArgumentError(
+            f"params must be a CoreParams (core.core_params('trn2')), not {short(params)}"
+        )
+
+
 def _out_bits(table: np.ndarray, tile_bits: np.ndarray | None) -> np.ndarray:
     out = table["out"]
     if tile_bits is None or not len(tile_bits):
@@ -100,6 +120,22 @@ def costs(table: np.ndarray, params: CoreParams, tile_bits: np.ndarray | None = 
     ``tile_bits`` (bits per element of each tile, by id) lets the 16-bit performance modes see
     the output's format; without it the input's is used.
     """
+    _check_params(params)
+    if not isinstance(table, np.ndarray) or table.dtype != P.INSTRUCTION_DTYPE:
+        raise KernelArgumentError(
+            f"table must be a recorded instruction table (program.table), not {short(table)}"
+        )
+    if tile_bits is not None and (
+        not isinstance(tile_bits, np.ndarray) or tile_bits.dtype.kind not in "fiu"
+    ):
+        raise KernelArgumentError(
+            f"tile_bits is an array of bits per element by tile id (or None), not {short(tile_bits)}"
+        )
+    if tile_bits is not None and len(table) and len(tile_bits) <= int(table["out"].max()):
+        raise KernelArgumentError(
+            f"tile_bits has {len(tile_bits)} entries but the table writes tile "
+            f"{int(table['out'].max())}; give one entry per tile (tile_bits(program))"
+        )
     p = params
     n = len(table)
     op = table["op"]
@@ -424,6 +460,11 @@ def schedule(
     ``issue_end``: its engine is free again (a DMA: its last byte moved); ``end``: its result
     can be read (a DMA: the consumer has been signalled).
     """
+    check_program(program, params)
+    if c is not None and not isinstance(c, Costs):
+        raise KernelArgumentError(
+            f"c is the program's Costs (core.costs(...)) or None, not {short(c)}"
+        )
     n = len(program)
     start = np.zeros(n)
     issue_end = np.zeros(n)

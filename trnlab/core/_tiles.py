@@ -20,7 +20,18 @@ import math
 
 import numpy as np
 
-__all__ = ["STORAGE_TYPES", "HBMTensor", "HBMView", "Tile", "TilePool", "View", "format_bits"]
+from ._errors import KernelArgumentError, TileIndexError
+
+__all__ = [
+    "STORAGE_TYPES",
+    "HBMTensor",
+    "HBMView",
+    "Tile",
+    "TilePool",
+    "View",
+    "format_bits",
+    "format_name",
+]
 
 # Storage bits of the formats, used only if trnlab.formats cannot answer (it is the authority).
 _FALLBACK_BITS = {"fp32": 32.0, "tf32": 32.0, "bf16": 16.0, "fp16": 16.0, "int8": 8.0}
@@ -40,14 +51,28 @@ STORAGE_TYPES: dict[str, tuple[float, str | None]] = {
     "mxfp4_x4": (16.0, "mxfp4"),
 }
 _BITS: dict[str, float] = {k: v[0] for k, v in STORAGE_TYPES.items()}
+_NAMES: dict[str, str] = {k: k for k in STORAGE_TYPES}
+
+
+def format_name(fmt: str) -> str:
+    """trnlab.formats' name of ``fmt`` (``"BF16"``, ``"bfloat16"`` -> ``"bf16"``; a storage
+    type of :data:`STORAGE_TYPES` as it is); an unknown name raises with the nearest names."""
+    name = _NAMES.get(fmt) if isinstance(fmt, str) else None
+    if name is None:
+        from trnlab import formats
+
+        name = _NAMES[fmt] = formats.spec(fmt).name
+    return name
 
 
 def format_bits(fmt: str) -> float:
     """Storage bits per element of ``fmt`` (MX formats include their share of the block scale;
     :data:`STORAGE_TYPES` names NKI's plain integers and x4-packed MX elements)."""
-    b = _BITS.get(fmt)
+    b = _BITS.get(fmt) if isinstance(fmt, str) else None
     if b is not None:
         return b
+    if not isinstance(fmt, str):
+        raise KernelArgumentError(f"a format is named by a string such as 'bf16', not {fmt!r}")
     try:
         from trnlab import formats
 
@@ -65,33 +90,40 @@ def _bad_index(key, shape, what: str) -> tuple[int, int, int, int]:
     if not isinstance(key, tuple):
         key = (key, slice(None))
     if len(key) != 2:
-        raise IndexError(
+        raise TileIndexError(
             f"{what} is 2-D [partition, free]; index it with two slices, e.g. t[0:128, 0:512]"
         )
     out = []
     for k, n, axis in zip(key, shape, ("partition", "free"), strict=True):
         if isinstance(k, bool) or not isinstance(k, int | np.integer | slice):
-            raise IndexError(
+            raise TileIndexError(
                 f"{what}: index the {axis} dimension with an integer or a slice a:b, "
                 f"not {type(k).__name__} {k!r}"
             )
         if isinstance(k, int | np.integer):
             i = int(k)
             if not -n <= i < n:
-                raise IndexError(f"{what}: {axis} index {i} is outside 0..{n - 1}")
+                raise TileIndexError(f"{what}: {axis} index {i} is outside 0..{n - 1}")
             i %= n
             k = slice(i, i + 1)
         if k.step not in (None, 1):
-            raise IndexError(f"{what}: use contiguous slices a:b (step 1), not {k!r}")
+            raise TileIndexError(f"{what}: use contiguous slices a:b (step 1), not {k!r}")
         for bound in (k.start, k.stop):
-            if bound is not None and not -n <= int(bound) <= n:
-                raise IndexError(
+            if bound is None:
+                continue
+            if isinstance(bound, bool) or not isinstance(bound, int | np.integer):
+                raise TileIndexError(
+                    f"{what}: slice {k.start}:{k.stop} of the {axis} dimension has a bound that "
+                    f"is not a whole number ({bound!r}); slice with integers a:b."
+                )
+            if not -n <= int(bound) <= n:
+                raise TileIndexError(
                     f"{what}: slice {k.start}:{k.stop} of the {axis} dimension reaches outside "
                     f"its size {n}; trnlab does not clip slices (NumPy would, silently)."
                 )
         a, b, _ = k.indices(n)
         if b <= a:
-            raise IndexError(f"{what}: empty slice {k!r} of the {axis} dimension (size {n})")
+            raise TileIndexError(f"{what}: empty slice {k!r} of the {axis} dimension (size {n})")
         out += [a, b]
     return out[0], out[1], out[2], out[3]
 
@@ -331,6 +363,11 @@ class TilePool:
         return t
 
     def __getitem__(self, i: int) -> Tile:
+        n = len(self.buffers)
+        if isinstance(i, bool) or not isinstance(i, int | np.integer) or not -n <= i < n:
+            raise TileIndexError(
+                f"pool {self.name!r} has buffers 0..{n - 1}; pool[{i!r}] is not one of them"
+            )
         return self.buffers[i]
 
     def __len__(self) -> int:

@@ -10,6 +10,8 @@ a non-blocking switch it is half the chips' ports, so the switch is never bisect
 
 from __future__ import annotations
 
+from trnlab._checks import number
+
 from ._params import FabricError, FabricParams
 from ._topology import Topology, topology
 
@@ -85,6 +87,5 @@ def all_to_all_bound(nbytes: float, system, params: FabricParams | None = None) 
     8.39
     """
     t: Topology = topology(system, params)
-    if nbytes < 0:
-        raise FabricError(f"nbytes = {nbytes!r}: a message size is >= 0 bytes")
+    nbytes = number(nbytes, "nbytes (bytes per chip)", 0, None, error=FabricError)
     return float(t.chips * nbytes / 4 / bisection_bandwidth(t))

@@ -21,10 +21,11 @@ from dataclasses import replace
 import numpy as np
 
 from trnlab import catalog
+from trnlab._checks import choose, whole
 
 from ._collective import CollectiveResult, collective
 from ._group import group
-from ._params import FabricParams
+from ._params import RUNTIMES, FabricError, FabricParams, fabric_params
 from ._published import NCCOM_RUNS, NccomRun
 
 __all__ = ["calibrate", "calibrate_link_efficiency", "calibrate_op_overhead", "predict"]
@@ -39,7 +40,7 @@ def _system(run: NccomRun):
 def predict(run: NccomRun, nbytes: int, params: FabricParams | None = None) -> CollectiveResult:
     """The model's time for one row of a published run (auto algorithm, the run's chips, the
     run's runtime generation)."""
-    params = replace(params or FabricParams(), runtime=run.runtime)
+    params = replace(fabric_params(params), runtime=run.runtime)
     topo = group(_system(run), run.chips, 1, params)
     return collective(run.op, int(nbytes), topo, "auto", params=params)
 
@@ -52,6 +53,7 @@ def _points(role: str, runtime: str | None = None):
 def calibrate_op_overhead(link_efficiency: float | None = None, runtime: str = "current") -> float:
     """Fixed seconds per collective of one runtime generation: mean residual of its
     ``"fixed cost"`` points."""
+    runtime = choose(runtime, RUNTIMES, "runtime", FabricError)
     params = FabricParams(op_overhead=0.0, link_efficiency=link_efficiency)
     points = _points("fixed cost", runtime)
     residual = [t - predict(run, s, params).time for run, s, t in points]
@@ -61,6 +63,7 @@ def calibrate_op_overhead(link_efficiency: float | None = None, runtime: str = "
 def calibrate_link_efficiency(op_overhead: float | None = None) -> float:
     """Share of link bandwidth that makes the ``"bandwidth"`` point's time come out right
     (bisection on the efficiency; time falls as it rises)."""
+    FabricParams(op_overhead=op_overhead)  # checks the value before 60 bisection steps
     (run, s, measured), *_ = _points("bandwidth")
     lo, hi = 1e-3, 1.0
     for _ in range(60):
@@ -72,7 +75,9 @@ def calibrate_link_efficiency(op_overhead: float | None = None) -> float:
 
 def calibrate(iterations: int = 4) -> dict[str, float]:
     """The current runtime's fixed cost and the link efficiency, each fitted with the other's
-    current value until they settle; then the 2023 runtime's fixed cost at that efficiency."""
+    current value until they settle (``iterations`` rounds, 1 to 20; each takes about a
+    second); then the 2023 runtime's fixed cost at that efficiency."""
+    iterations = whole(iterations, "iterations", 1, 20, FabricError)
     op, eff = calibrate_op_overhead(1.0), 1.0
     for _ in range(iterations):
         eff = calibrate_link_efficiency(op)
@@ -83,5 +88,5 @@ def calibrate(iterations: int = 4) -> dict[str, float]:
 
 def with_defaults(params: FabricParams | None) -> FabricParams:
     """``params`` with every figure resolved (for reports)."""
-    p = params or FabricParams()
+    p = fabric_params(params)
     return replace(p, op_overhead=p.op, link_efficiency=p.efficiency())

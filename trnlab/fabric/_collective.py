@@ -8,8 +8,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trnlab._checks import choose, flag, short, whole
+
 from ._algorithms import ALGORITHMS, OPS, Estimate, algorithm
-from ._params import FabricError, FabricParams, collective_figure
+from ._params import FabricError, FabricParams, collective_figure, fabric_params
 from ._topology import TIER_NAMES, Topology, topology
 
 __all__ = [
@@ -35,10 +37,14 @@ MAX_GRAPH_CHIPS = 200_000
 
 
 def _op(op: str) -> str:
-    key = str(op).strip().lower().replace("-", "_")
+    if not isinstance(op, str):
+        raise FabricError(
+            f"a collective is named by a string such as 'all_reduce', not {short(op)}"
+        )
+    key = op.strip().lower().replace("-", "_")
     key = _OP_ALIASES.get(key.replace("_", ""), key)
-    if key not in OPS:
-        raise FabricError(f"unknown collective {op!r}; trnlab.fabric knows {', '.join(OPS)}")
+    if key not in OPS:  # raises, with the nearest name
+        choose(op, OPS, "collective (trnlab.fabric's operations)", FabricError)
     return key
 
 
@@ -57,6 +63,7 @@ def bus_factor(op: str, n: int) -> float:
     broadcast (nccl-tests ``doc/PERFORMANCE.md``).
     """
     op = _op(op)
+    n = whole(n, "n (chips)", 1, None, FabricError)
     if n <= 1:
         return 0.0
     if op == "all_reduce":
@@ -95,6 +102,7 @@ class Schedule:
 
     def at_step(self, k: int) -> dict[str, np.ndarray]:
         """The messages of step ``k`` (``src``, ``dst``, ``nbytes``, ``start``, ``finish``)."""
+        k = whole(k, "step", 0, max(self.steps - 1, 0), FabricError)
         sel = self.step == k
         return {f: getattr(self, f)[sel] for f in ("src", "dst", "nbytes", "start", "finish")}
 
@@ -240,6 +248,11 @@ def runtime_choice(op: str, nbytes: int, topo: Topology) -> str:
     runs rings inside an instance whatever the size: the mesh all-reduce came with SDK 2.11
     (runtime release notes, 2.14.8, June 2023).
     """
+    op, nbytes = _op(op), _nbytes(nbytes)
+    if not isinstance(topo, Topology):
+        raise FabricError(
+            f"topo must be a Topology (fabric.topology('trn2.48xlarge')), not {short(topo)}"
+        )
     if op == "broadcast":
         return _fastest(op, nbytes, topo)[0].name
     if op == "all_to_all":
@@ -350,7 +363,8 @@ def collective(
         which do), a negative or fractional size, or a simulation too large to run.
     """
     op, nbytes = _op(op), _nbytes(nbytes)
-    params = params or FabricParams()
+    simulate = flag(simulate, "simulate", FabricError)
+    params = fabric_params(params)
     topo = topology(system, params)
     n = topo.chips
     if n == 1 or nbytes == 0:
@@ -388,8 +402,19 @@ def collective(
         link_utilisation=busy / t,
         link_bytes=lbytes,
         schedule=Schedule(plan.src, plan.dst, plan.nbytes, plan.step, start, done),
-        load_bound=float((lbytes / topo.link_bandwidth).max()) if lbytes.size else 0.0,
+        load_bound=_load_bound(lbytes, topo.link_bandwidth),
     )
+
+
+def _load_bound(lbytes: np.ndarray, bandwidth: np.ndarray) -> float:
+    """max over links of bytes / bandwidth; links without bandwidth (a tier a fabric leaves
+    unused, as the tiered Trn3 switch's) carry nothing and bound nothing (0/0 was NaN)."""
+    if not lbytes.size:
+        return 0.0
+    used = bandwidth > 0
+    if (lbytes[~used] > 0).any():  # pragma: no cover - a route over a missing link
+        raise FabricError("a simulated message crossed a link without bandwidth")
+    return float((lbytes[used] / bandwidth[used]).max()) if used.any() else 0.0
 
 
 def _check_messages(alg, op: str, topo: Topology) -> None:

@@ -14,7 +14,10 @@ import math
 from dataclasses import dataclass
 from functools import cache
 
-__all__ = ["RUNTIMES", "FabricError", "FabricParams", "collective_figure"]
+from trnlab._checks import flag, short
+from trnlab._errors import TrnlabError
+
+__all__ = ["RUNTIMES", "FabricError", "FabricParams", "collective_figure", "fabric_params"]
 
 #: Neuron runtime generations with their own collective behaviour: ``"current"`` (the runtime
 #: of SDK 2.24 and later, whose nccom-test runs fit ``op_overhead``) and ``"2023"`` (SDK 2.10,
@@ -23,7 +26,7 @@ __all__ = ["RUNTIMES", "FabricError", "FabricParams", "collective_figure"]
 RUNTIMES = ("current", "2023")
 
 
-class FabricError(ValueError):
+class FabricError(TrnlabError):
     """A fabric request the model cannot answer; the message says what to do instead."""
 
 
@@ -35,9 +38,21 @@ def collective_figure(name: str) -> float:
     return float(catalog.table("collectives")[name].value)
 
 
+def fabric_params(params) -> FabricParams:
+    """``params``, or the defaults for None; anything else is refused with a teaching error."""
+    if params is None:
+        return FabricParams()
+    if not isinstance(params, FabricParams):
+        raise FabricError(
+            f"params must be a FabricParams (fabric.FabricParams(step_latency=...)) or None, "
+            f"not {short(params)}"
+        )
+    return params
+
+
 def _seconds(name: str, value) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise FabricError(f"{name} = {value!r}: give a number of seconds")
+        raise FabricError(f"{name} = {value!r}: give a finite number of seconds")
     if not 0 <= value < 1:
         raise FabricError(
             f"{name} = {value!r} s is outside [0, 1) s; fabric latencies are micro- to "
@@ -140,6 +155,8 @@ class FabricParams:
             raise FabricError(
                 f"link_efficiency = {e!r}: a share of the link bandwidth is in (0, 1]"
             )
+        for name in ("counts_both_directions", "efa_counts_both_directions"):
+            flag(getattr(self, name), name, FabricError)
 
     # Resolved figures ------------------------------------------------------------------------
     @property

@@ -29,14 +29,17 @@ node, bandwidth per direction in B/s, latency in s, tier) plus the routing rule 
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
 from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
 
 from trnlab import catalog
+from trnlab._checks import number, short, whole
 
-from ._params import FabricError, FabricParams
+from ._params import FabricError, FabricParams, fabric_params
 
 __all__ = ["NODE_KINDS", "TIER_NAMES", "Topology", "ring", "topology", "torus"]
 
@@ -218,8 +221,16 @@ class Topology:
         return np.vstack([pos, [top]])
 
     # Routing --------------------------------------------------------------------------------
+    def _chip(self, i) -> int:
+        if type(i) is int and 0 <= i < self.chips:
+            return i
+        return whole(
+            i, f"chip (of the {self.chips} chips of {self.name})", 0, self.chips - 1, FabricError
+        )
+
     def route(self, a: int, b: int) -> list[int]:
         """Directed link ids from chip ``a`` to chip ``b`` (empty when ``a == b``)."""
+        a, b = self._chip(a), self._chip(b)
         if a == b:
             return []
         if self.kind == "torus":
@@ -241,6 +252,7 @@ class Topology:
 
         alpha = message overhead + the latencies of every link on the route (cut-through).
         """
+        a, b = self._chip(a), self._chip(b)
         if self.kind == "cluster" and a // self.part.chips != b // self.part.chips:
             return self.efa_bandwidth, self.message_overhead + 2 * self.efa_latency
         if self.kind == "cluster":
@@ -275,6 +287,10 @@ class Topology:
 # Builders -----------------------------------------------------------------------------------
 
 
+#: The largest fabric modelled: AWS's "up to 1 million" chips in an UltraCluster.
+MAX_TOPOLOGY_CHIPS = 1_000_000
+
+
 def torus(
     shape: tuple[int, ...],
     bandwidth: float | tuple[float, ...],
@@ -296,15 +312,28 @@ def torus(
     op_overhead : float
         Fixed seconds per collective operation (0: the pure alpha-beta model).
     """
+    if not isinstance(shape, tuple | list) or not all(
+        isinstance(d, numbers.Integral) and not isinstance(d, bool) for d in shape
+    ):
+        raise FabricError(
+            f"torus shape is a tuple of whole numbers such as (4, 4), not {short(shape)}"
+        )
     shape = tuple(int(d) for d in shape)
+    if math.prod(shape) > MAX_TOPOLOGY_CHIPS:
+        raise FabricError(
+            f"a {shape} torus has {math.prod(shape):,} chips; trnlab models fabrics of up to "
+            f"{MAX_TOPOLOGY_CHIPS:,} chips (AWS's 'up to 1 million')"
+        )
     if not shape or any(d < 2 for d in shape):
         raise FabricError(
             f"torus shape {shape} needs one or more axes of at least 2 chips "
             "(a single chip has no fabric: use topology('trn1.2xlarge'))"
         )
     k = len(shape)
-    bw = tuple(float(b) for b in np.broadcast_to(np.asarray(bandwidth, float), (k,)))
-    lat = tuple(float(x) for x in np.broadcast_to(np.asarray(latency, float), (k,)))
+    bw = _per_axis(bandwidth, k, "bandwidth")
+    lat = _per_axis(latency, k, "latency")
+    message_overhead = number(message_overhead, "message_overhead (s)", 0, None, error=FabricError)
+    op_overhead = number(op_overhead, "op_overhead (s)", 0, None, error=FabricError)
     if not all(np.isfinite(bw)) or min(bw) <= 0:
         raise FabricError(f"link bandwidth {bw} B/s must be positive and finite")
     for what, v in (("latency", min(lat)), ("message_overhead", message_overhead),
@@ -348,7 +377,16 @@ def ring(
     -------
     Topology
     """
+    n = whole(n, "n (chips in the ring)", 2, MAX_TOPOLOGY_CHIPS, FabricError)
     return torus((n,), bandwidth, latency, message_overhead, op_overhead=op_overhead)
+
+
+def _per_axis(value, k: int, what: str) -> tuple[float, ...]:
+    """One number per axis (a single number is every axis's), each finite."""
+    values = value if isinstance(value, tuple | list) else (value,) * k
+    if len(values) != k:
+        raise FabricError(f"{what} has {len(values)} values for a torus of {k} axes; give 1 or {k}")
+    return tuple(number(v, f"{what} (per axis)", error=FabricError) for v in values)
 
 
 def topology(system, params: FabricParams | None = None) -> Topology:
@@ -372,9 +410,14 @@ def topology(system, params: FabricParams | None = None) -> Topology:
     direction into the NeuronSwitch; sled PCIe 256 GB/s bidirectional = 128 GB/s per direction.
     EFA: system bit/s / chips / 8 per chip, per direction.
     """
+    params = fabric_params(params)
     if isinstance(system, Topology):
         return system
-    params = params or FabricParams()
+    if not isinstance(system, str | catalog.System):
+        raise FabricError(
+            f"system must be a catalogue system (a name such as 'trn2.48xlarge', a System or "
+            f"catalog.cluster(...)) or a Topology, not {short(system)}"
+        )
     sysobj = catalog.system(system) if isinstance(system, str) else system
     key = (sysobj.key, sysobj.chips, params)
     if key not in _BUILT:

@@ -15,6 +15,7 @@ compiled on first use and cached on disk.
 
 import numpy as np  # noqa: F401  (used by the doctest above)
 
+from ._errors import FormatError, FormatTypeError
 from ._matmul import MatmulResult, matmul
 from ._quantize import Encoded, decode, encode, quantize
 from ._samples import DISTRIBUTIONS, sample
@@ -42,6 +43,8 @@ __all__ = [
     "Encoded",
     "FloatFormat",
     "Format",
+    "FormatError",
+    "FormatTypeError",
     "IntFormat",
     "MXFormat",
     "MatmulResult",

@@ -13,9 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trnlab._checks import choose, flag
 from trnlab._threads import blas_threads_for
 
-from ._quantize import Rounding, ScaleRule, _as_float32, quantize
+from ._errors import FormatError
+from ._quantize import Rounding, ScaleRule, _as_float32, _stochastic, quantize, seed_sequence
 from ._specs import Format, MXFormat, spec
 
 __all__ = ["MatmulResult", "matmul"]
@@ -35,7 +37,8 @@ class MatmulResult:
         Largest and mean ``|out - reference|``.
     rel_error : float
         ``||out - reference||_F / ||reference||_F`` (0 when the reference is all zero and the
-        result too; inf when only the reference is zero).
+        result too; inf when only the reference is zero, or when the result holds Inf or NaN
+        from an overflow the finite reference does not: the error is unbounded, not NaN).
     snr_db : float
         Signal-to-noise ratio ``-20 log10(rel_error)`` in dB.
     fmt_a, fmt_b : str
@@ -90,13 +93,21 @@ def matmul(
     """
     fa = spec(fmt)
     fb = spec(fmt_b) if fmt_b is not None else fa
+    stochastic = _stochastic(rounding)
+    seq = seed_sequence(seed)
+    flag(saturate, "saturate", FormatError)
+    scale_rule = choose(scale_rule, ("ocp", "trainium3"), "scale_rule", FormatError)
     a32 = _as_float32(a, "matmul")
     b32 = _as_float32(b, "matmul")
     if a32.ndim != 2 or b32.ndim != 2 or a32.shape[1] != b32.shape[0]:
-        raise ValueError(
+        raise FormatError(
             f"matmul takes a of shape (M, K) and b of shape (K, N); got {a32.shape} and {b32.shape}"
         )
-    seq = np.random.SeedSequence(seed) if rounding == "stochastic" else None
+    if stochastic:
+        seq = seq or np.random.SeedSequence()
+        rounding = "stochastic"
+    else:
+        seq, rounding = None, "nearest"
     sa, sb = seq.spawn(2) if seq is not None else (None, None)
 
     def q(x: np.ndarray, f: Format, axis: int, s) -> np.ndarray:
@@ -114,7 +125,9 @@ def matmul(
         abs_err = np.abs(err)
         ref_norm = float(np.linalg.norm(ref))
         err_norm = float(np.linalg.norm(err))
-        if ref_norm > 0:
+        if np.isfinite(ref).all() and not np.isfinite(out).all():
+            rel = float("inf")  # the format overflowed (Inf, or Inf - Inf = NaN): unbounded error
+        elif ref_norm > 0:
             rel = err_norm / ref_norm
         else:
             rel = 0.0 if err_norm == 0 else float("inf")

@@ -33,11 +33,15 @@ Behaviour shared by :func:`quantize`, :func:`encode` and :func:`decode`:
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
+from trnlab._checks import choose, flag, number, short
+
+from ._errors import FormatError, FormatTypeError
 from ._specs import FINITE, FloatFormat, Format, IntFormat, MXFormat, decode_table, spec
 
 __all__ = ["Encoded", "decode", "encode", "quantize"]
@@ -86,22 +90,49 @@ class Encoded:
 
 
 def _as_float32(x, what: str) -> np.ndarray:
-    arr = np.asarray(x)
+    try:
+        arr = np.asarray(x)
+    except ValueError as exc:  # a ragged list
+        raise FormatError(
+            f"{what} takes an array of numbers (x); {short(x)} is not one ({exc})"
+        ) from None
     kind = arr.dtype.kind
     if kind in "iub":
-        raise TypeError(
+        raise FormatTypeError(
             f"{what} expects floating-point values, got an array of {arr.dtype}. If these are "
             f"codes from encode(), use decode(); to quantise integer-valued data, cast it "
             f"first with x.astype(np.float32)."
         )
     if kind == "c":
-        raise TypeError(f"{what} expects real values, got {arr.dtype}; quantise .real and .imag")
+        raise FormatTypeError(
+            f"{what} expects real values, got {arr.dtype}; quantise .real and .imag"
+        )
+    if kind == "O" and not all(
+        isinstance(v, numbers.Real) and not isinstance(v, bool) for v in arr.flat
+    ):
+        raise FormatTypeError(
+            f"{what} expects an array of real numbers (x), got {short(x)}: None, text or other "
+            f"objects have no value to round."
+        )
+    if kind not in "fO":
+        raise FormatTypeError(
+            f"{what} expects floating-point values (x), got an array of {arr.dtype} "
+            f"({short(x)}); convert text to numbers first."
+        )
     if arr.dtype != np.float32:
-        try:
-            arr = arr.astype(np.float32)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"{what} cannot read values of type {arr.dtype}: {exc}") from None
+        arr = arr.astype(np.float32)
     return arr if arr.flags.c_contiguous else arr.copy()  # (ascontiguousarray makes 0-d 1-d)
+
+
+def seed_sequence(seed) -> np.random.SeedSequence | None:
+    """``seed`` as a SeedSequence (None stays None: fresh entropy), or a teaching error."""
+    if seed is None or isinstance(seed, np.random.SeedSequence):
+        return seed
+    if isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
+        if seed < 0:
+            raise FormatError(f"seed must be a non-negative integer, got {seed}")
+        return np.random.SeedSequence(int(seed))
+    raise FormatTypeError(f"seed must be an int, a numpy SeedSequence or None, not {short(seed)}")
 
 
 def _key(stochastic: bool, seed) -> np.uint64:
@@ -113,38 +144,45 @@ def _key(stochastic: bool, seed) -> np.uint64:
 
 
 def _stochastic(rounding: str) -> bool:
-    if rounding not in ("nearest", "stochastic"):
-        raise ValueError(
-            f"rounding must be 'nearest' (round-to-nearest-even) or 'stochastic', not {rounding!r}"
-        )
-    return rounding == "stochastic"
+    return choose(rounding, ("nearest", "stochastic"), "rounding", FormatError) == "stochastic"
+
+
+def _axis_type(axis) -> None:
+    if not isinstance(axis, int | np.integer) or isinstance(axis, bool):
+        raise FormatTypeError(f"axis must be an integer, not {short(axis)}")
 
 
 def _axis(axis, ndim: int, fmt: str) -> int:
     if ndim == 0:
-        raise ValueError(
+        raise FormatError(
             f"{fmt} is a block format: it quantises blocks of 32 along an axis, and a 0-d value "
             f"has none. Pass np.atleast_1d(x) (a block of one)."
         )
-    if not isinstance(axis, int | np.integer) or isinstance(axis, bool):
-        raise TypeError(f"axis must be an integer, not {axis!r}")
+    _axis_type(axis)
     if not -ndim <= axis < ndim:
-        raise ValueError(f"axis {axis} is out of range for an array with {ndim} dimension(s)")
+        raise FormatError(f"axis {axis} is out of range for an array with {ndim} dimension(s)")
     return int(axis) % ndim
 
 
-def _check_options(f: Format, scale_rule: str, scale) -> None:
-    if scale_rule not in ("ocp", "trainium3"):
-        raise ValueError(f"scale_rule must be 'ocp' or 'trainium3', not {scale_rule!r}")
-    if scale_rule != "ocp" and not isinstance(f, MXFormat):
-        raise ValueError(f"scale_rule applies to MX block formats only; {f.name} has no blocks")
-    if scale is not None and not (isinstance(f, IntFormat) and f.per_tensor_scale):
-        raise ValueError(f"scale is the per-tensor scale of int8; {f.name} takes none")
+def _options(f: Format, rounding, seed, axis, saturate, scale_rule, scale) -> tuple[bool, str]:
+    """Check every option of quantize/encode before any work: (stochastic, scale_rule)."""
+    stochastic = _stochastic(rounding)
+    seed_sequence(seed)
+    _axis_type(axis)
+    flag(saturate, "saturate", FormatError)
+    rule = choose(scale_rule, ("ocp", "trainium3"), "scale_rule", FormatError)
+    if rule != "ocp" and not isinstance(f, MXFormat):
+        raise FormatError(f"scale_rule applies to MX block formats only; {f.name} has no blocks")
+    if scale is not None:
+        if not (isinstance(f, IntFormat) and f.per_tensor_scale):
+            raise FormatError(f"scale is the per-tensor scale of int8; {f.name} takes none")
+        number(scale, "int8 scale", 0, None, lo_open=True, error=FormatError)
+    return stochastic, rule
 
 
 def _refuse_nan(x: np.ndarray, f: Format) -> None:
     if np.isnan(x).any():
-        raise ValueError(
+        raise FormatError(
             f"{f.name} has no NaN code and the input holds NaN. Replace NaNs first "
             f"(np.nan_to_num), or use an MX block format, whose scale carries NaN."
         )
@@ -186,7 +224,7 @@ def _scales_shape(shape: tuple[int, ...], axis: int, block: int) -> tuple[int, .
 def _byte_codes(codes: np.ndarray, name: str, signed: bool, bits: int) -> np.ndarray:
     lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
     if codes.size and (int(codes.min()) < lo or int(codes.max()) > hi):
-        raise ValueError(f"{name} codes lie in {lo}..{hi}, got {codes.min()}..{codes.max()}")
+        raise FormatError(f"{name} codes lie in {lo}..{hi}, got {codes.min()}..{codes.max()}")
     return codes.astype(np.int8 if signed else np.uint8, copy=False)
 
 
@@ -249,8 +287,7 @@ def quantize(
     [448.0]
     """
     f = spec(fmt)
-    _check_options(f, scale_rule, scale)
-    stochastic = _stochastic(rounding)
+    stochastic, scale_rule = _options(f, rounding, seed, axis, saturate, scale_rule, scale)
     x32 = _as_float32(x, "quantize")
     if isinstance(f, FloatFormat):
         if f.specials == FINITE:
@@ -317,8 +354,7 @@ def encode(
     ['0x3f80', '0xc000']
     """
     f = spec(fmt)
-    _check_options(f, scale_rule, scale)
-    stochastic = _stochastic(rounding)
+    stochastic, scale_rule = _options(f, rounding, seed, axis, saturate, scale_rule, scale)
     x32 = _as_float32(x, "encode")
     key = _key(stochastic and x32.size > 0, seed)
     if isinstance(f, FloatFormat):
@@ -343,13 +379,13 @@ def encode(
         return Encoded(f.name, codes.reshape(x32.shape))
     if isinstance(f, IntFormat):
         if not f.per_tensor_scale:
-            raise ValueError(f"{f.name} is the MXINT8 element type; use 'mxint8' or 'int8'")
+            raise FormatError(f"{f.name} is the MXINT8 element type; use 'mxint8' or 'int8'")
         _refuse_nan(x32, f)
         from ._int8 import _encode_int8, absmax_scale
 
         sc = absmax_scale(x32, f.qmax) if scale is None else np.float32(scale)
         if not (np.isfinite(sc) and sc > 0):
-            raise ValueError(f"int8 scale must be a positive finite number, got {scale!r}")
+            raise FormatError(f"int8 scale must be a positive finite number, got {scale!r}")
         codes = np.empty(x32.shape, np.int8)
         if x32.size:
             _encode_int8(x32.reshape(-1), codes.reshape(-1), float(sc), f.qmax, stochastic, key)
@@ -403,9 +439,14 @@ def decode(
     ValueError
         A code out of the format's range, missing or mis-shaped scales.
     """
+    _axis_type(axis)
     if isinstance(data, Encoded):
         if fmt is not None and spec(fmt).name != data.fmt:
-            raise ValueError(f"these codes are {data.fmt}, not {spec(fmt).name}")
+            raise FormatError(f"these codes are {data.fmt}, not {spec(fmt).name}")
+        if scales is not None or scale is not None:
+            raise FormatError(
+                "an Encoded carries its own scales; pass scales= or scale= only with raw codes"
+            )
         f = spec(data.fmt)
         codes = data.codes
         if isinstance(f, MXFormat):
@@ -414,20 +455,28 @@ def decode(
             scale = float(data.scales)
     else:
         if fmt is None:
-            raise ValueError("decode needs the format of raw codes: decode(codes, 'fp8_e4m3fn')")
+            raise FormatError("decode needs the format of raw codes: decode(codes, 'fp8_e4m3fn')")
         f = spec(fmt)
         codes = np.asarray(data)
         if codes.dtype.kind not in "iu":
-            raise TypeError(f"codes are integers (from encode), got {codes.dtype}")
+            raise FormatTypeError(
+                f"codes are integers (from encode), got {short(data)} of {codes.dtype}"
+            )
+        if scales is not None and not isinstance(f, MXFormat):
+            raise FormatError(f"scales are the block scales of MX formats; {f.name} has none")
+        if scale is not None:
+            if not (isinstance(f, IntFormat) and f.per_tensor_scale):
+                raise FormatError(f"scale is the per-tensor scale of int8; {f.name} takes none")
+            number(scale, "int8 scale", 0, None, lo_open=True, error=FormatError)
     if isinstance(f, FloatFormat):
         if codes.size and (codes.min() < 0 or int(codes.max()) >= 1 << f.storage_bits):
-            raise ValueError(f"{f.name} codes lie in 0..{(1 << f.storage_bits) - 1}")
+            raise FormatError(f"{f.name} codes lie in 0..{(1 << f.storage_bits) - 1}")
         if f.exp_bits == 8:  # fp32, tf32 are float32 bit patterns; bf16 the top half of one
             shift = 32 - f.storage_bits
             bits = codes.astype(np.uint32) << np.uint32(shift)
             return bits.view(np.float32)
         if codes.size and int(codes.max()) >= 1 << f.bits:
-            raise ValueError(f"{f.name} codes lie in 0..{(1 << f.bits) - 1}, got {codes.max()}")
+            raise FormatError(f"{f.name} codes lie in 0..{(1 << f.bits) - 1}, got {codes.max()}")
         from ._float_kernels import _decode_lut
 
         out = np.empty(codes.shape, np.float32)
@@ -439,18 +488,26 @@ def decode(
     codes = _byte_codes(codes, f.name, signed=isinstance(elem, IntFormat), bits=elem.bits)
     if isinstance(f, IntFormat):
         if scale is None:
-            raise ValueError(
+            raise FormatError(
                 "int8 codes need their per-tensor scale: decode(codes, 'int8', scale=s)"
             )
         return (codes.astype(np.float32) * np.float32(scale)).astype(np.float32)
     assert isinstance(f, MXFormat)
     if scales is None:
-        raise ValueError(f"{f.name} codes need their E8M0 block scales (encode(...).scales)")
+        raise FormatError(f"{f.name} codes need their E8M0 block scales (encode(...).scales)")
     ax = _axis(axis, codes.ndim, f.name)
     scales = np.asarray(scales)
+    if scales.dtype.kind not in "iu":
+        raise FormatTypeError(
+            f"{f.name} scales are E8M0 codes (integers 0..255), not {short(scales)}"
+        )
+    if scales.size and (int(scales.min()) < 0 or int(scales.max()) > 255):
+        raise FormatError(
+            f"{f.name} scales are E8M0 codes 0..255, got {scales.min()}..{scales.max()}"
+        )
     want = _scales_shape(codes.shape, ax, f.block_size)
     if scales.shape != want:
-        raise ValueError(
+        raise FormatError(
             f"{f.name} scales for codes of shape {codes.shape} along axis {ax} have shape "
             f"{want}, got {scales.shape}"
         )

@@ -7,7 +7,15 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["DISTRIBUTIONS", "sample"]
+from trnlab._checks import choose, shape2, whole
+
+from ._errors import FormatError
+
+__all__ = ["DISTRIBUTIONS", "MAX_VALUES", "sample"]
+
+#: The most values one sample holds (2**26 float32 = 256 MiB): a bigger one would not fit a
+#: learner's notebook, and no format experiment needs it.
+MAX_VALUES = 2**26
 
 DISTRIBUTIONS: dict[str, str] = {
     "gaussian": "N(0, 1): well-behaved activations",
@@ -23,13 +31,9 @@ def sample(distribution: str, shape: tuple[int, int] = (256, 256), seed: int = 0
     Channels are columns (the last axis), so an outlier channel is a column of large values,
     and MX blocks along the last axis see one outlier per block of 32.
     """
-    if distribution not in DISTRIBUTIONS:
-        raise ValueError(
-            f"unknown distribution {distribution!r}; choose from {', '.join(DISTRIBUTIONS)}"
-        )
-    rows, cols = shape
-    if rows < 1 or cols < 1:
-        raise ValueError(f"shape must be positive, not {shape}")
+    distribution = choose(distribution, DISTRIBUTIONS, "distribution", FormatError)
+    rows, cols = shape = shape2(shape, "sample shape", FormatError, max_size=MAX_VALUES)
+    seed = whole(seed, "seed", 0, None, FormatError)
     rng = np.random.default_rng(seed)
     if distribution == "gaussian":
         x = rng.standard_normal(shape)

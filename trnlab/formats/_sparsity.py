@@ -15,6 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trnlab._checks import whole
+
+from ._errors import FormatError, FormatTypeError
+from ._quantize import _as_float32, _axis_type
+
 __all__ = ["SPARSITY_PATTERNS", "PruneResult", "prune"]
 
 #: (N, M) patterns NeuronCore-v3/v4 support, densest-saving first.
@@ -93,16 +98,25 @@ def prune(w, n: int, m: int, axis: int = -1) -> PruneResult:
     >>> prune([[0.1, -3.0, 0.5, 2.0]], 2, 4).weights.tolist()
     [[0.0, -3.0, 0.0, 2.0]]
     """
+    n = whole(n, "n (values kept per group)", 1, None, FormatError)
+    m = whole(m, "m (group size)", 1, None, FormatError)
     if (n, m) not in SPARSITY_PATTERNS:
         pats = ", ".join(f"{a}:{b}" for a, b in SPARSITY_PATTERNS)
-        raise ValueError(f"{n}:{m} is not an N:M pattern NeuronCore-v3/v4 support; they are {pats}")
-    arr = np.asarray(w)
+        raise FormatError(
+            f"{n}:{m} is not an N:M pattern NeuronCore-v3/v4 support; they are {pats}"
+        )
+    if isinstance(w, np.ndarray) and w.dtype.kind == "f":
+        arr = w
+    else:  # refuses None, text, integers, ragged lists with a teaching error
+        checked = _as_float32(w, "prune")
+        arr = checked if isinstance(w, np.ndarray) else np.asarray(w, np.float64)
     if arr.dtype.kind != "f":
-        raise TypeError(f"prune expects floating-point weights, got {arr.dtype}")
+        raise FormatTypeError(f"prune expects floating-point weights (w), got {arr.dtype}")
     if arr.ndim == 0:
-        raise ValueError("prune needs at least one axis to group along")
+        raise FormatError("prune needs at least one axis to group along")
+    _axis_type(axis)
     if not -arr.ndim <= axis < arr.ndim:
-        raise ValueError(f"axis {axis} is out of range for an array with {arr.ndim} dimension(s)")
+        raise FormatError(f"axis {axis} is out of range for an array with {arr.ndim} dimension(s)")
     ax = axis % arr.ndim
     moved = np.moveaxis(arr, ax, -1)
     absw = np.ascontiguousarray(np.nan_to_num(np.abs(moved).astype(np.float64), nan=-1.0)).reshape(

@@ -34,6 +34,8 @@ from typing import ClassVar
 
 import numpy as np
 
+from ._errors import FormatError, FormatTypeError
+
 __all__ = [
     "E8M0_BIAS",
     "E8M0_NAN",
@@ -87,7 +89,7 @@ class FloatFormat:
 
     def __post_init__(self) -> None:
         if self.specials not in _SPECIALS:
-            raise ValueError(f"specials must be one of {_SPECIALS}, not {self.specials!r}")
+            raise FormatError(f"specials must be one of {_SPECIALS}, not {self.specials!r}")
 
     @property
     def bits(self) -> int:
@@ -376,7 +378,7 @@ _ALIASES = {
 def formats(kind: str | None = None) -> tuple[str, ...]:
     """Names of every format, optionally only one kind: ``"float"``, ``"int"`` or ``"mx"``."""
     if kind not in (None, "float", "int", "mx"):
-        raise ValueError(f"kind must be 'float', 'int', 'mx' or None, not {kind!r}")
+        raise FormatError(f"kind must be 'float', 'int', 'mx' or None, not {kind!r}")
     return tuple(n for n, f in _BY_NAME.items() if kind is None or f.kind == kind)
 
 
@@ -391,14 +393,14 @@ def spec(fmt: str | Format) -> Format:
     if isinstance(fmt, FloatFormat | IntFormat | MXFormat):
         return fmt
     if not isinstance(fmt, str):
-        raise TypeError(f"a format is named by a string such as 'bf16', not {fmt!r}")
+        raise FormatTypeError(f"a format is named by a string such as 'bf16', not {fmt!r}")
     key = fmt.strip().lower().replace("-", "_")
     key = _ALIASES.get(key, key)
     if key in _BY_NAME:
         return _BY_NAME[key]
     near = difflib.get_close_matches(key, list(_BY_NAME), n=3, cutoff=0.5)
     hint = f" Did you mean {', '.join(near)}?" if near else ""
-    raise ValueError(
+    raise FormatError(
         f"unknown format {fmt!r}.{hint} Formats: {', '.join(_BY_NAME)}. "
         f"(fp8 has several encodings: name one, e.g. 'fp8_e4m3fn' or 'fp8_e5m2'.)"
     )
@@ -454,7 +456,7 @@ def decode_table(fmt: str | Format) -> np.ndarray:
     if isinstance(f, MXFormat):
         f = f.element
     if f.bits > 16:
-        raise ValueError(
+        raise FormatError(
             f"{f.name} has 2**{f.bits} codes; it is decoded from its bits, not a table"
         )
     return _decode_table_cached(f.name)
@@ -490,7 +492,7 @@ def grid(fmt: str | Format) -> np.ndarray:
         k = np.arange(-base.qmax, base.qmax + 1, dtype=np.float64)
         return np.ldexp(k, -base.frac_bits)
     if base.bits > 20:
-        raise ValueError(
+        raise FormatError(
             f"{base.name} has 2**{base.bits} values; grid() lists formats of up to 20 bits. "
             f"Use np.nextafter on float32 to walk fp32."
         )

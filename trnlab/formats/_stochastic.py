@@ -26,16 +26,9 @@ _M2 = np.uint64(0x94D049BB133111EB)
 
 def seed_key(seed: int | np.random.SeedSequence | None) -> np.uint64:
     """A 64-bit key from ``seed``: an int, a SeedSequence, or None for fresh OS entropy."""
-    if seed is None:
-        seq = np.random.SeedSequence()
-    elif isinstance(seed, np.random.SeedSequence):
-        seq = seed
-    elif isinstance(seed, int | np.integer) and not isinstance(seed, bool):
-        if seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {seed}")
-        seq = np.random.SeedSequence(int(seed))
-    else:
-        raise TypeError(f"seed must be an int, a numpy SeedSequence or None, not {seed!r}")
+    from ._quantize import seed_sequence  # the checks of a seed live with the public API
+
+    seq = seed_sequence(seed) or np.random.SeedSequence()
     return np.uint64(seq.generate_state(1, np.uint64)[0])
 
 

@@ -7,6 +7,7 @@ fp4 element alone) have no published Trainium rate, and trnlab does not invent o
 
 from __future__ import annotations
 
+from ._errors import FormatError
 from ._specs import Format, spec
 
 __all__ = ["catalog_dtype", "throughput"]
@@ -40,7 +41,7 @@ def catalog_dtype(fmt: str | Format) -> str:
     """
     f = spec(fmt)
     if f.name not in _CATALOG_DTYPE:
-        raise ValueError(
+        raise FormatError(
             f"no Tensor Engine rate is published for {f.name} on any chip in the catalogue. "
             f"Formats with a rate: {', '.join(_CATALOG_DTYPE)}."
         )

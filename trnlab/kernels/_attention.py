@@ -40,7 +40,10 @@ def attention_reference(q, k, v, causal: bool = False):
     """``softmax(q k^T / sqrt(d)) v`` in numpy float64 (q [S, d], k and v [S_kv, d])."""
     import numpy as np
 
-    q, k, v = (np.asarray(x, np.float64) for x in (q, k, v))
+    from ._shapes import need_flag, need_shapes
+
+    causal = need_flag(causal, "causal")
+    q, k, v = need_shapes({"q": q, "k": k, "v": v}, {"q": "S d", "k": "T d", "v": "T d"})
     s = q @ k.T / math.sqrt(q.shape[1])
     if causal:
         s = np.where(np.tril(np.ones(s.shape, bool)), s, -np.inf)

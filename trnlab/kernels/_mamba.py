@@ -24,6 +24,8 @@ import trnlab.nki as nki
 import trnlab.nki.isa as nisa
 import trnlab.nki.language as nl
 
+from ._shapes import need_shapes
+
 __all__ = ["VERSIONS", "nki_selective_scan", "selective_scan_reference"]
 
 P = 128
@@ -33,7 +35,10 @@ VERSIONS = ("v1", "v2", "v3")
 def selective_scan_reference(delta, u, a, b, c) -> np.ndarray:
     """The selective scan in numpy (float64): ``delta, u [channels, T]``, ``a [channels, S]``,
     ``b, c [S, T]``; returns ``[channels, T]``."""
-    delta, u, a, b, c = (np.asarray(x, np.float64) for x in (delta, u, a, b, c))
+    delta, u, a, b, c = need_shapes(
+        {"delta": delta, "u": u, "a": a, "b": b, "c": c},
+        {"delta": "C T", "u": "C T", "a": "C S", "b": "S T", "c": "S T"},
+    )
     out = np.zeros_like(delta)
     for s in range(a.shape[1]):
         decay = np.exp(delta * a[:, s : s + 1])
@@ -123,7 +128,8 @@ def nki_selective_scan(delta, u, A, B, C, version="v3", chunk=512, hoist=False):
             carry = nl.ndarray((P, 1), dtype=dt, buffer=nl.sbuf)
             nisa.memset(dst=carry, value=0.0)
             for t0 in nl.sequential_range(0, T, width):
-                sl = slice(t0, t0 + width)
+                w = min(width, T - t0)  # the last chunk may be shorter
+                sl = slice(t0, t0 + w)
                 scan = _state_step(
                     delta_i[:, sl],
                     u_i[:, sl],
@@ -132,11 +138,11 @@ def nki_selective_scan(delta, u, A, B, C, version="v3", chunk=512, hoist=False):
                     C,
                     s,
                     t0,
-                    width,
+                    w,
                     acc[:, sl],
                     carry,
                     du=None if du is None else du[:, sl],
                 )
-                nisa.tensor_copy(dst=carry, src=scan[:, width - 1 : width])
+                nisa.tensor_copy(dst=carry, src=scan[:, w - 1 : w])
         nisa.dma_copy(dst=out[rows, :], src=acc)
     return out

@@ -41,6 +41,7 @@ from trnlab.nki._dtypes import dtype_info
 __all__ = [
     "PROGRESSION",
     "VARIANTS",
+    "estimate_instructions",
     "nki_matmul_blocked_mn",
     "nki_matmul_blocked_mnk",
     "nki_matmul_hoisted",
@@ -324,6 +325,31 @@ def nki_matmul_blocked_mnk(lhsT, rhs, TILES_IN_BLOCK_M=16, TILES_IN_BLOCK_N=2,
                 nisa.tensor_copy(dst=res_sb[:ms, n0 : n0 + ns], src=acc[:ms, c0 : c0 + ns])
             nisa.dma_copy(dst=result[m0 : m0 + ms, bn0 : bn0 + bns], src=res_sb[:ms, :bns])
     return result
+
+
+def estimate_instructions(variant: str, M: int, K: int, N: int, **options) -> int:
+    """About how many instructions ``variant`` records for A[M, K] @ B[K, N], before running it:
+    from the kernel's loops with its block sizes (before they shrink to fit SBUF): matmuls,
+    loads, partial-sum adds, copies out of PSUM and stores. Used to refuse a run too large to
+    record in seconds, with the estimate."""
+    opts = {**PROGRESSION[variant][1], **options}
+    tk, tm, tn = (
+        int(opts.get(k, d)) for k, d in (("tile_k", TILE_K), ("tile_m", TILE_M), ("tile_n", TILE_N))
+    )
+    kt, mt, nt = -(-K // tk), -(-M // tm), -(-N // tn)
+    tiles = mt * nt
+    if variant == "tiled":  # two loads and a matmul per K step; a copy and a store per tile
+        return tiles * (3 * kt + 2)
+    if variant == "hoisted":  # A's strip once per M tile, B's once per (M, N) tile
+        return mt * kt + tiles * (2 * kt + 2)
+    if variant == "blocked_mn":
+        blocks_m = -(-mt // int(opts.get("tiles_m", 2)))
+        return mt * kt + blocks_m * nt * kt + tiles * (kt + 2)
+    blocks_m = -(-mt // int(opts.get("TILES_IN_BLOCK_M", 16)))
+    blocks_n = -(-nt // int(opts.get("TILES_IN_BLOCK_N", 2)))
+    blocks_k = -(-kt // int(opts.get("TILES_IN_BLOCK_K", 8)))
+    loads = blocks_n * kt * (1 + blocks_m)
+    return tiles * (kt + blocks_k + 1) + loads + mt * blocks_n
 
 
 #: The progression, slowest first: variant -> (NKI kernel, its options, rotating buffers).

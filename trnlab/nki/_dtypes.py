@@ -13,6 +13,7 @@ Uninitialised memory holds NKI's sentinels (``nki.simulate``): NaN for floats, 4
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 
 import numpy as np
@@ -136,9 +137,16 @@ def dtype_info(dtype) -> DType:
     if isinstance(dtype, DType):
         return dtype
     if isinstance(dtype, str):
-        d = DTYPES.get(dtype) or DTYPES.get(_ALIASES.get(dtype, ""))
+        key = dtype.strip().lower()  # "Float32", " bfloat16 ": names in any case
+        d = DTYPES.get(key) or DTYPES.get(_ALIASES.get(key, ""))
         if d is not None:
             return d
+        near = difflib.get_close_matches(key, list(DTYPES) + list(_ALIASES), n=1)
+        if near:
+            raise KernelArgumentError(
+                f"unknown NKI dtype {dtype!r}. Did you mean nl.{_ALIASES.get(near[0], near[0])}? "
+                f"The dtypes are nl.{', nl.'.join(DTYPES)}"
+            )
     else:
         try:
             name = np.dtype(dtype).name

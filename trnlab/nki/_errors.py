@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import difflib
 
+from trnlab._errors import TrnlabError
+
 __all__ = ["NotModelledError", "missing"]
 
 
-class NotModelledError(NotImplementedError):
-    """An NKI API (or an option of one) that trnlab.nki does not model yet."""
+class NotModelledError(TrnlabError, NotImplementedError):
+    """An NKI API (or an option of one) that trnlab.nki does not model yet (a trnlab error,
+    and a ``NotImplementedError`` as before)."""
 
 
 def missing(namespace: str, name: str, modelled, known) -> AttributeError:

@@ -21,22 +21,35 @@ import contextlib
 import functools
 import inspect
 import itertools
+import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from trnlab._checks import flag, short, whole
+from trnlab._errors import TrnlabError
 from trnlab._threads import one_blas_thread
-from trnlab.core import CoreParams, HBMTensor, KernelArgumentError, KernelContext, Run
+from trnlab.core import (
+    CoreParams,
+    HBMTensor,
+    InstructionLimitError,
+    KernelArgumentError,
+    KernelContext,
+    Run,
+)
 from trnlab.core import simulate as _schedule
+from trnlab.core._context import MAX_HBM_ELEMENTS
+from trnlab.core._progress import instruction_limit
 
 from ._alloc import replay
 from ._dtypes import DTYPES, DType, dtype_info, from_numpy, to_numpy, values_of
 from ._errors import option
-from ._target import resolve
+from ._target import _chip, resolve
 from ._tensor import NkiTensor
-from ._trace import _STACK, Trace
+from ._trace import _STACK, Trace, location
 
 __all__ = ["HBMArg", "Kernel", "hbm", "jit", "profile", "record_into", "simulate"]
 
@@ -57,11 +70,23 @@ def hbm(x, dtype=None, name: str | None = None) -> HBMArg:
     a timing-only run) or ``nki.hbm(array, nl.bfloat16)`` (values rounded to the dtype; how to
     pass bf16 or x4-packed MX data without ml_dtypes: an x4 array has a trailing axis of 4).
     ``name`` names the tensor in the profile (default: the kernel's parameter name)."""
-    if isinstance(x, tuple | list) and all(isinstance(v, int | np.integer) for v in x):
+    if name is not None and not isinstance(name, str):
+        raise KernelArgumentError(f"nki.hbm(name=...) names the tensor: a string, not {name!r}")
+    ints = isinstance(x, list) and x and all(isinstance(v, int | np.integer) for v in x)
+    if isinstance(x, tuple) or ints:  # a shape: a timing-only placeholder
         if dtype is None:
             raise KernelArgumentError("nki.hbm(shape, dtype): a shape needs a dtype")
-        return HBMArg(tuple(int(v) for v in x), dtype_info(dtype), None, name)
-    a = np.asarray(x)
+        return HBMArg(_shape(x), dtype_info(dtype), None, name)
+    try:
+        a = np.asarray(x)
+    except ValueError:  # ragged nested lists
+        a = np.asarray(None)
+    if a.dtype.kind not in "fiub" or a.ndim == 0 or not a.size:
+        raise KernelArgumentError(
+            f"nki.hbm takes a shape (a tuple such as (128, 512)) or an array of real numbers "
+            f"with at least one element; got {short(x)}"
+            + (f" (an array of shape {a.shape})" if a.dtype.kind in "fiub" else "")
+        )
     d = from_numpy(a, "nki.hbm") if dtype is None else dtype_info(dtype)
     shape = a.shape[:-1] if d.packed > 1 else a.shape
     if d.packed > 1 and a.shape[-1:] != (4,):
@@ -69,6 +94,25 @@ def hbm(x, dtype=None, name: str | None = None) -> HBMArg:
             f"{d.name} values need a trailing axis of 4 (the packed values); got {a.shape}"
         )
     return HBMArg(tuple(shape), d, values_of(np.asarray(a, np.float32), d), name)
+
+
+def _shape(x) -> tuple[int, ...]:
+    """An HBM placeholder's shape: whole numbers >= 1, at most MAX_HBM_ELEMENTS elements."""
+    if not x or not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in x):
+        raise KernelArgumentError(
+            f"nki.hbm shape must be one or more whole numbers, such as (128, 512); got {short(x)}"
+        )
+    shape = tuple(int(v) for v in x)
+    if min(shape) < 1:
+        raise KernelArgumentError(
+            f"nki.hbm shape {shape} has a size below 1; every axis needs >= 1"
+        )
+    if math.prod(shape) > MAX_HBM_ELEMENTS:
+        raise KernelArgumentError(
+            f"nki.hbm shape {shape} holds {math.prod(shape):,} elements, more than any chip's HBM "
+            f"(the limit is {MAX_HBM_ELEMENTS:,}); use a smaller shape"
+        )
+    return shape
 
 
 class Launch:
@@ -126,6 +170,12 @@ def jit(fn=None, *, mode: str | None = None, platform_target: str | None = None,
     :class:`NotModelledError`."""
     if options:
         raise option("nki.jit", f"options {sorted(options)}", "mode and platform_target are")
+    if mode is not None and not isinstance(mode, str):
+        raise KernelArgumentError(
+            f"nki.jit(mode=...) is a string such as 'simulation', not {mode!r}"
+        )
+    if platform_target is not None:
+        _chip(platform_target, "nki.jit(platform_target=...)")  # checked now, not at the launch
     if fn is None:
         return lambda f: jit(f, mode=mode, platform_target=platform_target)
     if isinstance(fn, Kernel):
@@ -134,7 +184,24 @@ def jit(fn=None, *, mode: str | None = None, platform_target: str | None = None,
 
 
 def _kernel(k) -> Kernel:
-    return k if isinstance(k, Kernel) else jit(k)
+    if isinstance(k, Kernel):
+        return k
+    if not callable(k):  # jit(None) would be the decorator form
+        raise KernelArgumentError(f"expected an NKI kernel (an @nki.jit function), not {short(k)}")
+    return jit(k)
+
+
+def _bind(k: Kernel, args, kwargs) -> None:
+    """The kernel's parameters take these arguments, or a teaching error naming them."""
+    try:
+        inspect.signature(k.fn).bind(*args, **kwargs)
+    except TypeError as exc:
+        raise KernelArgumentError(
+            f"kernel {k.fn.__name__}{inspect.signature(k.fn)} cannot take {len(args)} "
+            f"positional argument(s) and {sorted(kwargs) or 'no'} keyword(s): {exc}"
+        ) from None
+    except ValueError:  # no signature to read (a builtin): the call itself will say
+        pass
 
 
 # --- launching ----------------------------------------------------------------------------------
@@ -158,6 +225,11 @@ def _wrap(tr: Trace, name: str, a, cache: dict):
     if isinstance(a, HBMArg):
         return tr.input(a.name or name, a.shape, a.dtype, a.values)
     if isinstance(a, np.ndarray):
+        if a.ndim == 0 or not a.size:
+            raise KernelArgumentError(
+                f"argument {name!r} is an array of shape {a.shape}; an HBM tensor needs at "
+                f"least one axis and one element"
+            )
         got = cache.get(id(a))
         if got is None:
             d = from_numpy(a, f"argument {name!r}")
@@ -176,8 +248,17 @@ def _wrap(tr: Trace, name: str, a, cache: dict):
 
 def _launch(kernel: Kernel, args, kwargs, params: CoreParams, numerics: bool, bind=()):
     """Trace every program of the launch; returns (traces, first program's return)."""
+    _bind(kernel, args, kwargs)
     names = _names(kernel.fn, args, kwargs)
     launch = Launch(gridded=kernel.grid is not None, bind=bind)
+    programs = math.prod(kernel.grid or (1,))
+    limit = instruction_limit(None, numerics, nki=True)
+    if programs > limit:  # every program records at least one instruction
+        raise InstructionLimitError(
+            f"a launch grid {list(kernel.grid)} runs {programs:,} programs, each recording at "
+            f"least one instruction: beyond the limit of {limit:,} (trnlab.core.max_instructions"
+            f"(N) raises it). Launch a smaller grid with more work per program."
+        )
     if kernel.lnc == 2:
         grid = (2,)
         cores = [[(0,)], [(1,)]]
@@ -197,11 +278,59 @@ def _launch(kernel: Kernel, args, kwargs, params: CoreParams, numerics: bool, bi
             for pid in programs:
                 tr.program_id = pid
                 tr.shared_index = 0
-                ret = kernel.fn(*wargs, **wkw)
+                try:
+                    ret = kernel.fn(*wargs, **wkw)
+                except _KERNEL_ERRORS as exc:
+                    raise _refused(kernel, exc, names, args, kwargs) from exc
                 if not traces and pid == programs[0]:
                     result = ret
         traces.append(tr)
     return traces, result
+
+
+#: Errors a kernel's own Python raises on arguments it cannot take (``N, D = x.shape`` of a 1-D
+#: tensor, ``raise ValueError(...)`` of a shape rule, ``None.shape``).
+_KERNEL_ERRORS = (ValueError, TypeError, IndexError, AttributeError, KeyError, ZeroDivisionError)
+_OWN = ("trnlab.nki", "trnlab.core", "numpy")
+
+
+def _brief(a) -> str:
+    if isinstance(a, HBMArg):
+        return f"hbm{a.shape} {a.dtype.name}"
+    if isinstance(a, np.ndarray):
+        return f"array{a.shape} {a.dtype}"
+    text = repr(a)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _refused(kernel: Kernel, exc: Exception, names, args, kwargs) -> Exception:
+    """A kernel's own code raised on its arguments: a teaching error saying where (the
+    kernel's line) and with which arguments. trnlab's own errors pass through, and so does an
+    error raised inside trnlab.nki itself (a front-end bug must not pass as the kernel's)."""
+    if isinstance(exc, TrnlabError):
+        return exc
+    tb, frame = exc.__traceback__, None
+    while tb is not None:
+        frame = tb.tb_frame
+        tb = tb.tb_next
+    if frame is None or frame.f_globals.get("__name__", "").startswith(_OWN[:2]):
+        return exc
+    user = frame
+    tb = exc.__traceback__
+    while tb is not None:  # the innermost frame of the kernel's (or its helpers') own code
+        if not tb.tb_frame.f_globals.get("__name__", "").startswith(_OWN):
+            user = tb.tb_frame
+        tb = tb.tb_next
+    where = location(user.f_code.co_name, user.f_code.co_filename, user.f_lineno)
+    given = ", ".join(
+        [f"{n}={_brief(a)}" for n, a in zip(names, args, strict=False)]
+        + [f"{k}={_brief(v)}" for k, v in kwargs.items()]
+    )
+    return KernelArgumentError(
+        f"kernel {kernel.fn.__name__} stopped at {where}: {type(exc).__name__}: {exc}. Its "
+        f"code could not take the arguments it was given ({given}); check their shapes, "
+        f"dtypes and values against the kernel's docstring."
+    )
 
 
 def _numerics_of(args, kwargs) -> bool:
@@ -248,6 +377,8 @@ def simulate(kernel, chip=None):
     PSUM. ``chip`` (trnlab's) picks the target; otherwise ``NEURON_PLATFORM_TARGET_OVERRIDE``,
     else trn3 (see :mod:`trnlab.nki._target`)."""
     k = _kernel(kernel)
+    if chip is not None and not isinstance(chip, CoreParams):
+        resolve(chip)  # an unknown chip is refused here, with the nearest names
 
     def run(*args, **kwargs):
         if not _numerics_of(args, kwargs):
@@ -298,10 +429,14 @@ def profile(kernel, chip=None, numerics: bool | None = None):
     tile got and (``"returns"``) the names of the HBM tensors the kernel returned. ``chip`` may be a :class:`trnlab.core.CoreParams` for "what if" figures, e.g.
     ``core.core_params("trn2", compiler_rotating_buffers=3)``."""
     k = _kernel(kernel)
+    if numerics is not None:
+        flag(numerics, "nki.profile(numerics=...)", KernelArgumentError)
+    if chip is not None and not isinstance(chip, CoreParams):
+        resolve(chip)  # an unknown chip is refused here, with the nearest names
 
     def run(*args, **kwargs) -> Run:
         params = resolve(chip, k.platform_target)
-        num = _numerics_of(args, kwargs) if numerics is None else bool(numerics)
+        num = _numerics_of(args, kwargs) if numerics is None else numerics
         if num and not _numerics_of(args, kwargs):
             raise KernelArgumentError("numerics=True needs values for every HBM argument")
         traces, result = _launch(k, args, kwargs, params, num)
@@ -329,10 +464,16 @@ def record_into(ctx: KernelContext, kernel, *args, outputs=(), buffers: int | No
     context). Values are computed by the NKI front end and written into those tensors.
     ``buffers`` overrides the rotating buffers per tile declared in a loop (the compiler's
     count, ``compiler_rotating_buffers``) for this kernel's allocation only."""
+    if not isinstance(ctx, KernelContext):
+        raise KernelArgumentError(
+            f"record_into traces onto a trnlab.core KernelContext (a core kernel's ctx), not "
+            f"{short(ctx)}"
+        )
     k = _kernel(kernel)
     params = ctx.params
-    if buffers:
-        params = params.replace(compiler_rotating_buffers=int(buffers))
+    if buffers is not None:
+        n = whole(buffers, "buffers (rotating buffers per tile)", 1, 64, KernelArgumentError)
+        params = params.replace(compiler_rotating_buffers=n)
     traces, result = _launch(k, args, kwargs, params, ctx.numerics, bind=outputs)
     if len(traces) != 1:
         raise KernelArgumentError("record_into traces one NeuronCore: launch without LNC=2")

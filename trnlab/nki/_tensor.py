@@ -30,7 +30,7 @@ from enum import Enum
 
 import numpy as np
 
-from trnlab.core import KernelArgumentError
+from trnlab.core import KernelArgumentError, TileIndexError
 
 from ._dtypes import DType
 from ._errors import NotModelledError
@@ -119,7 +119,8 @@ class Storage:
 
 
 def _index_error(msg: str) -> IndexError:
-    return IndexError(msg + " (trnlab does not clip indices, as NumPy would silently)")
+    """trnlab.core's TileIndexError (a teaching error that is also an ``IndexError``, as NKI's)."""
+    return TileIndexError(msg + " (trnlab does not clip indices, as NumPy would silently)")
 
 
 class NkiTensor:
@@ -222,7 +223,7 @@ class NkiTensor:
         on_chip = self._s.on_chip
         n_real = sum(1 for k in key if k is not Ellipsis and k is not None)
         if sum(1 for k in key if k is Ellipsis) > 1:
-            raise IndexError("an index can hold at most one Ellipsis (...)")
+            raise _index_error("an index can hold at most one Ellipsis (...)")
         if n_real > self.ndim:
             raise _index_error(f"too many indices ({n_real}) for a {self.ndim}-D tensor {self}")
         full = []

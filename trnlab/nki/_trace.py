@@ -26,10 +26,18 @@ import math
 import os
 import re
 import sys
+import threading
 
 import numpy as np
 
-from trnlab.core import CoreParams, KernelArgumentError, PsumBankOverflowError, TileTooLargeError
+from trnlab.core import (
+    CoreParams,
+    InstructionLimitError,
+    KernelArgumentError,
+    PsumBankOverflowError,
+    TileTooLargeError,
+)
+from trnlab.core._progress import instruction_limit, limit_message
 
 from ._dtypes import DType
 from ._target import generation
@@ -37,7 +45,32 @@ from ._tensor import MemoryRegion, NkiTensor, Storage
 
 __all__ = ["Site", "Trace", "current", "site_key", "site_of", "user_frame"]
 
-_STACK: list[Trace] = []
+
+class _Stack(threading.local):
+    """The kernels being traced, innermost last, one stack per thread: a dashboard tracing a
+    kernel on a worker thread while the notebook traces another must not share one (each
+    thread's instructions went to whichever trace was pushed last)."""
+
+    def __init__(self) -> None:
+        self.items: list[Trace] = []
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i):
+        return self.items[i]
+
+    def append(self, trace: Trace) -> None:
+        self.items.append(trace)
+
+    def pop(self) -> Trace:
+        return self.items.pop()
+
+
+_STACK = _Stack()
 _PACKAGE = __name__.rsplit(".", 1)[0]  # "trnlab.nki"
 _ASSIGN = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\[[^\]]*\])?\s*(?::[^=]*)?=[^=]")
 
@@ -153,6 +186,7 @@ class Trace:
         self.observer = None
         self.observing = False
         self.forced: tuple | None = None
+        self.max_ops = instruction_limit(None, numerics, nki=True)  # stops here, not hangs
 
     def __enter__(self) -> Trace:
         _STACK.append(self)
@@ -295,6 +329,8 @@ class Trace:
     def add(self, op: tuple, api: str, *storages: Storage) -> None:
         """Append one instruction touching ``storages``."""
         i = len(self.ops)
+        if not i & 0x3FFF and i >= self.max_ops:
+            raise InstructionLimitError(limit_message(i, self.max_ops, self.numerics, nki=True))
         for s in storages:
             if s.first < 0:
                 s.first = i

@@ -22,7 +22,7 @@ from trnlab import catalog
 from trnlab.catalog import CatalogError, System
 
 from ._memory import MemoryBreakdown, _whole, bytes_per_value, inference_memory
-from ._plan import USABLE_HBM, _positive, achieved_flops_per_chip, collective_time, tiers
+from ._plan import USABLE_HBM, _achieved, _positive, collective_time, tiers
 from ._workloads import ModelSpec, WorkloadError, model
 
 __all__ = [
@@ -190,7 +190,7 @@ def inference(
     # Prefill: the prompt's FLOPs at the achieved rate of its MLP GEMM, plus two all-reduces
     # and one step cost per layer.
     gemm = (batch * prompt, m.ffn // tp, m.hidden)
-    flops, _ = achieved_flops_per_chip(sysobj.chip.key, dtype, gemm)
+    flops, _ = _achieved(sysobj.chip.key, dtype, gemm)
     prefill_flops = batch * prompt * m.prefill_flops_per_token(prompt)
     prefill_comm = 2 * m.layers * collective_time("all_reduce", batch * prompt * act, sysobj, tp)
     ttft = prefill_flops / (tp * flops) + prefill_comm + m.layers * overhead
@@ -199,7 +199,7 @@ def inference(
     t_mem = (mem.weights + kv_bytes) / sysobj.chip.hbm_bandwidth
     # The FLOPs at the chip's matmul rate; the bytes they need are t_mem (the roofline is the
     # larger of the two, so the GEMM's own memory roofline is not applied twice).
-    dflops, _ = achieved_flops_per_chip(sysobj.chip.key, dtype)
+    dflops, _ = _achieved(sysobj.chip.key, dtype, None)
     t_compute = batch * m.decode_flops_per_token(context) / (tp * dflops)
     t_comm = 2 * m.layers * collective_time("all_reduce", batch * act, sysobj, tp)
     t_over = m.layers * overhead
@@ -244,9 +244,22 @@ def serving_curve(model_spec, system, *, tp: int = 1, batches=None, **options) -
     **options
         As :func:`inference` (prompt, output, formats, power).
     """
+    if batches is not None and (
+        isinstance(batches, str) or not isinstance(batches, tuple | list | range)
+    ):
+        raise WorkloadError(
+            f"batches is a sequence of batch sizes such as (1, 8, 64), not {batches!r}"[:200]
+        )
     batches = list(batches) if batches is not None else [2**k for k in range(11)]
     if not batches:
         raise WorkloadError("serving_curve needs at least one batch size")
+    if len(batches) > 256:
+        raise WorkloadError(
+            f"serving_curve evaluates each batch size; {len(batches):,} are too many to "
+            "wait for (at most 256): give the sizes to plot, e.g. powers of two"
+        )
+    for b in batches:
+        _whole("batch size (batches)", b)
     points = []
     for b in batches:
         try:

@@ -21,7 +21,10 @@ micro-batch for the loss, 4sbV/t bytes.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import asdict, dataclass
+
+from trnlab._checks import flag, short
 
 from ._workloads import ModelSpec, WorkloadError
 
@@ -44,7 +47,8 @@ RECOMPUTE = ("none", "selective", "full")
 
 
 def recompute_mode(value) -> str:
-    """``"none"``, ``"selective"`` or ``"full"`` (True means "full", False "none")."""
+    """``"none"``, ``"selective"`` or ``"full"`` (True means "full"; False and None, the
+    default of an option left unset, mean "none")."""
     if value is True:
         return "full"
     if value is False or value is None:
@@ -110,8 +114,22 @@ class MemoryBreakdown:
 
 
 def _whole(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise WorkloadError(f"{name} must be a whole number >= 1, not {value!r}")
+
+
+def _spec(value) -> ModelSpec:
+    """A ModelSpec, or a preset's name; anything else is refused with a teaching error."""
+    if isinstance(value, ModelSpec):
+        return value
+    if isinstance(value, str):
+        from ._workloads import model
+
+        return model(value)
+    raise WorkloadError(
+        f"model must be a ModelSpec (scale.model('llama3-8b')) or a preset's name, not "
+        f"{short(value)}"
+    )
 
 
 def _check_degrees(model: ModelSpec, **degrees: int) -> None:
@@ -137,7 +155,10 @@ def stage_layers(model: ModelSpec, pp: int, layers: tuple[int, ...] | None = Non
     remainder, alternately: Llama 3 405B's 126 layers on 16 stages are 7, 8 x 14, 7 (Llama
     Team 2024, section 3.3.2). An explicit ``layers`` tuple must sum to the model's layers.
     """
+    model = _spec(model)
     _whole("pipeline parallelism", pp)
+    if layers is not None and (isinstance(layers, str) or not isinstance(layers, tuple | list)):
+        raise WorkloadError(f"stage_layers is a tuple of layers per stage, not {layers!r}")
     L = model.layers
     if layers is not None:
         layers = tuple(layers)
@@ -189,6 +210,9 @@ def _stage_params(model: ModelSpec, tp: int, ep: int, layers: int, first: bool, 
 def params_per_chip(model: ModelSpec, tp: int = 1, pp: int = 1, ep: int = 1) -> float:
     """Parameters held by one chip with the model spread evenly: dense parts split by tp x pp,
     experts also by ep (the average stage; :func:`training_memory` takes the heaviest)."""
+    model = _spec(model)
+    for name, value in (("tp", tp), ("pp", pp), ("ep", ep)):
+        _whole(name, value)
     experts = model.layers * model.experts * model.expert_params
     return (model.params - experts) / (tp * pp) + experts / (tp * pp * ep)
 
@@ -278,9 +302,16 @@ def training_memory(
         Degrees that are not whole numbers >= 1 or do not divide the model, an unknown ZeRO
         stage or recompute mode, or a sequence that ``cp`` does not divide.
     """
+    model = _spec(model)
     _check_degrees(model, tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, micro_batch=micro_batch)
     _whole("virtual_stages", virtual_stages)
-    if zero not in (0, 1, 2, 3) or isinstance(zero, bool):
+    for name, value in (("flash_attention", flash_attention), ("sequence_parallel",
+                        sequence_parallel), ("megatron_state", megatron_state),
+                        ("reshard", reshard)):  # fmt: skip
+        flag(value, name, WorkloadError)
+    if micro_batches is not None:
+        _whole("micro_batches", micro_batches)
+    if isinstance(zero, bool) or not isinstance(zero, numbers.Integral) or zero not in (0, 1, 2, 3):
         raise WorkloadError(f"ZeRO stage must be 0, 1, 2 or 3, not {zero!r}")
     mode = recompute_mode(recompute)
     s = model.seq_len if seq_len is None else seq_len
@@ -365,6 +396,7 @@ def inference_memory(
     tp / kv_heads chips (grouped-query attention cannot split one head), so each chip holds
     1 / kv_heads of the cache, not 1 / tp.
     """
+    model = _spec(model)
     _check_degrees(model, tp=tp, pp=pp, ep=ep, batch=batch, context=context)
     weights = params_per_chip(model, tp, pp, ep) * bytes_per_value(weight_format)
     kv_split = min(tp, model.kv_heads)  # heads beyond kv_heads are copies

@@ -26,8 +26,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from trnlab import catalog, fabric
+from trnlab._checks import flag, number, short
 from trnlab.catalog import CatalogError, System
 from trnlab.fabric import FabricError
+from trnlab.fabric._collective import _op as collective_name
 
 from ._memory import (
     MemoryBreakdown,
@@ -147,10 +149,30 @@ class Parallelism:
         object.__setattr__(self, "recompute", recompute_mode(self.recompute))
         for name in ("tp", "pp", "dp", "ep", "cp", "micro_batch", "virtual_stages"):
             _whole(name, getattr(self, name))
-        if isinstance(self.zero, bool) or self.zero not in (0, 1, 2, 3):
+        if (
+            isinstance(self.zero, bool)
+            or not isinstance(self.zero, int)
+            or self.zero not in (0, 1, 2, 3)
+        ):
             raise WorkloadError(f"ZeRO stage must be 0, 1, 2 or 3, not {self.zero!r}")
+        for name in (
+            "flash_attention",
+            "sequence_parallel",
+            "reshard",
+            "megatron_state",
+            "dropout",
+        ):
+            flag(getattr(self, name), name, WorkloadError)
         if self.layers_per_stage is not None:
-            object.__setattr__(self, "layers_per_stage", tuple(self.layers_per_stage))
+            lps = self.layers_per_stage
+            if isinstance(lps, str) or not isinstance(lps, tuple | list) or len(lps) != self.pp:
+                raise WorkloadError(
+                    f"layers_per_stage gives the layers of each of the {self.pp} pipeline stages "
+                    f"(a tuple of {self.pp} whole numbers), not {lps!r}"
+                )
+            for n in lps:
+                _whole("layers_per_stage entry", n)
+            object.__setattr__(self, "layers_per_stage", tuple(lps))
 
     @property
     def chips(self) -> int:
@@ -217,8 +239,22 @@ def collective_time(op: str, nbytes: float, system: System, size: int, stride: i
     Raises
     ------
     WorkloadError
-        When the group does not fit the system's layout (the fabric's reason).
+        When the group does not fit the system's layout (the fabric's reason), or for an
+        unknown collective, a size that is not a number of bytes >= 0, a group size or stride
+        that is not a whole number >= 1, a system that is not a System.
     """
+    if not isinstance(system, System):
+        raise WorkloadError(
+            f"system must be a catalogue System (catalog.system('trn2.48xlarge')), not "
+            f"{short(system)}"
+        )
+    nbytes = number(nbytes, "nbytes", 0, None, error=WorkloadError)
+    _whole("group size", size)
+    _whole("stride", stride)
+    try:
+        op = collective_name(op)  # the collective's canonical name ("AllReduce" -> all_reduce)
+    except FabricError as err:
+        raise WorkloadError(str(err)) from None
     if size <= 1 or nbytes <= 0:
         return 0.0
     key = (system.key, system.chips, op, int(nbytes), size, stride)
@@ -259,7 +295,6 @@ def _roofline(chip, shape: tuple[int, int, int]) -> tuple[float, str]:
     return intensity * chip.hbm_bandwidth, f"roofline of a {M}x{N}x{K} GEMM"
 
 
-@lru_cache(maxsize=256)
 def achieved_flops_per_chip(
     chip_key: str, dtype: str, shape: tuple[int, int, int] | None = None
 ) -> tuple[float, str]:
@@ -272,6 +307,24 @@ def achieved_flops_per_chip(
     either kind of chip (:func:`_roofline`), so small or thin GEMMs (decode, the batched
     attention-score GEMMs of unfused attention) come out slower than the large-shape rate.
     """
+    if shape is not None:
+        if not isinstance(shape, tuple) or len(shape) != 3:
+            raise WorkloadError(
+                f"shape is a GEMM's (M, N, K), three whole numbers, not {short(shape)}"
+            )
+        for x in shape:
+            _whole("GEMM shape (M, N, K)", x)
+        shape = tuple(int(x) for x in shape)
+    try:
+        chip = catalog.chip(chip_key)
+        dtype = catalog.dtype_name(dtype)
+    except CatalogError as err:
+        raise WorkloadError(str(err)) from None
+    return _achieved(chip.key, dtype, shape)
+
+
+@lru_cache(maxsize=256)
+def _achieved(chip_key: str, dtype: str, shape: tuple[int, int, int] | None) -> tuple[float, str]:
     chip = catalog.chip(chip_key)
     peak = chip.peak_flops(dtype)
     if chip.core is None or dtype not in _KERNEL_FORMAT:
@@ -424,6 +477,21 @@ class PlanResult:
         )
 
 
+def _system_of(system) -> System:
+    """A catalogue System from a name or a System; anything else is a teaching error."""
+    if isinstance(system, System):
+        return system
+    if not isinstance(system, str):
+        raise WorkloadError(
+            f"system must be a catalogue system's name ('trn2-ultraserver'), a System or "
+            f"catalog.cluster(...), not {short(system)}"
+        )
+    try:
+        return catalog.system(system)
+    except CatalogError as err:
+        raise WorkloadError(str(err)) from None
+
+
 def _price(system: System, override: float | None) -> float | None:
     if override is not None:
         return override
@@ -520,8 +588,9 @@ def plan(
         Sizes, prices or shares out of range, or an unknown data type.
     """
     m = model(model_spec)
-    sysobj = catalog.system(system) if isinstance(system, str) else system
+    sysobj = _system_of(system)
     chips = sysobj.chips
+    flag(overlap_dp, "overlap_dp", WorkloadError)
     p = parallel or Parallelism(dp=chips)
     if not isinstance(p, Parallelism):
         raise WorkloadError(f"parallel must be a Parallelism, not {type(p).__name__}")
@@ -617,7 +686,7 @@ def _step_time(m: ModelSpec, sysobj: System, p: Parallelism, dtype: str, s: int,
     b, h = p.micro_batch, m.hidden
     # The layer's largest GEMM for one micro-batch on one chip: tokens x hidden x ffn / tp.
     gemm = (b * s // p.cp, m.ffn // p.tp, h)
-    flops_per_chip, source = achieved_flops_per_chip(sysobj.chip.key, dtype, gemm)
+    flops_per_chip, source = _achieved(sysobj.chip.key, dtype, gemm)
     # The attention core's GEMMs (QK^T, then the probabilities times V), per head: s/cp
     # queries x s keys x head_dim. Unfused (no FlashAttention) they write and read the scores
     # through HBM and run at that GEMM's roofline; FlashAttention keeps them on chip.

@@ -8,14 +8,16 @@ recomputation and micro-batch sizes; each is evaluated by :func:`trnlab.scale.pl
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass
 
-from trnlab import catalog
+from trnlab._checks import choose, short, whole
 from trnlab.catalog import System
 
-from ._plan import Parallelism, PlanResult, plan, tiers
+from ._memory import recompute_mode
+from ._plan import Parallelism, PlanResult, _system_of, plan, tiers
 from ._workloads import ModelSpec, WorkloadError, model
 
 __all__ = ["SearchCancelled", "SearchResult", "search"]
@@ -25,8 +27,15 @@ class SearchCancelled(WorkloadError):
     """A search stopped by its ``cancel`` signal before it finished."""
 
 
+#: The most plans one search evaluates (each takes about 2 ms once its collectives are cached):
+#: the default choices give at most a few thousand, even on a million-chip cluster.
+MAX_PLANS = 20_000
+
+
 def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+    """The divisors of ``n`` in order, by trial division up to sqrt(n) (n up to a million chips)."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return small + [n // d for d in reversed(small) if d * d != n]
 
 
 def _family(problem: str) -> str:
@@ -156,15 +165,23 @@ def search(
     WorkloadError
         For an unknown ranking or impossible sizes; :class:`SearchCancelled` when cancelled.
     """
-    if rank_by not in ("time", "cost", "energy"):
-        raise WorkloadError(f"rank_by must be 'time', 'cost' or 'energy', not {rank_by!r}")
+    rank_by = choose(rank_by, ("time", "cost", "energy"), "rank_by", WorkloadError)
     for name, options in (("zero_stages", zero_stages), ("recompute", recompute),
                           ("micro_batches", micro_batches),
                           ("context_parallel", context_parallel)):  # fmt: skip
-        if not options:
-            raise WorkloadError(f"{name} must offer at least one choice")
+        if isinstance(options, str) or not isinstance(options, tuple | list) or not options:
+            raise WorkloadError(
+                f"{name} must be a tuple offering at least one choice, not {short(options)}"
+            )
+    for name, options in (("micro_batches", micro_batches), ("context_parallel", context_parallel)):
+        for v in options:
+            whole(v, f"{name} choice", 1, None, WorkloadError)
+    for v in zero_stages:
+        if isinstance(v, bool) or v not in (0, 1, 2, 3):
+            raise WorkloadError(f"zero_stages choice {v!r}: ZeRO stages are 0, 1, 2 or 3")
+    recompute = tuple(recompute_mode(v) for v in recompute)
     m = model(model_spec)
-    sysobj = catalog.system(system) if isinstance(system, str) else system
+    sysobj = _system_of(system)
     chips, domain = sysobj.chips, tiers(sysobj).domain
     candidates = []
     for tp, cp in itertools.product(_divisors(chips), context_parallel):
@@ -181,7 +198,22 @@ def search(
                         tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, zero=zero, recompute=rc, micro_batch=mb
                     )
                 )
+    if len(candidates) > MAX_PLANS:
+        raise WorkloadError(
+            f"this search would evaluate {len(candidates):,} plans (about "
+            f"{len(candidates) * 2e-3:,.0f} s at ~2 ms a plan); the limit is {MAX_PLANS:,}. Offer "
+            f"fewer choices (micro_batches, zero_stages, recompute, context_parallel), or plan "
+            f"the splits you want with scale.plan."
+        )
     stop = cancel.is_set if hasattr(cancel, "is_set") else cancel
+    if stop is not None and not callable(stop):
+        raise WorkloadError(
+            f"cancel is a threading.Event or a function returning True to stop, not {short(cancel)}"
+        )
+    if progress is not None and not callable(progress):
+        raise WorkloadError(
+            f"progress is a function called with a share 0..1, not {short(progress)}"
+        )
     ranked, rejected = [], []
     total = len(candidates)
     for i, p in enumerate(candidates):

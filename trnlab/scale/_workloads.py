@@ -11,10 +11,13 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, replace
 
+from trnlab._checks import flag
+from trnlab._errors import TrnlabError
+
 __all__ = ["PRESETS", "ModelSpec", "model", "models"]
 
 
-class WorkloadError(ValueError):
+class WorkloadError(TrnlabError):
     """An impossible or inconsistent workload; the message says what to change."""
 
 
@@ -87,6 +90,8 @@ class ModelSpec:
             )
         if self.top_k > self.experts:
             raise WorkloadError(f"{self.name}: top_k={self.top_k} exceeds experts={self.experts}")
+        for field in ("gated_ffn", "tied_embeddings", "learned_positions", "biases"):
+            flag(getattr(self, field), f"{self.name}: {field}", WorkloadError)
 
     # Shapes -----------------------------------------------------------------------------------
     @property
@@ -184,7 +189,9 @@ class ModelSpec:
 
     def training_flops(self, tokens: float, recompute=False) -> float:
         """Total training FLOPs for ``tokens`` tokens (about 6·N·D)."""
-        if not (isinstance(tokens, int | float) and tokens > 0 and tokens < float("inf")):
+        if isinstance(tokens, bool) or not (
+            isinstance(tokens, int | float) and tokens > 0 and tokens < float("inf")
+        ):
             raise WorkloadError(f"a token budget must be positive and finite, not {tokens!r}")
         return tokens * self.training_flops_per_token(recompute=recompute)
 
