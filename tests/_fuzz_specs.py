@@ -828,6 +828,20 @@ target(
     i=F.choice([0, 1, 2], [-1, 10**6, 1.5, None, "0", True], ("instruction", "i")),
 )
 
+run_arg = Arg(
+    st.just(None).map(lambda _: _small_run()),
+    st.sampled_from([None, 5, "run", [1, 2], np.zeros(3)]),
+    ("run", "core.Run"),
+)
+for _fn in ("hbm_traffic", "traffic", "time_breakdown"):
+    target(f"trnlab.core.{_fn}", getattr(core, _fn), run=run_arg)
+target(
+    "trnlab.core.element_passes",
+    lambda run, name: core.element_passes(run, name),
+    run=run_arg,
+    name=F.name(["x", "y"], ("HBM tensor", "name")),
+)
+
 # --- trnlab.kernels -----------------------------------------------------------------------------
 
 

@@ -88,5 +88,5 @@ def test_element_passes_per_element():
     mixed = nki.profile(_layer, chip="trn1")(*args, two_pass=True)
     p = core.element_passes(mixed, "y_t")["passes"]
     assert (p[:, :128] == 2).all() and (p[:, 128:] == 1).all()
-    with pytest.raises(KeyError, match="its tensors are w, x_t, bias, y_t"):
+    with pytest.raises(KeyError, match="Choose from: w, x_t, bias, y_t"):
         core.element_passes(mixed, "nope")

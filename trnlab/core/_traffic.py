@@ -20,7 +20,10 @@ import math
 
 import numpy as np
 
+from trnlab._checks import choose, short
+
 from . import _program as P
+from ._errors import KernelArgumentError, UnknownFigureError
 from ._tiles import format_bits
 
 __all__ = ["element_passes", "hbm_traffic", "time_breakdown", "traffic"]
@@ -45,6 +48,18 @@ ARROWS = (
 )
 
 
+def _checked(run, what: str):
+    """``run`` if it is a :class:`~trnlab.core.Run`, else a teaching error."""
+    from ._run import Run
+
+    if not isinstance(run, Run):
+        raise KernelArgumentError(
+            f"{what} reads a finished run (a core.Run, what kernels.matmul, nki.profile and "
+            f"core.run return), not {short(run)}"
+        )
+    return run
+
+
 def _tensor_bytes(rec) -> float:
     rows, cols = rec.shape
     return math.ceil(rows * cols * format_bits(rec.fmt) / 8)
@@ -56,6 +71,7 @@ def hbm_traffic(run) -> dict[str, dict[str, float]]:
     ``loaded / size`` is how many times the kernel read the tensor over (1.0: each byte once);
     ``size`` is the tensor's own bytes in its format.
     """
+    run = _checked(run, "core.hbm_traffic")
     t = run.program.table
     out: dict[str, dict[str, float]] = {}
     for rec in run.program.tensors:
@@ -91,6 +107,7 @@ def traffic(run) -> dict[tuple[str, str], float]:
     read (from SBUF or PSUM) and wrote; a matmul's PSUM bytes are its fp32 results (4 B each,
     also when it accumulates). Arrows with no bytes are left out.
     """
+    run = _checked(run, "core.traffic")
     t = run.program.table
     tiles = run.program.tiles
     space = np.array([r.space for r in tiles] or ["sbuf"])
@@ -148,6 +165,7 @@ def time_breakdown(run) -> list[dict]:
     last byte), ``fraction`` of the run's latency; ``tensors`` names the HBM tensors a queue
     carried. The first row is what bounds the kernel when its fraction is near 1.
     """
+    run = _checked(run, "core.time_breakdown")
     t = run.program.table
     names = {r.id: r.name for r in run.program.tensors}
     rows = []
@@ -181,11 +199,11 @@ def element_passes(run, name: str) -> dict[str, np.ndarray]:
     HBM counts. Elementwise where an input region has the output region's shape, else per
     partition (a broadcast operand such as a bias column).
     """
-    prog = run.program
+    prog = _checked(run, "core.element_passes").program
+    name = choose(
+        name, [r.name for r in prog.tensors], "HBM tensor of this run", UnknownFigureError
+    )
     recs = [r for r in prog.tensors if r.name == name]
-    if not recs:
-        known = ", ".join(r.name for r in prog.tensors)
-        raise KeyError(f"no HBM tensor {name!r} in this run; its tensors are {known}")
     target = recs[0].id
     none = 1000  # "no PSUM origin" (inputs from HBM)
     hbm = {r.id: np.full(r.shape, none, np.int32) for r in prog.tensors}

@@ -395,6 +395,7 @@ class KernelRecorder:
         self._traces: dict[str, _Trace] = {}
         self._calls = 0
         fn = getattr(kernel, "fn", kernel)  # an @nki.jit kernel's function
+        self.__name__ = getattr(kernel, "__name__", type(kernel).__name__)
         try:  # NKI names a kernel's HBM tensors after its parameters: keep the learner's
             self.__signature__ = inspect.signature(fn)
         except (TypeError, ValueError):
@@ -425,9 +426,12 @@ class KernelRecorder:
             raise
 
     def params(self) -> list[list[str]]:
-        """The kernel's parameters as ``[name, kind]`` (what NKI names its HBM tensors by)."""
+        """The kernel's parameters as ``[name, kind, has a default]`` (what NKI names its HBM
+        tensors by, and which arguments a call may leave out)."""
         sig = getattr(self, "__signature__", None)
-        return [[p.name, p.kind.name] for p in sig.parameters.values()] if sig else []
+        if not sig:
+            return []
+        return [[p.name, p.kind.name, p.default is not p.empty] for p in sig.parameters.values()]
 
     def traces(self) -> list[dict]:
         return [
@@ -542,15 +546,28 @@ class KernelReplay:
 _KINDS = {k.name: k for k in inspect._ParameterKind}
 
 
+#: What a replayed kernel's signature shows for a default the learner's kernel had.
+_RECORDED_DEFAULT = "<default>"
+
+
 def _signature(params: Any) -> inspect.Signature | None:
-    """A recorded kernel's parameters (names and kinds) as a signature, or None."""
+    """A recorded kernel's parameters (names, kinds, whether each has a default) as a
+    signature, or None. A default's value is not recorded (the replay never runs the kernel's
+    code); a stand-in lets a call that left the argument out bind as it did for the learner."""
     if not isinstance(params, list) or not params:
         return None
     try:
         return inspect.Signature(
-            [inspect.Parameter(_text(name, 100), _KINDS[_text(kind, 40)]) for name, kind in params]
+            [
+                inspect.Parameter(
+                    _text(p[0], 100),
+                    _KINDS[_text(p[1], 40)],
+                    default=_RECORDED_DEFAULT if p[2:] == [True] else inspect.Parameter.empty,
+                )
+                for p in params
+            ]
         )
-    except (TypeError, ValueError, KeyError) as err:
+    except (TypeError, ValueError, KeyError, IndexError) as err:
         raise AnswerFormatError(f"a kernel's recorded parameters are malformed ({err})") from None
 
 

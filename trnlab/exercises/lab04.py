@@ -244,7 +244,14 @@ def _call(kernel: Callable, args: list, kind: str = "matmul"):
             f"the answer should be an NKI kernel ({_SIGNATURES[kind]}), not {type(kernel).__name__}"
         )
     try:
-        return nki.profile(kernel, chip=CHIP)(*args), None
+        try:
+            return nki.profile(kernel, chip=CHIP)(*args), None
+        except core.KernelArgumentError as err:
+            if err.__cause__ is not None:  # the learner's own code raised: say what it raised
+                raise err.__cause__ from None
+            if "cannot take" in str(err):  # its parameters do not take (a_t, b)
+                raise TypeError(str(err)) from None
+            raise
     except core.HardwareRuleError as err:
         return None, f"the NeuronCore refused your kernel: {err}"
     except nki.NotModelledError as err:

@@ -406,4 +406,6 @@ def simulate(topo: Topology, plan: Plan):
     )  # fmt: skip
     nbytes = np.bincount(inc_link, weights=np.repeat(plan.nbytes, np.diff(inc_ptr)),
                          minlength=bw.size) if inc_link.size else np.zeros(bw.size)  # fmt: skip
-    return float(t), start, done, nbytes / bw, nbytes
+    # Links of zero bandwidth (the tiered Trn3 switch's unused ports) carry nothing: busy 0, not 0/0.
+    busy = np.divide(nbytes, bw, out=np.zeros_like(nbytes), where=bw > 0)
+    return float(t), start, done, busy, nbytes
