@@ -13,6 +13,7 @@ import re
 import pytest
 
 from . import harness as h
+from .waiting import budget_ms
 
 STEP_TEXT = re.compile(r"^Step (\d+) of (\d+) at")
 # Errors logged by Notebook 7.6's own shell, not by trnlab code: its fonts and favicon are
@@ -35,7 +36,7 @@ def find_stepper(page, where: str):
     )
     stepper.scroll_into_view_if_needed()
     text = stepper.locator("b").filter(has_text=STEP_TEXT)
-    text.wait_for(timeout=20_000)
+    text.wait_for(timeout=budget_ms(20))  # the stepper's first step text
 
     def step() -> int:
         return int(STEP_TEXT.match(text.first.inner_text().strip()).group(1))
@@ -120,6 +121,7 @@ def choose_another(select) -> str:
 
 
 @pytest.mark.browser
+@h.same_page("03_tiled_matmul.ipynb")
 def test_matmul_stepper_steps_in_jupyterlab(executed):
     page, watch, _ = executed.get("03_tiled_matmul.ipynb")
     check_matmul_stepper(page, watch, "lab 03 in JupyterLab")
@@ -127,6 +129,7 @@ def test_matmul_stepper_steps_in_jupyterlab(executed):
 
 
 @pytest.mark.browser
+@h.same_page("notebook7/03_tiled_matmul.ipynb")
 def test_matmul_stepper_steps_in_notebook7(executed, artifacts):
     page, watch, _ = executed.get("notebook7/03_tiled_matmul.ipynb", ui="notebook")
     errors = h.error_outputs(page)
@@ -138,6 +141,7 @@ def test_matmul_stepper_steps_in_notebook7(executed, artifacts):
 
 
 @pytest.mark.browser
+@h.same_page("notebook7/03_tiled_matmul.ipynb")
 def test_matmul_stepper_keyboard_in_notebook7(executed):
     """Keyboard only, in Notebook 7: focus the '>' button, Enter steps forward; Space on '<' back.
 
@@ -178,6 +182,7 @@ def check_choice_redraws(page, watch, where: str, title, control: str, what: str
 
 
 @pytest.mark.browser
+@h.same_page("05_numeric_formats.ipynb")
 def test_format_explorer_redraws_when_the_data_changes(executed):
     page, watch, _ = executed.get("05_numeric_formats.ipynb")
     check_choice_redraws(page, watch, "lab 05 FormatExplorer", "Data magnitudes", "Data",
@@ -185,6 +190,7 @@ def test_format_explorer_redraws_when_the_data_changes(executed):
 
 
 @pytest.mark.browser
+@h.same_page("08_scale_to_ultraservers.ipynb")
 def test_scale_explorer_redraws_when_the_sequence_changes(executed):
     page, watch, _ = executed.get("08_scale_to_ultraservers.ipynb")
     # Exact title: the lab's own chart "... training memory per chip, 64 chips" must not match.
@@ -194,6 +200,7 @@ def test_scale_explorer_redraws_when_the_sequence_changes(executed):
 
 
 @pytest.mark.browser
+@h.same_page("07_neuronlink_and_collectives.ipynb")
 def test_collective_explorer_sliders_redraw(executed):
     page, watch, _ = executed.get("07_neuronlink_and_collectives.ipynb")
     explorer = h.dashboard(page, page.locator("text.gtitle", has_text="Ring all-reduce"))
