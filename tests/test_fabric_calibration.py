@@ -17,20 +17,21 @@ FULL = FabricParams(link_efficiency=1.0)
 def test_the_catalogue_holds_the_values_the_calibration_fits():
     fitted = calibration.calibrate()
     table = catalog.table("collectives")
-    assert table["op_overhead"].value == pytest.approx(fitted["op_overhead"], rel=0.01)
-    assert table["neuronlink_efficiency"].value == pytest.approx(
-        fitted["neuronlink_efficiency"], rel=0.01
-    )
-    for name in ("op_overhead", "neuronlink_efficiency"):
+    for name in ("op_overhead", "op_overhead_2023", "neuronlink_efficiency"):
+        assert table[name].value == pytest.approx(fitted[name], rel=0.01)
         assert table[name].extra.get("calibrated") is True
         assert "ndoc-nccom-test" in table[name].source_keys
 
 
 def test_calibration_points_are_kept_apart_from_validation_points():
-    roles = [r for run in NCCOM_RUNS for _, _, r in run.points()]
-    assert roles.count("bandwidth") == 1  # one point fits the efficiency
-    assert roles.count("fixed cost") == 6  # six small-message points fit the fixed cost
-    assert roles.count("validation") >= 20
+    roles = [(run.runtime, r) for run in NCCOM_RUNS for _, _, r in run.points()]
+    assert roles.count(("current", "bandwidth")) == 1  # one point fits the efficiency
+    # six small-message points fit the current fixed cost, three of one 2023 run the 2023 one
+    assert roles.count(("current", "fixed cost")) == 6
+    assert roles.count(("2023", "fixed cost")) == 3
+    assert len({run.key for run in NCCOM_RUNS if "fixed cost" in run.roles
+                and run.runtime == "2023"}) == 1  # fmt: skip
+    assert sum(r == "validation" for _, r in roles) >= 18
     # the fixed-cost points are small messages, where bytes cost almost nothing
     for run in NCCOM_RUNS:
         for size, _, role in run.points():
@@ -38,17 +39,48 @@ def test_calibration_points_are_kept_apart_from_validation_points():
                 assert size <= 64 << 10
 
 
-def test_the_fixed_cost_fit_is_the_mean_residual_by_hand():
+@pytest.mark.parametrize(("runtime", "low", "high"), [("current", 0, 20e-6),
+                                                      ("2023", 50e-6, 300e-6)])  # fmt: skip
+def test_the_fixed_cost_fit_is_the_mean_residual_by_hand(runtime, low, high):
     # Residual = measured time - the model's steps without the fixed cost; the fit is their
-    # mean, so moving one measured time by x moves the fit by x / 6.
+    # mean over the generation's own points, so moving one of them by x moves it by x / n.
     params = FabricParams(op_overhead=0.0)
     res = []
     for run in NCCOM_RUNS:
         for size, t, role in run.points():
-            if role == "fixed cost":
+            if role == "fixed cost" and run.runtime == runtime:
                 res.append(t - calibration.predict(run, size, params).time)
-    assert calibration.calibrate_op_overhead() == pytest.approx(sum(res) / len(res))
-    assert 0 < sum(res) / len(res) < 20e-6  # microseconds, as the runtime docs' 1-2 us steps
+    fit = calibration.calibrate_op_overhead(runtime=runtime)
+    assert fit == pytest.approx(sum(res) / len(res))
+    assert low < fit < high  # microseconds now; ~150 us per collective in April 2023
+
+
+def test_the_2023_runtime_runs_rings_and_its_own_fixed_cost():
+    # SDK 2.10 had no mesh: a small all-gather on a trn1 instance is a ring-family algorithm
+    # and pays op_overhead_2023; today's runtime takes the mesh (direct) and op_overhead.
+    trn1 = catalog.system("trn1.32xlarge")
+    now = fabric.collective("all_gather", 1024, trn1)
+    then = fabric.collective("all_gather", 1024, trn1, params=FabricParams(runtime="2023"))
+    assert now.algorithm == "direct"
+    assert then.algorithm in ("torus", "bidirectional_ring", "ring")
+    table = catalog.table("collectives")
+    bare = fabric.collective("all_gather", 1024, trn1,
+                             params=FabricParams(runtime="2023", op_overhead=0.0))  # fmt: skip
+    assert then.time - bare.time == pytest.approx(table["op_overhead_2023"].value)
+    assert then.time > 10 * now.time
+    # large messages: both generations run rings; only the fixed cost differs
+    big_now = fabric.collective("all_reduce", GiB, trn1)
+    big_then = fabric.collective("all_reduce", GiB, trn1, params=FabricParams(runtime="2023"))
+    assert big_now.algorithm == big_then.algorithm
+    assert big_then.time - big_now.time == pytest.approx(
+        table["op_overhead_2023"].value - table["op_overhead"].value, rel=1e-6
+    )
+    # across instances the 2023 hierarchical algorithm keeps the mesh out of the local phase
+    two = catalog.cluster("trn1.32xlarge", 2)
+    r = fabric.collective("all_reduce", 8, two, params=FabricParams(runtime="2023"))
+    assert r.algorithm == "hierarchical" and r.time > table["op_overhead_2023"].value
+    with pytest.raises(FabricError, match="runtime"):
+        FabricParams(runtime="2019")
 
 
 def test_the_largest_published_run_is_reproduced_with_the_fitted_efficiency():

@@ -7,23 +7,28 @@ import pytest
 from trnlab import catalog, fabric, scale
 
 GPU_SYSTEMS = [
-    # (key, chips, chip, NVLink figure per GPU both ways, scale-out bit/s)
-    ("dgx-a100", 8, "a100", 600e9, 1.6e12),
-    ("p5.48xlarge", 8, "h100", 900e9, 3.2e12),
-    ("p5en.48xlarge", 8, "h200", 900e9, 3.2e12),
-    ("p6-b200.48xlarge", 8, "b200", 1.8e12, 3.2e12),
-    ("gb200-nvl72", 72, "gb200", 1.8e12, None),
+    # (key, chips, chip, NVLink figure per GPU both ways, what NCCL achieves per direction,
+    #  scale-out bit/s). NCCL's maintainer: ~230 GB/s on A100 (nccl-tests #149), 370 of
+    #  450 GB/s on H100 (#212); NVLink 5 is read with NVLink 4's share (an assumption).
+    ("dgx-a100", 8, "a100", 600e9, 230e9, 1.6e12),
+    ("p5.48xlarge", 8, "h100", 900e9, 370e9, 3.2e12),
+    ("p5en.48xlarge", 8, "h200", 900e9, 370e9, 3.2e12),
+    ("p6-b200.48xlarge", 8, "b200", 1.8e12, 900e9 * 370 / 450, 3.2e12),
+    ("gb200-nvl72", 72, "gb200", 1.8e12, 900e9 * 370 / 450, None),
 ]
 
 
-@pytest.mark.parametrize(("key", "chips", "chip", "nvlink", "net"), GPU_SYSTEMS)
-def test_gpu_systems_are_switched_domains_with_sourced_figures(key, chips, chip, nvlink, net):
+@pytest.mark.parametrize(("key", "chips", "chip", "nvlink", "achieved", "net"), GPU_SYSTEMS)
+def test_gpu_systems_are_switched_domains_with_sourced_figures(
+    key, chips, chip, nvlink, achieved, net
+):
     s = catalog.system(key)
     assert s.chips == chips and s.chip.key == chip and s.chip.kind == "gpu"
     t = fabric.topology(s)
     assert t.kind == "switch" and t.chips == chips
-    eff = catalog.table("collectives")["nvlink_efficiency"].value
-    assert t.axis_bandwidth[0] == pytest.approx(nvlink / 2 * eff)  # one port, each way
+    # one port, each way, at the share of the line rate NCCL reaches
+    assert t.axis_bandwidth[0] == pytest.approx(achieved, rel=2e-3)
+    assert achieved < nvlink / 2
     assert s.network_bandwidth == net
     for fig in (s.figures["chips"], s.chip.figures["hbm_bandwidth"]):
         assert fig.sources  # every figure names its source
@@ -45,7 +50,12 @@ def test_gpu_matmul_rate_is_the_measured_ceiling_or_the_memory_roofline():
     M, N, K = 1, 28672, 8192
     thin, _ = scale.achieved_flops_per_chip("h100", "bf16", (M, N, K))
     assert thin == pytest.approx(2 * M * N * K / (2 * (M * K + K * N + M * N)) * 3.35e12)
-    assert scale.achieved_flops_per_chip("a100", "bf16")[0] == pytest.approx(267.9e12, rel=1e-3)
+    # the A100 runs at the GEMM rate measured on the 2022 stack of its Megatron-era runs
+    # (230 TFLOPS, mli/transformers-benchmarks); the 2024 MAMF stays as its ceiling
+    a100, where = scale.achieved_flops_per_chip("a100", "bf16")
+    assert a100 == pytest.approx(230e12, rel=2e-3) and "measured GEMM" in where
+    mamf = catalog.chip("a100").figures["matmul_efficiency"].value
+    assert a100 < mamf * catalog.chip("a100").peak_flops("bf16")
 
 
 def test_the_planner_runs_gpu_clusters_like_any_system():

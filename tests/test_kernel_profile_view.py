@@ -60,3 +60,16 @@ def test_profile_of_a_reference_kernel_has_a_roofline(run):
     assert run_pt.y[0] == pytest.approx(r.achieved_flops)
     with pytest.raises(TypeError, match=r"core\.Run"):
         KernelProfile(r.program)
+
+
+def test_a_selective_scan_run_draws_its_scan_instructions():
+    """Every instruction the model records has a bar colour (a scan once had none and the
+    timeline raised KeyError)."""
+    from trnlab.core import _program as P
+
+    shapes = dict(delta=(128, 64), u=(128, 64), a=(128, 2), b=(2, 64), c=(2, 64))
+    run = kernels.selective_scan(**shapes, version="v2", chip="trn1", numerics=False)
+    p = KernelProfile(run)
+    scans = int((run.program.table["op"] == P.TENSOR_SCAN).sum())
+    bars = sum(len(t.x) for t in p.gantt.fig.data if t.name == "vector op" and t.x is not None)
+    assert scans == 2 and bars >= scans

@@ -136,7 +136,9 @@ def test_memory_maps_agree_with_the_runs_occupancy(model):
         ("partial sums", 1, 1, False),
     ]
     ops = {b.name: b.operand for b in c.tiles("sbuf")}
-    assert ops == {f"{t} tile[{i}]": t for t in ("a_t", "b", "c") for i in (0, 1)}
+    # the tiles are named after the NKI kernel's variables (trnlab.kernels.nki_matmul_tiled)
+    names = {"lhsT_tile": "a_t", "rhs_tile": "b", "res_sb": "c"}
+    assert ops == {f"{t}[{i}]": op for t, op in names.items() for i in (0, 1)}
     assert c.operands()[:3] == ["a_t", "b", "c"]
 
 

@@ -1,8 +1,8 @@
 """trnlab: a Jupyter-first lab and visual explorer for AWS Trainium.
 
 Importing ``trnlab`` is light: subpackages load on first use (``trnlab.catalog``,
-``trnlab.formats``, ``trnlab.core``, ``trnlab.kernels``, ``trnlab.fabric``, ``trnlab.scale``,
-``trnlab.exercises``), numba kernels compile on first call and are cached
+``trnlab.formats``, ``trnlab.core``, ``trnlab.nki``, ``trnlab.kernels``, ``trnlab.fabric``,
+``trnlab.scale``, ``trnlab.exercises``), numba kernels compile on first call and are cached
 on disk, and the dashboards (``trnlab.widgets``) are imported only when asked for.
 """
 
@@ -20,6 +20,7 @@ __all__ = [
     "fabric",
     "formats",
     "kernels",
+    "nki",
     "scale",
     "units",
     "widgets",
@@ -32,6 +33,7 @@ _LAZY = {
     "fabric",
     "formats",
     "kernels",
+    "nki",
     "scale",
     "units",
     "widgets",

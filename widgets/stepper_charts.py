@@ -31,7 +31,7 @@ OP_GROUPS = (
     ("matmul / transpose", (P.MATMUL, P.TRANSPOSE), 1, 0),
     ("copy out of PSUM / cast", (P.COPY,), 2, 2),
     ("activation", (P.ACTIVATION,), 3, 3),
-    ("vector op", (P.TENSOR_TENSOR, P.TENSOR_SCALAR, P.REDUCE, P.MEMSET), 4, 4),
+    ("vector op", (P.TENSOR_TENSOR, P.TENSOR_SCALAR, P.REDUCE, P.MEMSET, P.TENSOR_SCAN), 4, 4),
     ("GpSimd op", (P.GPSIMD_OP,), 6, 5),
 )
 _GROUP_OF = {op: g for g, (_, ops, _, _) in enumerate(OP_GROUPS) for op in ops}

@@ -45,7 +45,10 @@ def check(values: dict) -> None:
     assert t["hoisted"] > 1.5 * t["blocked_mn"] > 1.5 * t["blocked_mnk"]
     assert t["pipelined"] <= t["blocked_mnk"] * 1.001
     u = values["progression_utilisation"]
-    assert u["pipelined"] > 3 * u["tiled"]
+    # At the lab's default size the gain is ~5.8x. These small parameters do an eighth of the
+    # work, so the pipeline's fill and drain (the first loads, which no matmul overlaps, and the
+    # last stores) are a larger share of the run and the gain falls to ~2.9x.
+    assert u["pipelined"] > 2.5 * u["tiled"]
     assert values["progression_bound"]["tiled"] == "memory"
     # blocked_mnk is compute-bound where its intensity passes trn1's ridge (91.75 TFLOP/s over
     # 272 GB/s = 337 FLOP/B)

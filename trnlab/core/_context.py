@@ -27,6 +27,7 @@ import numpy as np
 
 from . import _program as P
 from ._engines import EngineOps, quantize
+from ._engines_nki import NkiOps
 from ._errors import (
     FormatNotSupportedError,
     HardwareRuleError,
@@ -38,12 +39,17 @@ from ._errors import (
 from ._memory import Memory
 from ._params import CoreParams
 from ._progress import EVERY, Progress
-from ._tiles import HBMTensor, HBMView, Tile, TilePool, View, format_bits
+from ._tiles import STORAGE_TYPES, HBMTensor, HBMView, Tile, TilePool, View, format_bits
 
 __all__ = ["KernelContext"]
 
 
 def _catalog_dtype(fmt: str) -> str:
+    packed = STORAGE_TYPES.get(fmt)
+    if packed is not None:
+        if packed[1] is None:
+            raise ValueError(f"{fmt} is an integer type; the Tensor Engine multiplies floats")
+        return packed[1]
     from trnlab import formats
 
     return formats.catalog_dtype(fmt)
@@ -75,7 +81,7 @@ def _bufs(bufs) -> int:
     return int(bufs)
 
 
-class KernelContext(EngineOps):
+class KernelContext(EngineOps, NkiOps):
     """Records a kernel's instructions for one NeuronCore and runs their numerics.
 
     Made by :func:`trnlab.core.run`; a kernel receives it as its first argument.
@@ -107,6 +113,7 @@ class KernelContext(EngineOps):
         self._default_dge: int | None = None
         self.progress = Progress()  # a progress line in notebooks once a run passes ~2 s
         self._tick = EVERY - 1
+        self._dma_elements: dict[int, int] = {}  # strided DMAs: instruction -> elements moved
 
     def _fmt(self, fmt: str) -> int:
         i = self._fmt_ids.get(fmt)
@@ -308,13 +315,26 @@ class KernelContext(EngineOps):
             )
         return flag
 
-    def load(self, dst, src, queue: int | None = None, dge: str | None = None) -> int:
+    def load(
+        self,
+        dst,
+        src,
+        queue: int | None = None,
+        dge: str | None = None,
+        flat: bool = False,
+        elements: int | None = None,
+    ) -> int:
         """DMA ``src`` (HBM rows x cols) into SBUF ``dst`` (rows onto partitions).
 
         A format change on the way is a cast (the values are rounded to the tile's format).
         ``dge`` picks how the descriptors are made: ``"none"`` (prepared in HBM before the
         run), ``"hw"`` (the hardware DGE of NeuronCore-v3+, ~600 ns per DMA) or ``"sw"`` (GpSimd
-        writes them); None takes the generation's default.
+        writes them); None takes the generation's default. ``flat=True`` lets the two regions
+        differ in shape if they hold as many elements (the DMA streams them in row-major
+        order, as an NKI ``dma_copy`` between views of different shapes does). ``elements``
+        (timing only) says the HBM region is the bounding box of a strided access that moves
+        that many elements, as many as the SBUF region holds: dependencies take the box, the
+        bytes counted are the elements'.
         """
         d = dst if type(dst) is View and not dst.tile.freed else self._view(dst, "load destination")
         s = src if type(src) is HBMView else self._hview(src, "load source")
@@ -326,9 +346,14 @@ class KernelContext(EngineOps):
             )
         p0, p1, f0, f1 = d.region
         r0, r1, c0, c1 = s.r0, s.r1, s.c0, s.c1
-        if p1 - p0 != r1 - r0 or f1 - f0 != c1 - c0:
+        if elements is not None:
+            self._strided_dma("load", elements, (p1 - p0) * (f1 - f0), (r1 - r0) * (c1 - c0))
+        elif (p1 - p0 != r1 - r0 or f1 - f0 != c1 - c0) and not (
+            flat and (p1 - p0) * (f1 - f0) == (r1 - r0) * (c1 - c0)
+        ):
             raise HardwareRuleError(
-                f"load: SBUF region {d.shape} and HBM region {s.shape} differ in shape"
+                f"load: SBUF region {d.shape} and HBM region {s.shape} differ in "
+                f"{'element count' if flat else 'shape'}"
             )
         tensor = s.tensor
         if not tensor.written:
@@ -347,13 +372,29 @@ class KernelContext(EngineOps):
         )  # fmt: skip
         if not i & self._tick:
             self.progress.tick(i)
+        if elements is not None:
+            self._dma_elements[i] = int(elements)
         dt.version += 1
         if not dt.fully_written:
             dt.mark_written(d.region)
         if self.numerics:
-            x = tensor.data[r0:r1, c0:c1]
+            x = tensor.data[r0:r1, c0:c1].reshape(p1 - p0, f1 - f0)
             d.set(x if dt.fmt == tensor.fmt else quantize(x, dt.fmt, axis=0))
         return i
+
+    def _strided_dma(self, what: str, elements, sbuf_cells: int, hbm_cells: int) -> None:
+        if isinstance(elements, bool) or not isinstance(elements, numbers.Integral):
+            raise KernelArgumentError(f"{what}: elements must be a whole number, not {elements!r}")
+        if self.numerics:
+            raise KernelArgumentError(
+                f"{what}(elements=...) records timing only; a strided access's values are the "
+                f"caller's (trnlab.nki)"
+            )
+        if elements != sbuf_cells or elements > hbm_cells:
+            raise HardwareRuleError(
+                f"{what}: a strided DMA of {elements} elements needs an SBUF region of as many "
+                f"({sbuf_cells}) inside an HBM box of at least as many ({hbm_cells})"
+            )
 
     def _check_stored(self, tensor: HBMTensor, s: HBMView, what: str) -> None:
         """An output tensor counts as written where any store overlapped (not exact cover)."""
@@ -365,9 +406,17 @@ class KernelContext(EngineOps):
             f"[{s.r0}:{s.r1}, {s.c0}:{s.c1}], which no instruction has stored yet."
         )
 
-    def store(self, dst, src, queue: int | None = None, dge: str | None = None) -> int:
+    def store(
+        self,
+        dst,
+        src,
+        queue: int | None = None,
+        dge: str | None = None,
+        flat: bool = False,
+        elements: int | None = None,
+    ) -> int:
         """DMA SBUF ``src`` to HBM ``dst`` (rounded to the tensor's format if it differs);
-        ``dge`` as for :meth:`load`."""
+        ``dge``, ``flat`` and ``elements`` as for :meth:`load`."""
         d = dst if type(dst) is HBMView else self._hview(dst, "store destination")
         s = src if type(src) is View and not src.tile.freed else self._view(src, "store source")
         st = s.tile
@@ -378,9 +427,14 @@ class KernelContext(EngineOps):
             )
         p0, p1, f0, f1 = s.region
         r0, r1, c0, c1 = d.r0, d.r1, d.c0, d.c1
-        if p1 - p0 != r1 - r0 or f1 - f0 != c1 - c0:
+        if elements is not None:
+            self._strided_dma("store", elements, (p1 - p0) * (f1 - f0), (r1 - r0) * (c1 - c0))
+        elif (p1 - p0 != r1 - r0 or f1 - f0 != c1 - c0) and not (
+            flat and (p1 - p0) * (f1 - f0) == (r1 - r0) * (c1 - c0)
+        ):
             raise HardwareRuleError(
-                f"store: HBM region {d.shape} and SBUF region {s.shape} differ in shape"
+                f"store: HBM region {d.shape} and SBUF region {s.shape} differ in "
+                f"{'element count' if flat else 'shape'}"
             )
         if not st.fully_written:
             self._check_read(s, "dma_store")
@@ -388,6 +442,8 @@ class KernelContext(EngineOps):
         if not tensor.written:
             tensor.stored.append((r0, r1, c0, c1))
         i = len(self._rows)
+        if elements is not None:
+            self._dma_elements[i] = int(elements)
         q = self._store_queue if queue is None else self._dma_queue(queue, store=True)
         dge_flag = (
             self._default_dge if dge is None and self._default_dge is not None else self._dge(dge)
@@ -402,7 +458,7 @@ class KernelContext(EngineOps):
             x = s.get()
             if st.fmt != tensor.fmt:
                 x = quantize(x, tensor.fmt, axis=0)
-            tensor.data[r0:r1, c0:c1] = x
+            tensor.data[r0:r1, c0:c1] = x.reshape(r1 - r0, c1 - c0)
         return i
 
     # ------------------------------------------------------------------------------------------
@@ -434,11 +490,14 @@ class KernelContext(EngineOps):
         got = self._rates[fmt] = (p.tensor_rate[d], DTYPES.index(d))
         return got
 
-    def matmul(self, out, stationary, moving, accumulate: bool = False) -> int:
+    def matmul(self, out, stationary, moving, accumulate: bool = False, packed: int = 1) -> int:
         """Tensor Engine: ``out[M, N] (+)= stationary[K, M].T @ moving[K, N]`` in fp32 PSUM.
 
         The contraction runs over partitions (K <= 128). ``accumulate=False`` starts an
         accumulation group (overwrites), ``True`` adds to what the PSUM region holds.
+        ``packed`` is the values each element of the inputs packs along the contraction
+        (4 for NKI's ``_x4`` MX types, whose matmul contracts 4 x K): the instruction is
+        charged and counted as that many times the work of an unpacked one.
 
         Raises
         ------
@@ -449,6 +508,13 @@ class KernelContext(EngineOps):
         FormatNotSupportedError
             The input format has no Tensor Engine path on this generation.
         """
+        if packed != 1:
+            if isinstance(packed, bool) or not isinstance(packed, numbers.Integral) or packed < 1:
+                raise KernelArgumentError(f"packed must be a whole number >= 1; got {packed!r}")
+            if self.numerics:
+                raise KernelArgumentError(
+                    "a packed matmul records timing only; its values are the caller's (trnlab.nki)"
+                )
         p = self.params
         o = self._view(out, "matmul output")
         st = self._view(stationary, "matmul stationary operand")
@@ -509,7 +575,7 @@ class KernelContext(EngineOps):
         self._last_stationary = key
         i = len(self._rows)
         self._rows.append(
-            (P.MATMUL, P.TENSOR, ot.id, stt.id, mvt.id, -1, k, n, k, m, 0, self._fmt_ids[fmt],
+            (P.MATMUL, P.TENSOR, ot.id, stt.id, mvt.id, -1, k, n * packed, k, m, 0, self._fmt_ids[fmt],
              dt, reload, P.FLAG_OUT_READ if accumulate else 0, o.key, st.key, mv.key,
              -1, -1, -1, -1)
         )  # fmt: skip
@@ -564,6 +630,8 @@ class KernelContext(EngineOps):
 
         rates = {dt: r for (r, dt) in self._rates.values()}
         table = P.build_table(self._rows, tuple(self._formats), rates)
+        for i, n in self._dma_elements.items():  # strided DMAs move their elements, not the box
+            table["bytes"][i] = math.ceil(n * float(table["bits"][i]) / 8)
         n_engines = P.FIRST_DMA + self._n_queues
         ptr, idx = dependencies(table, self._tiles, self._tensors, self.params, n_engines)
         tiles = tuple(

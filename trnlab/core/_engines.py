@@ -111,13 +111,34 @@ class EngineOps:
     ``_wrote`` and ``_rows``."""
 
     def _elementwise(
-        self, op, engine, out, ins, fn, what: str, aux: int = -1, fn_args: tuple = ()
+        self,
+        op,
+        engine,
+        out,
+        ins,
+        fn,
+        what: str,
+        aux: int = -1,
+        fn_args: tuple = (),
+        elements: int | None = None,
+        check: bool = True,
+        psum_out: bool = False,
     ) -> int:
         """Check and record one Vector / Scalar / GpSimd instruction ``out = fn(*fn_args)(*ins)``;
-        ``fn`` is called only when numerics are on."""
+        ``fn`` is called only when numerics are on (None: the caller computes the values).
+
+        ``elements`` overrides the elements per partition the engine processes (default: the
+        output's; the input's for a reduction), ``check=False`` skips the input-shape rule (for
+        instructions whose inputs and output differ in shape), ``psum_out`` lets the Vector and
+        Scalar engines write PSUM (as NKI's instructions may)."""
         o = out if type(out) is View and not out.tile.freed else self._view(out, what)
         ot = o.tile
-        if ot.space == "psum":
+        if ot.space == "psum" and (not psum_out or engine == P.GPSIMD):
+            if engine == P.GPSIMD:
+                raise OperandPlacementError(
+                    f"{what} on GpSimd writes PSUM tile {ot.name!r}; GpSimd has no PSUM port. "
+                    f"Use the Vector or Scalar engine, or write an SBUF tile."
+                )
             raise OperandPlacementError(
                 f"{what} writes PSUM tile {ot.name!r}; only the Tensor Engine writes PSUM. "
                 f"Write an SBUF tile."
@@ -134,7 +155,7 @@ class EngineOps:
             t = v.tile
             vp0, vp1, vf0, vf1 = v.region
             vfree = vf1 - vf0
-            if vp1 - vp0 != parts or (op != P.REDUCE and vfree != free and vfree != 1):
+            if check and (vp1 - vp0 != parts or (op != P.REDUCE and vfree != free and vfree != 1)):
                 raise HardwareRuleError(
                     f"{what}: input region {v.shape} does not match output {o.shape}"
                 )
@@ -153,6 +174,8 @@ class EngineOps:
             if op == P.REDUCE:
                 free = vfree
             views.append(v)
+        if elements is not None:
+            free = int(elements)
         n_in = len(views)
         if n_in == 0:
             row = (op, engine, ot.id, -1, -1, -1, parts, free, 0, 0, 0, fid, aux, 0, flags,
@@ -170,7 +193,7 @@ class EngineOps:
         self._rows.append(row)
         if not i & self._tick:
             self.progress.tick(i)
-        if self.numerics:
+        if self.numerics and fn is not None:
             o.set(quantize(np.asarray(fn(*fn_args)(*[v.get() for v in views]), np.float32), ot.fmt))
         self._wrote(o)
         return i

@@ -20,15 +20,31 @@ import math
 
 import numpy as np
 
-__all__ = ["HBMTensor", "HBMView", "Tile", "TilePool", "View", "format_bits"]
+__all__ = ["STORAGE_TYPES", "HBMTensor", "HBMView", "Tile", "TilePool", "View", "format_bits"]
 
 # Storage bits of the formats, used only if trnlab.formats cannot answer (it is the authority).
 _FALLBACK_BITS = {"fp32": 32.0, "tf32": 32.0, "bf16": 16.0, "fp16": 16.0, "int8": 8.0}
-_BITS: dict[str, float] = {}
+#: Storage types of NKI tensors that are not numeric formats of trnlab.formats: plain integers
+#: (bool_ is a byte) and NKI's x4-packed MX types (four fp8 values in 32 bits, four fp4 in 16;
+#: the block scales live in a tile of their own). Name -> (bits per element, Tensor Engine data
+#: type or None).
+STORAGE_TYPES: dict[str, tuple[float, str | None]] = {
+    "bool": (8.0, None),
+    "uint8": (8.0, None),
+    "int16": (16.0, None),
+    "uint16": (16.0, None),
+    "int32": (32.0, None),
+    "uint32": (32.0, None),
+    "mxfp8_e4m3_x4": (32.0, "mxfp8"),
+    "mxfp8_e5m2_x4": (32.0, "mxfp8"),
+    "mxfp4_x4": (16.0, "mxfp4"),
+}
+_BITS: dict[str, float] = {k: v[0] for k, v in STORAGE_TYPES.items()}
 
 
 def format_bits(fmt: str) -> float:
-    """Storage bits per element of ``fmt`` (MX formats include their share of the block scale)."""
+    """Storage bits per element of ``fmt`` (MX formats include their share of the block scale;
+    :data:`STORAGE_TYPES` names NKI's plain integers and x4-packed MX elements)."""
     b = _BITS.get(fmt)
     if b is not None:
         return b

@@ -1,241 +1,223 @@
-"""Grade a folder of submitted lab notebooks: run each one, write one CSV row per exercise.
+"""Grade a folder of submitted lab notebooks in a sandbox: one CSV row per exercise.
 
-Every ``*.ipynb`` in the folder is read, re-executed with papermill in a temporary folder
-(with the submission's own parameters, so each student's variant is kept, but always with
-``SOLUTIONS = False`` and ``STRICT = False``: a student cannot switch the reference answers on),
-and the results the lab publishes (:func:`trnlab.exercises.publish`) are written to a CSV:
+    python -m trnlab.course grade submissions/ --csv grades.csv --lab 01
+    python -m trnlab.course grade submissions/ --csv grades.csv --manifest variants/manifest.json
+
+Every argument is checked before any notebook runs (the folder, the CSV's folder is writable,
+limits are positive, the roster or manifest has the right shape, the kernel, the sandbox).
+Then every ``*.ipynb`` in the folder is read into memory, and each one is graded in two
+sandboxed steps (:mod:`trnlab.course.sandbox`), several notebooks at a time:
+
+1. **run**: the notebook is executed top to bottom with papermill, in a fresh empty folder,
+   with its own parameters but ``SOLUTIONS = False`` and ``STRICT = False``, the student's
+   variant (from the manifest when given) and ``STUDENT`` from the file name; each
+   ``Exercise.check(answer)`` it makes also records the answer as plain data
+   (:mod:`trnlab.course.answers`). Nothing the notebook displays is read as a result.
+2. **check**: a clean process (a new sandbox; no student code runs there) rebuilds the lab's
+   exercises for that variant and checks each recorded answer with the real checks; a lab 04
+   kernel is replayed from the calls it made.
+
+The CSV (written atomically, rows sorted by file) has the columns::
 
     file, student, lab, exercise, status, message
 
 ``status`` is an exercise's ``passed`` / ``failed`` / ``not attempted``, or ``error`` when its
-check cell raised; a submission that cannot be graded gets one row with an empty exercise:
-``unreadable`` (not a notebook, e.g. truncated JSON) or ``error`` (a cell outside the exercises
-raised, the kernel died, a cell timed out, or nothing was published). Grading never stops at a
-bad submission.
-
-    python -m trnlab.course grade submissions/ --csv grades.csv
-
-Grading runs the students' code. Run it in a sandbox (a container without network or
-credentials, as a user who can write only the output folder).
+check cell raised; a submission-level problem is a row with an empty exercise: ``unreadable``
+(not a notebook) or ``error`` (a cell outside the exercises raised, the run was stopped at a
+limit or the time budget, the file matches no student of the roster, ...). Grading never stops
+at a bad submission. See ``docs/instructors.md``.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-import importlib
 import json
-import re
+import math
+import os
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import nbformat
+from . import sandbox as sb
+from ._grading_steps import (
+    ERROR,
+    UNREADABLE,
+    Settings,
+    Submission,
+    exercises_of,
+    grade_one,
+    lab_of,
+    read_submission,
+    short,
+)
+from .submissions import (
+    Roster,
+    RosterError,
+    lab_name,
+    read_manifest,
+    read_roster,
+)
 
-__all__ = ["COLUMNS", "ERROR", "UNREADABLE", "grade", "grade_notebook"]
+__all__ = ["COLUMNS", "ERROR", "UNREADABLE", "GradingError", "grade"]
 
 COLUMNS = ["file", "student", "lab", "exercise", "status", "message"]
-ERROR, UNREADABLE = "error", "unreadable"
 KERNEL = "trnlab"
-#: Always forced when grading, whatever the submission says.
-FORCED = {"SOLUTIONS": False, "STRICT": False}
-
-_LAB_IMPORT = re.compile(r"from\s+trnlab\.exercises\s+import\s+(lab\d\d)\b")
-_CHECK_CALL = re.compile(r"^\s*(lab\d\d)\.(\w+)\.check\(", re.M)
-_SOLUTIONS_ASSIGN = re.compile(r"^SOLUTIONS\s*=", re.M)
 
 
-def _short(text: str, limit: int = 300) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+class GradingError(ValueError):
+    """The grading cannot start: a bad argument, no sandbox, or a failed self-test."""
 
 
-def _exercises_of(lab: str) -> list[Any]:
-    """The Exercise objects of ``trnlab.exercises.<lab>``, in module order ([] if unknown)."""
-    from trnlab.exercises import Exercise
-
-    try:
-        module = importlib.import_module(f"trnlab.exercises.{lab}")
-    except (ModuleNotFoundError, ValueError):
-        return []
-    return [v for v in vars(module).values() if isinstance(v, Exercise)]
-
-
-def _exercise_key(lab: str, attribute: str) -> str | None:
-    try:
-        module = importlib.import_module(f"trnlab.exercises.{lab}")
-    except ModuleNotFoundError:
+# ----------------------------------------------------------------------------------------------
+# The folder
+# ----------------------------------------------------------------------------------------------
+def _positive(name: str, value: float | None, allow_none: bool = False) -> float | None:
+    if value is None and allow_none:
         return None
-    return getattr(getattr(module, attribute, None), "key", None)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise GradingError(f"{name} must be a number of seconds, not {value!r}")
+    if value <= 0:
+        raise GradingError(f"{name} must be more than 0 seconds, not {value:g}")
+    return float(value)
 
 
-def _lab_of(nb: nbformat.NotebookNode) -> str:
-    for cell in nb.cells:
-        found = _LAB_IMPORT.search(cell.get("source", ""))
-        if found:
-            return found.group(1)
-    return ""
-
-
-def _prepare(nb: nbformat.NotebookNode) -> None:
-    """Make sure papermill injects the forced parameters after the learner's own.
-
-    papermill inserts its parameters cell after the cell tagged ``parameters``; if a student
-    removed the tag, the cell that sets ``SOLUTIONS`` is tagged again, so the injected
-    ``SOLUTIONS = False`` still comes after it.
-    """
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    if any("parameters" in c.metadata.get("tags", []) for c in code):
-        return
-    for cell in code:
-        if _SOLUTIONS_ASSIGN.search(cell.source):
-            cell.metadata.setdefault("tags", []).append("parameters")
-            return
-
-
-def _cell_errors(nb: nbformat.NotebookNode) -> list[tuple[int, str, str]]:
-    """(cell index, source, "Name: value") of every cell that raised."""
-    found = []
-    for i, cell in enumerate(nb.cells):
-        for out in cell.get("outputs", []):
-            if out.get("output_type") == "error":
-                found.append((i, cell.source, _short(f"{out.ename}: {out.evalue}")))
-                break
-    return found
-
-
-def grade_notebook(
-    path: str | Path,
-    *,
-    timeout: float = 300,
-    kernel_name: str = KERNEL,
-    parameters: Mapping[str, Any] | None = None,
-) -> list[dict[str, str]]:
-    """The CSV rows of one submission (see the module docstring); never raises for a bad one.
-
-    Parameters
-    ----------
-    path : path
-        The submitted notebook.
-    timeout : float
-        Seconds any one cell may run before it counts as an error.
-    kernel_name : str
-        The Jupyter kernel to run it with (the course's ``trnlab`` kernel).
-    parameters : mapping, optional
-        Parameters to use instead of the ones recorded in the notebook (from a variants
-        manifest); ``SOLUTIONS`` and ``STRICT`` are forced off either way.
-    """
-    import papermill as pm
-
-    from trnlab.exercises import read_published
-
-    path = Path(path)
-    row = {"file": path.name, "student": path.stem, "lab": "", "exercise": ""}
+def _check_csv(csv_path: Path, folder: Path) -> None:
+    """Fail now, not after grading, if the CSV cannot be written."""
+    if csv_path.is_dir():
+        raise GradingError(f"--csv {csv_path} is a folder; give a file name (grades.csv)")
+    if csv_path.suffix.lower() == ".ipynb":
+        raise GradingError(f"--csv {csv_path} would be read as a submission; name it .csv")
+    parent = csv_path.parent
     try:
-        nb = nbformat.read(path, as_version=4)
-        if not isinstance(nb.get("cells"), list):
-            raise ValueError("not a notebook: it has no list of cells")
-    except Exception as exc:  # any unreadable file is reported, never fatal
-        return [{**row, "status": UNREADABLE, "message": _short(f"{type(exc).__name__}: {exc}")}]
+        parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=parent, prefix=".trnlab-grades-", delete=True):
+            pass
+    except OSError as err:
+        raise GradingError(f"cannot write the CSV in {parent}: {err}") from None
 
-    own = dict(nb.metadata.get("papermill", {}).get("parameters", {}) or {})
-    params = {**own, **(parameters or {}), **FORCED}
-    row["student"] = str(params.get("STUDENT") or path.stem)
-    row["lab"] = _lab_of(nb)
-    _prepare(nb)
 
-    failure = None
-    with tempfile.TemporaryDirectory(prefix="trnlab-grade-") as tmp:
-        source, executed = Path(tmp) / "submission.ipynb", Path(tmp) / "executed.ipynb"
-        nbformat.write(nb, source)
-        try:
-            pm.execute_notebook(
-                str(source),
-                str(executed),
-                parameters=params,
-                kernel_name=kernel_name,
-                cwd=tmp,
-                execution_timeout=timeout,
-                progress_bar=False,
-                store_widget_state=False,
-                allow_errors=True,  # go on past a broken answer cell: the others still count
-            )
-        except pm.PapermillExecutionError:
-            pass  # a cell raised: read below which one, from the executed notebook
-        except Exception as exc:  # timeout, dead kernel, ...: an error row, never fatal
-            failure = _short(f"{type(exc).__name__}: {exc}")
-        try:
-            out = nbformat.read(executed, as_version=4)
-        except Exception:
-            out = None
-    bundle = None
-    errors = _cell_errors(out) if out is not None else []
-    if out is not None:
-        try:
-            bundle = read_published(out)
-        except LookupError:
-            bundle = None
-    if bundle is not None:
-        row["lab"] = bundle.get("lab", row["lab"])
+def _write_csv(csv_path: Path, rows: list[dict[str, str]]) -> None:
+    """Write the CSV atomically: a temporary file beside it, then a rename."""
+    fd, tmp = tempfile.mkstemp(dir=csv_path.parent, prefix=".trnlab-grades-", suffix=".csv")
+    try:
+        with os.fdopen(fd, "w", newline="", encoding="utf-8") as f:
+            writer = csv.DictWriter(f, fieldnames=COLUMNS)
+            writer.writeheader()
+            writer.writerows(rows)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, csv_path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
-    # Errors in exercise cells belong to that exercise; any other is the submission's.
-    by_exercise: dict[str, str] = {}
-    other = []
-    for index, src, text in errors:
-        call = _CHECK_CALL.search(src)
-        key = _exercise_key(*call.groups()) if call else None
-        if key is not None:
-            by_exercise.setdefault(key, text)
-        else:
-            other.append(f"cell {index}: {text}")
 
-    rows = []
-    if bundle is not None:
-        statuses = bundle.get("exercises", {})
-        messages = bundle.get("messages", {})
-        # In the order of the notebook's check cells, then any others the lab has.
-        keys = [
-            _exercise_key(*m.groups()) for c in out.cells for m in _CHECK_CALL.finditer(c.source)
-        ]
-        keys += list(statuses) + [e.key for e in _exercises_of(row["lab"])] + list(by_exercise)
-        keys = list(dict.fromkeys(k for k in keys if k is not None))
-        for key in keys:
-            if key in by_exercise:
-                status, message = ERROR, f"the check cell raised {by_exercise[key]}"
-            elif key in statuses:
-                status, message = statuses[key], messages.get(key, "")
-            else:
-                status, message = "not attempted", "its check cell did not run"
-            rows.append({**row, "exercise": key, "status": status, "message": message})
-    if failure is not None:
-        rows.append({**row, "status": ERROR, "message": failure})
-    elif other:
-        rows.append({**row, "status": ERROR, "message": "; ".join(other)})
-    elif bundle is None:
-        rows.append(
-            {
-                **row,
-                "status": ERROR,
-                "message": "the notebook published no results: its last cell "
-                "(exercises.publish) is missing or did not run",
-            }
+def _check_kernel(kernel: str) -> None:
+    """The kernel must exist and live where the sandbox can see it."""
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    try:
+        spec = KernelSpecManager().get_kernel_spec(kernel)
+    except NoSuchKernel:
+        raise GradingError(
+            f"no Jupyter kernel {kernel!r}: make env installs the course's 'trnlab' kernel"
+        ) from None
+    inside = (sys.prefix, sys.base_prefix)
+    where = os.path.realpath(spec.resource_dir)
+    if not any(where.startswith(os.path.realpath(p) + os.sep) for p in inside):
+        raise GradingError(
+            f"kernel {kernel!r} is installed in {spec.resource_dir}, outside this environment, "
+            "where the sandbox cannot see it; install it into the environment "
+            "(python -m ipykernel install --sys-prefix --name ...)"
         )
-    return rows
 
 
-def _manifest_parameters(manifest: str | Path | Mapping | None) -> dict[str, dict[str, Any]]:
-    """student -> parameters, from a ``python -m trnlab.course variants`` manifest."""
-    if manifest is None:
-        return {}
-    data = manifest if isinstance(manifest, Mapping) else json.loads(Path(manifest).read_text())
-    students = data.get("students", data)
-    return {
-        str(s): {k: v for k, v in p.items() if k not in ("student", "file")} | {"STUDENT": s}
-        for s, p in students.items()
-    }
+def _roster(manifest, roster) -> Roster | None:
+    if manifest is not None and roster is not None:
+        raise GradingError("give --manifest or --roster, not both (a manifest is a roster)")
+    try:
+        if manifest is not None:
+            return read_manifest(manifest)
+        if roster is not None:
+            return read_roster(roster)
+    except RosterError as err:
+        raise GradingError(str(err)) from None
+    return None
+
+
+class _Progress:
+    """Per-notebook lines through ``log``, and a bar on stderr when it is a terminal."""
+
+    def __init__(self, total: int, log: Callable[[str], Any] | None, bar: bool) -> None:
+        self.total, self.done, self.log, self.bar = total, 0, log, bar
+        self.t0 = time.monotonic()
+        self.lock = threading.Lock()
+
+    def step(self, name: str, rows: list[dict[str, str]], seconds: float) -> None:
+        with self.lock:
+            self.done += 1
+            counts: dict[str, int] = {}
+            for r in rows:
+                counts[r["status"]] = counts.get(r["status"], 0) + 1
+            summary = ", ".join(f"{n} {s}" for s, n in counts.items())
+            if self.bar:
+                sys.stderr.write("\r\033[K")
+            if self.log is not None:
+                self.log(f"[{self.done}/{self.total}] {name}: {summary} ({seconds:.1f} s)")
+            if self.bar:
+                width = 30
+                full = width * self.done // max(self.total, 1)
+                elapsed = time.monotonic() - self.t0
+                left = elapsed / self.done * (self.total - self.done)
+                sys.stderr.write(
+                    f"[{'#' * full}{'.' * (width - full)}] {self.done}/{self.total} notebooks, "
+                    f"{elapsed:.0f} s, about {left:.0f} s left"
+                )
+                sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.bar:
+            sys.stderr.write("\n")
+
+
+def _selftest(
+    box: sb.Sandbox, labs: list[str], limits: sb.Limits, cache: Path, say: Callable[[str], Any]
+) -> None:
+    """Check every lab's reference answers through the sandboxed checker (warming its cache)."""
+    for lab in labs:
+        t0 = time.monotonic()
+        outcome = box.run(
+            ["-m", "trnlab.course._check_answers"],
+            json.dumps({"selftest": lab}).encode(),
+            limits,
+            cache_template=cache,
+            writable_cache=True,
+        )
+        data = sb.parse_json_output(outcome)
+        if data is not None and not data.get("checked"):
+            data = {"failures": ["no reference answer was checked"]}
+        if data is None or data.get("failures"):
+            why = (
+                "; ".join(data["failures"])
+                if data
+                else short(outcome.stderr[-2000:] or "no output")
+            )
+            raise GradingError(
+                f"the grader's self-test failed for {lab} (its reference answers do not pass "
+                f"through the sandboxed checker), so nothing was graded: {why}"
+            )
+        say(
+            f"self-test {lab}: its {data['checked']} reference answers pass the checker "
+            f"({time.monotonic() - t0:.1f} s)"
+        )
 
 
 def grade(
@@ -244,90 +226,241 @@ def grade(
     timeout: float = 300,
     *,
     kernel_name: str = KERNEL,
-    manifest: str | Path | Mapping | None = None,
+    manifest: str | Path | None = None,
+    roster: str | Path | None = None,
+    lab: str | None = None,
+    jobs: int | None = None,
+    notebook_timeout: float = 900,
+    budget: float | None = None,
+    limits: sb.Limits | None = None,
+    unsafe_no_sandbox: bool = False,
     log: Callable[[str], Any] | None = print,
+    progress_bar: bool | None = None,
 ) -> list[dict[str, str]]:
-    """Grade every ``*.ipynb`` in ``folder`` and write the rows to ``csv_path``.
+    """Grade every ``*.ipynb`` in ``folder`` (see the module docstring) and write the CSV.
 
     Parameters
     ----------
     folder : path
-        The submissions (not searched recursively).
+        The submissions (not searched recursively). They are read into memory before any
+        runs, so nothing a submission does can change another.
     csv_path : path
-        The CSV to write (columns :data:`COLUMNS`).
+        The CSV to write (columns :data:`COLUMNS`), atomically, once everything is graded.
     timeout : float
         Seconds any one cell may run.
     kernel_name : str
-        The Jupyter kernel to run the notebooks with.
-    manifest : path or mapping, optional
-        The ``manifest.json`` written by ``python -m trnlab.course variants``: each student's
-        parameters are taken from it (by the notebook's ``STUDENT`` parameter) rather than
-        from the notebook, so an edited variant is graded as assigned.
+        The Jupyter kernel (installed in this environment) to run the notebooks with.
+    manifest : path, optional
+        ``manifest.json`` (or ``.csv``) from ``python -m trnlab.course variants``: the
+        students, the file each was given, and their variants, which are graded whatever
+        the notebook says. Bad entries are reported and skipped.
+    roster : path, optional
+        A roster (one student per line) to match file names against, when there are no
+        variants. Bad lines are reported and skipped.
+    lab : str, optional
+        The lab being graded (``lab01``, ``01`` or the notebook's name); without it (or a
+        manifest) each notebook's own import says which lab it is.
+    jobs : int, optional
+        Notebooks graded at once (default: the number of cores).
+    notebook_timeout : float
+        Seconds one notebook may run in all (its sandbox is then killed).
+    budget : float, optional
+        Seconds for the whole grading; notebooks not started by then get an error row.
+    limits : Limits, optional
+        The sandbox's other limits (memory, processes, CPU, files); ``wall_s`` is set from
+        ``notebook_timeout``.
+    unsafe_no_sandbox : bool
+        Run without a sandbox (the students' code gets your rights); only where bubblewrap
+        cannot run and you trust the submissions.
     log : callable, optional
-        Receives one progress line per file (``None`` for silence).
+        Receives one line per graded notebook, and reported problems (``None``: silence).
+    progress_bar : bool, optional
+        Draw a progress bar on stderr (default: when stderr is a terminal).
 
     Returns
     -------
     list of dict
         The rows written.
+
+    Raises
+    ------
+    GradingError
+        Before any notebook runs, for a bad argument, a missing sandbox or a failed self-test.
     """
+    t0 = time.monotonic()
     folder = Path(folder)
     if not folder.is_dir():
-        raise FileNotFoundError(f"no folder {folder}: pass the folder of submitted notebooks")
-    paths = sorted(folder.glob("*.ipynb"))
-    assigned = _manifest_parameters(manifest)
-    rows: list[dict[str, str]] = []
-    for i, path in enumerate(paths, 1):
-        t0 = time.perf_counter()
-        params = None
-        if assigned:
-            try:
-                student = nbformat.read(path, as_version=4).metadata.papermill.parameters.STUDENT
-                params = assigned.get(str(student))
-            except Exception:
-                params = None
-        found = grade_notebook(path, timeout=timeout, kernel_name=kernel_name, parameters=params)
-        rows += found
-        if log is not None:
-            counts: dict[str, int] = {}
-            for r in found:
-                counts[r["status"]] = counts.get(r["status"], 0) + 1
-            summary = ", ".join(f"{n} {s}" for s, n in counts.items())
-            log(f"[{i}/{len(paths)}] {path.name}: {summary} ({time.perf_counter() - t0:.1f} s)")
+        raise GradingError(f"no folder {folder}: pass the folder of submitted notebooks")
     csv_path = Path(csv_path)
-    csv_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(csv_path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
+    timeout = _positive("--timeout", timeout)
+    notebook_timeout = _positive("--notebook-timeout", notebook_timeout)
+    budget = _positive("--budget", budget, allow_none=True)
+    if jobs is None:
+        jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise GradingError(f"--jobs must be a whole number of at least 1, not {jobs!r}")
+    _check_csv(csv_path, folder)
+    people = _roster(manifest, roster)
+    try:
+        expected = lab_name(lab) if lab is not None else None
+    except ValueError as err:
+        raise GradingError(str(err)) from None
+    if people is not None and people.lab is not None:
+        if expected is not None and expected != people.lab:
+            raise GradingError(f"--lab {lab} disagrees with the manifest's lab ({people.lab})")
+        expected = people.lab
+    if expected is not None and not exercises_of(expected):
+        raise GradingError(f"there are no exercises for {expected}")
+    _check_kernel(kernel_name)
+    limits = replace(limits or sb.Limits(cpu_s=2 * notebook_timeout), wall_s=notebook_timeout)
+    try:
+        box = sb.open_sandbox(unsafe=unsafe_no_sandbox, hide=[folder, csv_path])
+    except sb.SandboxUnavailable as err:
+        raise GradingError(str(err)) from None
+    say = log or (lambda _: None)
+    if people is not None:
+        for p in people.problems:
+            say(f"{Path(people.source).name}: {p} (skipped)")
+    if not box.isolated:
+        say(
+            "WARNING: grading without a sandbox (--unsafe-no-sandbox): the notebooks run with your rights"
+        )
+
+    # Every submission read now, before any code runs.
+    subs = [read_submission(p) for p in sorted(folder.glob("*.ipynb"))]
+    labs = {expected} if expected else {lab_of(s.notebook) for s in subs if s.notebook is not None}
+    labs = sorted(x for x in labs if x and exercises_of(x))
+
+    with tempfile.TemporaryDirectory(prefix="trnlab-grading-") as private:
+        cache = Path(private) / "numba"
+        cache.mkdir()
+        cache.chmod(0o777)  # the self-test's sandbox user writes the compiled functions here
+        say(f"sandbox: {box.describe()}; {len(subs)} notebooks, {jobs} at a time")
+        _selftest(box, labs, replace(limits, wall_s=min(notebook_timeout, 900)), cache, say)
+        deadline = None if budget is None else t0 + budget
+        settings = Settings(box, limits, timeout, kernel_name, cache, deadline)
+        bar = sys.stderr.isatty() if progress_bar is None else progress_bar
+        progress = _Progress(len(subs), log, bar)
+        results: dict[str, list[dict[str, str]]] = {}
+        matched: set[str] = set()
+
+        def task(sub: Submission) -> list[dict[str, str]]:
+            start = time.monotonic()
+            student = people.match(sub.name) if people is not None else None
+            if people is not None and student is None:
+                rows = [
+                    {
+                        "file": sub.name,
+                        "student": "",
+                        "lab": expected or "",
+                        "exercise": "",
+                        "status": ERROR,
+                        "message": f"not graded: {sub.name} matches no student of "
+                        f"{Path(people.source).name} (name it <lab>__<student>.ipynb as the "
+                        "variants tool did, or <student>.ipynb)",
+                    }
+                ]
+            else:
+                if student is not None:
+                    matched.add(student.name)
+                rows = grade_one(sub, student, expected, settings)
+            progress.step(sub.name, rows, time.monotonic() - start)
+            return rows
+
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            futures = {pool.submit(task, s): s.name for s in subs}
+            for future in as_completed(futures):
+                results[futures[future]] = future.result()
+        progress.close()
+    rows = [r for s in subs for r in results[s.name]]
+    _write_csv(csv_path, rows)
+    if people is not None:
+        missing = [s.name for s in people.students if s.name not in matched]
+        if missing:
+            say(f"no submission from {len(missing)} of the roster: {', '.join(missing)}")
     return rows
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, not {text}")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
 
 
 def cli(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m trnlab.course grade",
-        description="Run every submitted notebook in a folder (solutions off) and write a CSV "
-        "with one row per exercise. This executes the students' code: use a sandbox.",
+        description="Grade every submitted notebook in a folder, each in its own sandbox "
+        "(solutions off; answers checked by a clean process), and write a CSV with one row "
+        "per exercise.",
     )
     parser.add_argument("folder", help="folder of submitted .ipynb files")
     parser.add_argument("--csv", default="grades.csv", help="CSV to write (default grades.csv)")
-    parser.add_argument("--timeout", type=float, default=300, help="seconds per cell (300)")
+    parser.add_argument("--lab", help="the lab being graded: lab01, 01 or its notebook")
+    who = parser.add_mutually_exclusive_group()
+    who.add_argument(
+        "--manifest",
+        help="manifest.json (or .csv) from the variants command: students, their files and "
+        "their assigned variants",
+    )
+    who.add_argument("--roster", help="roster (one student per line) to match file names to")
+    parser.add_argument("--timeout", type=_seconds, default=300, help="seconds per cell (300)")
+    parser.add_argument(
+        "--notebook-timeout", type=_seconds, default=900, help="seconds per notebook (900)"
+    )
+    parser.add_argument("--budget", type=_seconds, help="seconds for the whole grading")
+    parser.add_argument("--jobs", type=_count, help="notebooks at once (default: cores)")
+    parser.add_argument(
+        "--memory-gib", type=float, default=4.0, help="address space per process, GiB (4)"
+    )
+    parser.add_argument(
+        "--processes", type=_count, default=256, help="processes and threads per notebook (256)"
+    )
     parser.add_argument("--kernel", default=KERNEL, help="Jupyter kernel (default trnlab)")
     parser.add_argument(
-        "--manifest",
-        help="manifest.json from the variants command: grade each student's "
-        "assigned variant, whatever their notebook says",
+        "--unsafe-no-sandbox",
+        action="store_true",
+        help="run the notebooks without a sandbox, with your rights (only where bubblewrap "
+        "cannot run and you trust every submission)",
     )
     args = parser.parse_args(argv)
+    if not (math.isfinite(args.memory_gib) and args.memory_gib > 0):
+        parser.error(f"--memory-gib must be more than 0, not {args.memory_gib}")
     try:
+        limits = sb.Limits(
+            cpu_s=2 * args.notebook_timeout,
+            memory_bytes=int(args.memory_gib * 2**30),
+            processes=args.processes,
+        )
         rows = grade(
             args.folder,
             args.csv,
             timeout=args.timeout,
             kernel_name=args.kernel,
             manifest=args.manifest,
+            roster=args.roster,
+            lab=args.lab,
+            jobs=args.jobs,
+            notebook_timeout=args.notebook_timeout,
+            budget=args.budget,
+            limits=limits,
+            unsafe_no_sandbox=args.unsafe_no_sandbox,
         )
-    except (FileNotFoundError, ValueError) as err:
+    except (GradingError, ValueError) as err:
         print(f"grade: {err}", file=sys.stderr)
         return 2
     files = len({r["file"] for r in rows})

@@ -295,8 +295,8 @@ _INSTRUCTORS = """\
   solutions filled in and run) from these learner notebooks; `--check` tells whether it is up to
   date.
 - **Variants and grading:** `python -m trnlab.course variants` writes per-student variants of a
-  lab from a roster and a seed; `python -m trnlab.course grade` runs a folder of submitted
-  notebooks and writes a CSV of every check.
+  lab from a roster and a seed; `python -m trnlab.course grade` runs each submitted notebook in
+  a sandbox, checks its answers in a clean process and writes a CSV of every check.
 - **This page and the map:** `python -m trnlab.course syllabus` prints the course map;
   `--write labs/README.md` regenerates this page after the syllabus changes.
 - **Every lab is a test:** `make test` runs each lab at small parameters with the reference

@@ -30,6 +30,8 @@ from typing import Any
 
 import nbformat
 
+from .submissions import roster_entries, slug
+
 __all__ = [
     "choose_variant",
     "exercise_module",
@@ -125,23 +127,14 @@ def read_roster(path: str | Path) -> list[str]:
 
 
 def _check_students(students: Iterable[str], where: str) -> list[str]:
-    students = [str(s) for s in students]
-    if not students:
+    """The students, or ValueError naming the first unusable one (the grader reports them all
+    and goes on: :func:`trnlab.course.submissions.roster_entries`)."""
+    names, problems = roster_entries(enumerate((str(s) for s in students), 1))
+    if problems:
+        raise ValueError(f"{where}: {problems[0].split(': ', 1)[1]}")
+    if not names:
         raise ValueError(f"{where}: no students (one name per line)")
-    seen: dict[str, str] = {}
-    for s in students:
-        key = _slug(s)
-        if key in seen:
-            raise ValueError(
-                f"{where}: {s!r} and {seen[key]!r} would get the same notebook file "
-                f"({key}); make the names unique"
-            )
-        seen[key] = s
-    return students
-
-
-def _slug(student: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", student.strip()).strip("._") or "student"
+    return names
 
 
 def _parameters_cell_names(nb: nbformat.NotebookNode) -> set[str]:
@@ -198,7 +191,7 @@ def make_variants(
     rows = []
     for student in students:
         params = choose_variant(space, seed, student)
-        target = out / f"{lab.stem}__{_slug(student)}.ipynb"
+        target = out / f"{lab.stem}__{slug(student)}.ipynb"
         pm.execute_notebook(
             str(lab),
             str(target),

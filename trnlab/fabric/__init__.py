@@ -28,7 +28,7 @@ from ._collective import (
     runtime_choice,
 )
 from ._group import group
-from ._params import FabricError, FabricParams
+from ._params import RUNTIMES, FabricError, FabricParams
 from ._published import NCCOM_RUNS, NccomRun
 from ._topology import NODE_KINDS, TIER_NAMES, Topology, ring, topology, torus
 
@@ -37,6 +37,7 @@ __all__ = [
     "NCCOM_RUNS",
     "NODE_KINDS",
     "OPS",
+    "RUNTIMES",
     "TIER_NAMES",
     "CollectiveResult",
     "Estimate",

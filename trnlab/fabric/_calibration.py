@@ -1,8 +1,10 @@
-"""Fit the two physical figures of the collective model on Neuron's published nccom-test runs.
+"""Fit the physical figures of the collective model on Neuron's published nccom-test runs.
 
-- ``op_overhead``, the fixed cost per collective operation: the mean, over the small-message
-  points marked ``"fixed cost"`` (at most 64 KiB, where bytes cost almost nothing), of the
-  measured time less the model's step costs.
+- ``op_overhead``, the fixed cost per collective operation of the current runtime: the mean,
+  over the small-message points marked ``"fixed cost"`` (at most 64 KiB, where bytes cost
+  almost nothing) of the runs of SDK 2.24 and 2.28, of the measured time less the model's
+  step costs; ``op_overhead_2023`` the same over the SDK 2.10 all-gather's small points
+  (the April 2023 runtime, rings only). The SDK 2.10 two-instance run validates it.
 - ``neuronlink_efficiency``, the share of link bandwidth a large collective achieves: the
   value that makes the model's time equal the measured one at the point marked
   ``"bandwidth"`` (the largest published intra-instance run).
@@ -35,19 +37,24 @@ def _system(run: NccomRun):
 
 
 def predict(run: NccomRun, nbytes: int, params: FabricParams | None = None) -> CollectiveResult:
-    """The model's time for one row of a published run (auto algorithm, the run's chips)."""
+    """The model's time for one row of a published run (auto algorithm, the run's chips, the
+    run's runtime generation)."""
+    params = replace(params or FabricParams(), runtime=run.runtime)
     topo = group(_system(run), run.chips, 1, params)
     return collective(run.op, int(nbytes), topo, "auto", params=params)
 
 
-def _points(role: str):
-    return [(run, s, t) for run in NCCOM_RUNS for s, t, r in run.points() if r == role]
+def _points(role: str, runtime: str | None = None):
+    return [(run, s, t) for run in NCCOM_RUNS for s, t, r in run.points()
+            if r == role and (runtime is None or run.runtime == runtime)]  # fmt: skip
 
 
-def calibrate_op_overhead(link_efficiency: float | None = None) -> float:
-    """Fixed seconds per collective: mean residual of the ``"fixed cost"`` points."""
+def calibrate_op_overhead(link_efficiency: float | None = None, runtime: str = "current") -> float:
+    """Fixed seconds per collective of one runtime generation: mean residual of its
+    ``"fixed cost"`` points."""
     params = FabricParams(op_overhead=0.0, link_efficiency=link_efficiency)
-    residual = [t - predict(run, s, params).time for run, s, t in _points("fixed cost")]
+    points = _points("fixed cost", runtime)
+    residual = [t - predict(run, s, params).time for run, s, t in points]
     return float(np.mean(residual))
 
 
@@ -64,12 +71,14 @@ def calibrate_link_efficiency(op_overhead: float | None = None) -> float:
 
 
 def calibrate(iterations: int = 4) -> dict[str, float]:
-    """Both figures, each fitted with the other's current value until they settle."""
+    """The current runtime's fixed cost and the link efficiency, each fitted with the other's
+    current value until they settle; then the 2023 runtime's fixed cost at that efficiency."""
     op, eff = calibrate_op_overhead(1.0), 1.0
     for _ in range(iterations):
         eff = calibrate_link_efficiency(op)
         op = calibrate_op_overhead(eff)
-    return {"op_overhead": op, "neuronlink_efficiency": eff}
+    old = calibrate_op_overhead(eff, runtime="2023")
+    return {"op_overhead": op, "op_overhead_2023": old, "neuronlink_efficiency": eff}
 
 
 def with_defaults(params: FabricParams | None) -> FabricParams:

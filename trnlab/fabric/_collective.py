@@ -238,6 +238,9 @@ def runtime_choice(op: str, nbytes: int, topo: Topology) -> str:
     hierarchical algorithms. All-to-all is always a direct exchange (shortest-path routes);
     a broadcast takes the fastest closed form. Where the runtime's choice cannot run (RDH
     reduce-scatter on a number of chips that is not a power of two) the ring band takes over.
+    A topology built for the ``"2023"`` runtime (``FabricParams(runtime="2023")``, SDK 2.10)
+    runs rings inside an instance whatever the size: the mesh all-reduce came with SDK 2.11
+    (runtime release notes, 2.14.8, June 2023).
     """
     if op == "broadcast":
         return _fastest(op, nbytes, topo)[0].name
@@ -246,6 +249,9 @@ def runtime_choice(op: str, nbytes: int, topo: Topology) -> str:
     if topo.kind == "cluster":
         return "hierarchical" if topo.part.kind != "single" else _fastest(op, nbytes, topo)[0].name
     fits = {a.name for a in _fits(op, topo)}
+    if topo.runtime == "2023":
+        rings = [ALGORITHMS[k] for k in ("torus", "bidirectional_ring", "ring") if k in fits]
+        return _fastest(op, nbytes, topo, rings)[0].name
     if nbytes < collective_figure("mesh_max_bytes") and "direct" in fits:
         return "direct"
     if nbytes < collective_figure("rdh_max_bytes") and "recursive_doubling" in fits:

@@ -129,7 +129,7 @@ def _on_torus(t: Topology, size: int, stride: int) -> Topology:
         name=f"{size} chips of {t.name} ({'x'.join(map(str, shape))})",
         op_overhead=t.op_overhead,
     )
-    return dataclasses.replace(sub, notes=t.notes)
+    return dataclasses.replace(sub, notes=t.notes, runtime=t.runtime)
 
 
 def _fallback(t: Topology, size: int, stride: int) -> Topology:
@@ -151,7 +151,7 @@ def _fallback(t: Topology, size: int, stride: int) -> Topology:
         name=f"{size} chips of {t.name} (ring at its slowest axis: uneven placement)",
         op_overhead=t.op_overhead,
     )
-    return dataclasses.replace(sub, notes=t.notes)
+    return dataclasses.replace(sub, notes=t.notes, runtime=t.runtime)
 
 
 def _on_switch(t: Topology, size: int, stride: int) -> Topology:

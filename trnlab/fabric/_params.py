@@ -14,7 +14,13 @@ import math
 from dataclasses import dataclass
 from functools import cache
 
-__all__ = ["FabricError", "FabricParams", "collective_figure"]
+__all__ = ["RUNTIMES", "FabricError", "FabricParams", "collective_figure"]
+
+#: Neuron runtime generations with their own collective behaviour: ``"current"`` (the runtime
+#: of SDK 2.24 and later, whose nccom-test runs fit ``op_overhead``) and ``"2023"`` (SDK 2.10,
+#: runtime 2.13, April 2023: rings only inside an instance, since the mesh "All-to-All
+#: All-Reduce" arrived with SDK 2.11 in June 2023; its own fixed cost ``op_overhead_2023``).
+RUNTIMES = ("current", "2023")
 
 
 class FabricError(ValueError):
@@ -81,6 +87,10 @@ class FabricParams:
         then ``chip figure / links / 2``. **Assumption:** the Neuron docs do not say.
     efa_counts_both_directions : bool
         False (default) reads an EFA figure in Gbit/s as per direction, as NIC ratings are.
+    runtime : {"current", "2023"}
+        The Neuron runtime generation (:data:`RUNTIMES`): its algorithm set (``"2023"``: rings
+        only inside an instance, hierarchical across instances) and its fixed cost per
+        collective (``op_overhead`` or ``op_overhead_2023``, each calibrated on its own runs).
     chunk_bytes : int
         The simulator splits each message into chunks of about this size (at most
         ``max_chunks``) so messages sharing a link interleave.
@@ -98,6 +108,7 @@ class FabricParams:
     link_efficiency: float | None = None
     counts_both_directions: bool = True
     efa_counts_both_directions: bool = False
+    runtime: str = "current"
     chunk_bytes: int = 1 << 20
     max_chunks: int = 8
 
@@ -123,6 +134,11 @@ class FabricParams:
             raise FabricError(
                 f"efa_step_latency {self.efa_step * 1e6:g} us is below the per-message "
                 f"software cost {self.overhead * 1e6:g} us"
+            )
+        if self.runtime not in RUNTIMES:
+            raise FabricError(
+                f"runtime = {self.runtime!r}: trnlab models the Neuron runtime generations "
+                f"{', '.join(RUNTIMES)} ('2023' is SDK 2.10's, before the mesh algorithm)"
             )
         e = self.link_efficiency
         if e is not None and (
@@ -165,15 +181,23 @@ class FabricParams:
 
     @property
     def op(self) -> float:
-        """Fixed cost per collective inside a NeuronLink domain (s)."""
+        """Fixed cost per collective inside a NeuronLink domain (s), of the runtime generation."""
         if self.op_overhead is not None:
             return float(self.op_overhead)
-        return collective_figure("op_overhead")
+        return collective_figure("op_overhead" if self.runtime == "current" else "op_overhead_2023")
 
-    def efficiency(self, kind: str = "neuron") -> float:
-        """Achieved share of scale-up link bandwidth (``kind``: "neuron" or "gpu")."""
+    def efficiency(self, kind: str = "neuron", chip=None) -> float:
+        """Achieved share of scale-up link bandwidth.
+
+        ``link_efficiency`` when set; else the chip's own ``scaleup_efficiency`` (a GPU's
+        NVLink share as NCCL achieves it) when the catalogue has one; else the calibrated
+        ``neuronlink_efficiency`` for Neuron chips (``kind="neuron"``) or the
+        ``nvlink_efficiency`` assumption for GPUs.
+        """
         if self.link_efficiency is not None:
             return float(self.link_efficiency)
+        if chip is not None and "scaleup_efficiency" in chip.figures:
+            return float(chip.figures["scaleup_efficiency"].value)
         name = "neuronlink_efficiency" if kind == "neuron" else "nvlink_efficiency"
         return collective_figure(name)
 

@@ -82,6 +82,9 @@ class Topology:
     levels : tuple of (int, float)
         A tiered switch: for each level, the chips it spans and the per-chip bandwidth each
         way across it (empty for one non-blocking level).
+    runtime : str
+        The Neuron runtime generation whose algorithms ``"auto"`` picks (see
+        :data:`trnlab.fabric.RUNTIMES`).
     """
 
     name: str
@@ -100,6 +103,7 @@ class Topology:
     pcie_bandwidth: float = 0.0
     pcie_latency: float = 0.0
     levels: tuple[tuple[int, float], ...] = ()  # switch levels: (chips spanned, B/s per chip)
+    runtime: str = "current"
     notes: tuple[str, ...] = field(default_factory=tuple)  # the model's assumptions, in words
     memo: dict = field(default_factory=dict, repr=False, compare=False)  # derived hop costs
 
@@ -398,7 +402,9 @@ def _scale_out_name(sysobj) -> str:
 def _from_system(sysobj, params: FabricParams) -> Topology:
     # Per link and direction: the chip figure / 2 when it counts both directions, times the
     # share of it a large collective achieves (calibrated).
-    div = (2.0 if params.counts_both_directions else 1.0) / params.efficiency(sysobj.chip.kind)
+    div = (2.0 if params.counts_both_directions else 1.0) / params.efficiency(
+        sysobj.chip.kind, sysobj.chip
+    )
     over = params.overhead
     lat_nl = params.neuronlink_latency
     timing = (
@@ -426,6 +432,7 @@ def _from_system(sysobj, params: FabricParams) -> Topology:
             efa_latency=params.efa_latency,
             message_overhead=over,
             op_overhead=params.efa_op,
+            runtime=params.runtime,
         )
     topo = sysobj.topology
     chip = sysobj.chip
@@ -455,7 +462,7 @@ def _from_system(sysobj, params: FabricParams) -> Topology:
             f"(chip figure / links / 2, direction convention assumed, x "
             f"{params.efficiency():.3g} achieved in large collectives, calibrated); {timing}"
         )
-        return dataclasses.replace(t, notes=(note,))
+        return dataclasses.replace(t, notes=(note,), runtime=params.runtime)
     if topo == "switch":
         return _switch(sysobj, params, div, timing)
     raise FabricError(f"no fabric model for {sysobj} (topology {topo!r})")
@@ -489,7 +496,7 @@ def _switch(sysobj, params: FabricParams, div: float, timing: str) -> Topology:
     switch = "NeuronSwitch-v1" if chip.kind == "neuron" else "NVSwitch"
     if chip.kind != "neuron":
         timing += " (the Neuron runtime's step and fixed costs, assumed for NCCL)"
-    eff = params.efficiency(chip.kind)
+    eff = params.efficiency(chip.kind, chip)
     if levels:
         how = ", ".join(f"{b / 1e9:.3g} GB/s within {n} chips" for n, b in levels)
         note = (
@@ -516,6 +523,7 @@ def _switch(sysobj, params: FabricParams, div: float, timing: str) -> Topology:
         pcie_latency=params.pcie_latency,
         levels=levels,
         notes=(f"{note}; {timing}",),
+        runtime=params.runtime,
     )
 
 

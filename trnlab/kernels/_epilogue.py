@@ -1,41 +1,53 @@
-"""A matmul with a fused epilogue: bias + activation on the Scalar engine, straight from PSUM."""
+"""A matmul with a fused epilogue in NKI: bias + activation on the Scalar engine, straight
+out of PSUM (no second pass over C)."""
 
 from __future__ import annotations
 
-from ._matmul import TILE_K, TILE_M, TILE_N, _spans
+import trnlab.nki as nki
+import trnlab.nki.isa as nisa
+import trnlab.nki.language as nl
 
-__all__ = ["matmul_bias_act_kernel"]
+from ._matmul import TILE_K, TILE_M, TILE_N, _span
+
+__all__ = ["nki_matmul_bias_act"]
 
 
-def matmul_bias_act_kernel(ctx, w, x_t, bias, y_t, activation: str = "relu"):
-    """``y_t[N, M] = act(w[K, N].T @ x_t[K, M] + bias[N])``: N (output features) on partitions,
-    so the bias is one value per partition and the Scalar engine applies
-    ``act(psum * 1 + bias)`` while it moves the result out of PSUM (no extra pass)."""
+@nki.jit
+def nki_matmul_bias_act(w, x_t, bias, activation=nl.relu, out_dtype=nl.float32):
+    """``y_t[N, M] = activation(w[K, N].T @ x_t[K, M] + bias[N, 1])``.
+
+    N (output features) goes on partitions, so the bias is one value per partition: the Scalar
+    engine computes ``activation(psum * 1 + bias)`` as it moves each result out of PSUM."""
     K, N = w.shape
     M = x_t.shape[1]
-    ks_ = _spans(K, TILE_K)
-    w_tiles = [ctx.sbuf((TILE_K, TILE_M), w.fmt, f"w k{j}") for j in range(len(ks_))]
-    x_tiles = [
-        [ctx.sbuf((TILE_K, TILE_N), x_t.fmt, f"x{s} k{j}") for j in range(len(ks_))]
-        for s in range(2)
-    ]
-    b_tile = ctx.sbuf((TILE_M, 1), "fp32", "bias")
-    psums = [ctx.psum((TILE_M, TILE_N), f"acc{j}") for j in range(2)]
-    outs = [ctx.sbuf((TILE_M, TILE_N), y_t.fmt, f"y tile{j}") for j in range(2)]
-    step = 0
-    for n0, ns in _spans(N, TILE_M):
-        ctx.load(b_tile[:ns, :], bias[n0 : n0 + ns, :])
-        for j, (k0, ks) in enumerate(ks_):
-            ctx.load(w_tiles[j][:ks, :ns], w[k0 : k0 + ks, n0 : n0 + ns])
-        for m0, ms in _spans(M, TILE_N):
-            s = step % 2
-            for j, (k0, ks) in enumerate(ks_):
-                ctx.load(x_tiles[s][j][:ks, :ms], x_t[k0 : k0 + ks, m0 : m0 + ms])
-            ps, out = psums[s], outs[s]
-            for j, (_, ks) in enumerate(ks_):
-                ctx.matmul(
-                    ps[:ns, :ms], w_tiles[j][:ks, :ns], x_tiles[s][j][:ks, :ms], accumulate=j > 0
+    y_t = nl.ndarray((N, M), dtype=out_dtype, buffer=nl.shared_hbm)
+    for n0 in nl.affine_range(0, N, TILE_M):
+        ns = _span(n0, N, TILE_M)
+        bias_tile = nl.ndarray((TILE_M, 1), dtype=bias.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=bias_tile[:ns, :], src=bias[n0 : n0 + ns, :])
+        w_tiles = []
+        for k0 in nl.affine_range(0, K, TILE_K):
+            ks = _span(k0, K, TILE_K)
+            w_tile = nl.ndarray((TILE_K, TILE_M), dtype=w.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=w_tile[:ks, :ns], src=w[k0 : k0 + ks, n0 : n0 + ns])
+            w_tiles.append(w_tile)
+        for m0 in nl.affine_range(0, M, TILE_N):
+            ms = _span(m0, M, TILE_N)
+            x_tiles = []
+            for k0 in nl.affine_range(0, K, TILE_K):
+                ks = _span(k0, K, TILE_K)
+                x_tile = nl.ndarray((TILE_K, TILE_N), dtype=x_t.dtype, buffer=nl.sbuf)
+                nisa.dma_copy(dst=x_tile[:ks, :ms], src=x_t[k0 : k0 + ks, m0 : m0 + ms])
+                x_tiles.append(x_tile)
+            acc = nl.ndarray((TILE_M, TILE_N), dtype=nl.float32, buffer=nl.psum)
+            for j, k0 in enumerate(nl.affine_range(0, K, TILE_K)):
+                ks = _span(k0, K, TILE_K)
+                nisa.nc_matmul(
+                    dst=acc[:ns, :ms], stationary=w_tiles[j][:ks, :ns], moving=x_tiles[j][:ks, :ms]
                 )
-            ctx.activation(out[:ns, :ms], ps[:ns, :ms], activation, bias=b_tile[:ns, :])
-            ctx.store(y_t[n0 : n0 + ns, m0 : m0 + ms], out[:ns, :ms])
-            step += 1
+            y_tile = nl.ndarray((TILE_M, TILE_N), dtype=y_t.dtype, buffer=nl.sbuf)
+            nisa.activation(
+                dst=y_tile[:ns, :ms], op=activation, data=acc[:ns, :ms], bias=bias_tile[:ns, :]
+            )
+            nisa.dma_copy(dst=y_t[n0 : n0 + ns, m0 : m0 + ms], src=y_tile[:ns, :ms])
+    return y_t

@@ -1,31 +1,33 @@
-"""Mamba's selective scan (the SSM of Mamba v1), as three kernels in the kernel API.
+"""Mamba's selective scan (the SSM of Mamba v1) in NKI, in the three versions of NKI's
+fused-Mamba tutorial (batch 1).
 
 For every channel c and state s: ``x[c, t] = exp(delta[c, t] * A[c, s]) * x[c, t - 1] +
 delta[c, t] * u[c, t] * B[s, t]`` (x starting at 0), and the output sums ``x[c, t] * C[s, t]``
-over the states. Channels go on partitions (128 per tile), time on the free dimension; the
+over the states. Channels go on partitions (128 per tile), time on the free axis; the
 recurrence is one Vector-engine ``tensor_tensor_scan`` per (channel tile, state); the rows of B
-and C (one per state) reach all 128 partitions through a Tensor Engine matmul with a row of
-ones (a partition broadcast into PSUM).
-
-The three versions follow the structure of the NKI fused-Mamba tutorial (batch 1):
+and C (one per state) reach all 128 partitions through ``nl.broadcast_to`` (a Tensor Engine
+matmul with a row of ones into PSUM).
 
 ``v1``  states outside, channel tiles inside: delta and u are loaded again for every state.
 ``v2``  channel tiles outside: delta and u loaded once per channel tile, reused by all states.
 ``v3``  as v2, with the time axis in chunks of ``chunk`` (512) so every tile stays small; the
         scan carries its last column from chunk to chunk.
 
-Tiles declared inside a loop get the compiler's rotating buffers, as in the other kernels.
+``hoist`` computes delta x u once per channel tile (v2, v3) instead of once per state.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._matmul import _want, plan_buffers
+import trnlab.nki as nki
+import trnlab.nki.isa as nisa
+import trnlab.nki.language as nl
 
-__all__ = ["VERSIONS", "selective_scan_kernel", "selective_scan_reference"]
+__all__ = ["VERSIONS", "nki_selective_scan", "selective_scan_reference"]
 
 P = 128
+VERSIONS = ("v1", "v2", "v3")
 
 
 def selective_scan_reference(delta, u, a, b, c) -> np.ndarray:
@@ -43,162 +45,98 @@ def selective_scan_reference(delta, u, a, b, c) -> np.ndarray:
     return out
 
 
-class _Tiles:
-    """The per-iteration tiles of one (channel tile, state, chunk) step, in rotating buffers."""
-
-    def __init__(self, ctx, fmt, width, bufs):
-        want = _want(ctx, bufs)
-        nbytes = width * 4
-        n = plan_buffers(ctx, [(nbytes, want)] * 5)[0]
-        self.delta_a = ctx.sbuf((P, width), fmt, "deltaA", bufs=n)
-        self.delta_u = ctx.sbuf((P, width), fmt, "deltaU", bufs=n)
-        self.delta_bu = ctx.sbuf((P, width), fmt, "deltaBu", bufs=n)
-        self.scan = ctx.sbuf((P, width), fmt, "scan", bufs=n)
-        self.scan_c = ctx.sbuf((P, width), fmt, "scanC", bufs=n)
-        self.b_row = ctx.sbuf((1, width), fmt, "B row", bufs=want)
-        self.c_row = ctx.sbuf((1, width), fmt, "C row", bufs=want)
-        self.a_col = ctx.sbuf((P, 1), fmt, "A column", bufs=want)
-        self.bcast = ctx.psum((P, width), "broadcast", bufs=min(2 * want, 8))
-
-    def step(self, ctx, ones, d, uu, a_col, b, c, s, t0, width, acc, init=None, du=None):
-        """One state over one chunk: returns the scan tile (for the carry). ``du`` is delta x u
-        when the caller computed it once for all states."""
-        da, dbu = self.delta_a.next(), self.delta_bu.next()
-        sc, scc = self.scan.next(), self.scan_c.next()
-        ctx.activation(da, d, "exp", scale=a_col)
-        br = self.b_row.next()
-        ctx.load(br, b[s : s + 1, t0 : t0 + width])
-        if du is None:
-            du = self.delta_u.next()
-            ctx.tensor_tensor(du, d, uu, "multiply")
-        bb = self.bcast.next()
-        ctx.matmul(bb, ones, br)  # B's row on every partition (K = 1 contraction)
-        ctx.tensor_tensor(dbu, du, bb, "multiply")
-        ctx.tensor_tensor_scan(sc, da, dbu, initial=0.0 if init is None else init)
-        cr = self.c_row.next()
-        ctx.load(cr, c[s : s + 1, t0 : t0 + width])
-        cb = self.bcast.next()
-        ctx.matmul(cb, ones, cr)
-        ctx.tensor_tensor(scc, sc, cb, "multiply")
-        ctx.tensor_tensor(acc, acc, scc, "add")
-        return sc
+def _state_step(d, uu, a_col, B, C, s, t0, width, acc, initial=0.0, du=None):
+    """One state over one time chunk of one channel tile; returns the scan tile (its last
+    column carries into the next chunk). ``du`` is delta x u when computed once already."""
+    dt = d.dtype
+    delta_a = nl.ndarray((P, width), dtype=dt, buffer=nl.sbuf)
+    nisa.activation(dst=delta_a, op=nl.exp, data=d, scale=a_col)
+    b_row = nl.ndarray((1, width), dtype=dt, buffer=nl.sbuf)
+    nisa.dma_copy(dst=b_row, src=B[s : s + 1, t0 : t0 + width])
+    if du is None:
+        du = nl.ndarray((P, width), dtype=dt, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=du, data1=d, data2=uu, op=nl.multiply)
+    b_bcast = nl.broadcast_to(b_row, (P, width))
+    delta_bu = nl.ndarray((P, width), dtype=dt, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=delta_bu, data1=du, data2=b_bcast, op=nl.multiply)
+    scan = nl.ndarray((P, width), dtype=dt, buffer=nl.sbuf)
+    nisa.tensor_tensor_scan(
+        dst=scan, data0=delta_a, data1=delta_bu, initial=initial, op0=nl.multiply, op1=nl.add
+    )
+    c_row = nl.ndarray((1, width), dtype=dt, buffer=nl.sbuf)
+    nisa.dma_copy(dst=c_row, src=C[s : s + 1, t0 : t0 + width])
+    c_bcast = nl.broadcast_to(c_row, (P, width))
+    scan_c = nl.ndarray((P, width), dtype=dt, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=scan_c, data1=scan, data2=c_bcast, op=nl.multiply)
+    nisa.tensor_tensor(dst=acc, data1=acc, data2=scan_c, op=nl.add)
+    return scan
 
 
-def _ones(ctx, fmt):
-    ones = ctx.sbuf((1, P), fmt, "ones")
-    ctx.memset(ones, 1.0)
-    return ones
-
-
-def _v1(ctx, delta, u, a, b, c, out, fmt, chunk, bufs, hoist=False):
-    C, T = delta.shape
-    S = a.shape[1]
-    ct = C // P
-    acc = ctx.sbuf((P, ct * T), fmt, "scanC accum")
-    ctx.memset(acc, 0.0)
-    ones = _ones(ctx, fmt)
-    want = _want(ctx, bufs)
-    n = plan_buffers(ctx, [(T * 4, want)] * 2)[0]
-    d_pool = ctx.sbuf((P, T), fmt, "delta tile", bufs=n)
-    u_pool = ctx.sbuf((P, T), fmt, "u tile", bufs=n)
-    tiles = _Tiles(ctx, fmt, T, bufs)
-    for s in range(S):
-        for i in range(ct):
-            rows = slice(i * P, (i + 1) * P)
-            d = d_pool.next()
-            ctx.load(d, delta[rows, :])
-            ac = tiles.a_col.next()
-            ctx.load(ac, a[rows, s : s + 1])
-            uu = u_pool.next()
-            ctx.load(uu, u[rows, :])
-            tiles.step(ctx, ones, d, uu, ac, b, c, s, 0, T, acc[:, i * T : (i + 1) * T])
-    for i in range(ct):
-        ctx.store(out[i * P : (i + 1) * P, :], acc[:, i * T : (i + 1) * T])
-
-
-def _v2(ctx, delta, u, a, b, c, out, fmt, chunk, bufs, hoist=False, chunked=False):
-    C, T = delta.shape
-    S = a.shape[1]
-    width = min(chunk, T) if chunked else T
-    want = _want(ctx, bufs)
-    n = plan_buffers(ctx, [(T * 4, want)] * 3)[0]
-    ones = _ones(ctx, fmt)
-    accs = ctx.sbuf((P, T), fmt, "scanC accum", bufs=n)
-    d_pool = ctx.sbuf((P, T), fmt, "delta tile", bufs=n)
-    u_pool = ctx.sbuf((P, T), fmt, "u tile", bufs=n)
-    tiles = _Tiles(ctx, fmt, width, bufs)
-    carry = ctx.sbuf((P, 1), fmt, "scan carry", bufs=want) if chunked else None
-    du_pool = ctx.sbuf((P, T), fmt, "delta x u", bufs=n) if hoist else None
-    for i in range(C // P):
+@nki.jit
+def nki_selective_scan(delta, u, A, B, C, version="v3", chunk=512, hoist=False):
+    """Mamba's selective scan: ``delta, u [channels, T]``, ``A [channels, S]``, ``B, C [S, T]``
+    (channels a multiple of 128); returns ``[channels, T]`` (see the module docstring)."""
+    channels, T = delta.shape
+    S = A.shape[1]
+    if version not in VERSIONS:
+        raise ValueError(f"unknown version {version!r}; choose one of {', '.join(VERSIONS)}")
+    if channels % P:
+        raise ValueError(f"channels ({channels}) must be a multiple of {P}: they go on partitions")
+    dt = delta.dtype
+    out = nl.ndarray((channels, T), dtype=dt, buffer=nl.shared_hbm)
+    n_tiles = channels // P
+    if version == "v1":
+        acc = nl.ndarray((P, n_tiles * T), dtype=dt, buffer=nl.sbuf)
+        nisa.memset(dst=acc, value=0.0)
+        for s in nl.affine_range(S):
+            for i in nl.affine_range(n_tiles):
+                rows = slice(i * P, (i + 1) * P)
+                delta_i = nl.ndarray((P, T), dtype=dt, buffer=nl.sbuf)
+                nisa.dma_copy(dst=delta_i, src=delta[rows, :])
+                a_col = nl.ndarray((P, 1), dtype=dt, buffer=nl.sbuf)
+                nisa.dma_copy(dst=a_col, src=A[rows, s : s + 1])
+                u_i = nl.ndarray((P, T), dtype=dt, buffer=nl.sbuf)
+                nisa.dma_copy(dst=u_i, src=u[rows, :])
+                _state_step(delta_i, u_i, a_col, B, C, s, 0, T, acc[:, i * T : (i + 1) * T])
+        for i in nl.affine_range(n_tiles):
+            nisa.dma_copy(dst=out[i * P : (i + 1) * P, :], src=acc[:, i * T : (i + 1) * T])
+        return out
+    width = min(chunk, T) if version == "v3" else T
+    for i in nl.affine_range(n_tiles):
         rows = slice(i * P, (i + 1) * P)
-        acc = accs.next()
-        ctx.memset(acc, 0.0)
-        d, uu = d_pool.next(), u_pool.next()
-        ctx.load(d, delta[rows, :])
-        ctx.load(uu, u[rows, :])
+        acc = nl.ndarray((P, T), dtype=dt, buffer=nl.sbuf)
+        nisa.memset(dst=acc, value=0.0)
+        delta_i = nl.ndarray((P, T), dtype=dt, buffer=nl.sbuf)
+        nisa.dma_copy(dst=delta_i, src=delta[rows, :])
+        u_i = nl.ndarray((P, T), dtype=dt, buffer=nl.sbuf)
+        nisa.dma_copy(dst=u_i, src=u[rows, :])
         du = None
         if hoist:  # delta x u does not depend on the state: once per channel tile
-            du = du_pool.next()
-            ctx.tensor_tensor(du, d, uu, "multiply")
-        for s in range(S):
-            ac = tiles.a_col.next()
-            ctx.load(ac, a[rows, s : s + 1])
-            if not chunked:
-                tiles.step(ctx, ones, d, uu, ac, b, c, s, 0, T, acc, du=du)
+            du = nl.ndarray((P, T), dtype=dt, buffer=nl.sbuf)
+            nisa.tensor_tensor(dst=du, data1=delta_i, data2=u_i, op=nl.multiply)
+        for s in nl.affine_range(S):
+            a_col = nl.ndarray((P, 1), dtype=dt, buffer=nl.sbuf)
+            nisa.dma_copy(dst=a_col, src=A[rows, s : s + 1])
+            if version == "v2":
+                _state_step(delta_i, u_i, a_col, B, C, s, 0, T, acc, du=du)
                 continue
-            init = carry.next()
-            ctx.memset(init, 0.0)
-            for t0 in range(0, T, width):
+            carry = nl.ndarray((P, 1), dtype=dt, buffer=nl.sbuf)
+            nisa.memset(dst=carry, value=0.0)
+            for t0 in nl.sequential_range(0, T, width):
                 sl = slice(t0, t0 + width)
-                sc = tiles.step(
-                    ctx,
-                    ones,
-                    d[:, sl],
-                    uu[:, sl],
-                    ac,
-                    b,
-                    c,
+                scan = _state_step(
+                    delta_i[:, sl],
+                    u_i[:, sl],
+                    a_col,
+                    B,
+                    C,
                     s,
                     t0,
                     width,
                     acc[:, sl],
-                    init,
+                    carry,
                     du=None if du is None else du[:, sl],
                 )
-                ctx.copy(init, sc[:, width - 1 : width])
-        ctx.store(out[rows, :], acc)
-
-
-def _v3(ctx, delta, u, a, b, c, out, fmt, chunk, bufs, hoist=False):
-    _v2(ctx, delta, u, a, b, c, out, fmt, chunk, bufs, hoist, chunked=True)
-
-
-VERSIONS = {"v1": _v1, "v2": _v2, "v3": _v3}
-
-
-def selective_scan_kernel(
-    ctx,
-    delta,
-    u,
-    a,
-    b,
-    c,
-    out,
-    version: str = "v3",
-    chunk: int = 512,
-    bufs: int | None = None,
-    hoist: bool = False,
-):
-    """Mamba's selective scan on one NeuronCore; ``version`` is ``"v1"``, ``"v2"`` or ``"v3"``
-    (see the module docstring). HBM tensors: ``delta, u, out [channels, T]``, ``a [channels,
-    S]``, ``b, c [S, T]``; channels a multiple of 128. ``hoist`` computes delta x u once per
-    channel tile instead of once per state (v2 and v3: it does not depend on the state; the
-    tutorial's kernels compute it inside the state loop)."""
-    if version not in VERSIONS:
-        raise ValueError(f"unknown version {version!r}; choose one of {', '.join(VERSIONS)}")
-    C, _T = delta.shape
-    if C % P:
-        raise ValueError(f"channels ({C}) must be a multiple of {P}: they go on partitions")
-    VERSIONS[version](
-        ctx, delta, u, a, b, c, out, delta.fmt, chunk, bufs, hoist and version != "v1"
-    )
+                nisa.tensor_copy(dst=carry, src=scan[:, width - 1 : width])
+        nisa.dma_copy(dst=out[rows, :], src=acc)
+    return out

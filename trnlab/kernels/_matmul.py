@@ -1,201 +1,157 @@
-"""The matmul progression, written in the kernel API and structured like NKI's matmul tutorial.
+"""The matmul progression in NKI, structured like NKI's matmul tutorial.
 
-Layout (as in the tutorial): C[M, N] = A[M, K] @ B[K, N] with A stored transposed in HBM,
-``a_t[K, M]``, so both operands bring their K rows onto SBUF partitions (the Tensor Engine
-contracts over partitions). Tiles are 128 (K) x 128 (M, stationary) x 512 (N, moving): 128
-partitions, 128 PE columns, 512 fp32 accumulators per PSUM bank.
+``C[M, N] = A[M, K] @ B[K, N]`` with A given transposed, ``lhsT[K, M]``, so both operands bring
+their K rows onto SBUF partitions (the Tensor Engine contracts over partitions). Tiles are
+128 (K) x 128 (M, stationary) x 512 (N, moving): 128 partitions, 128 PE columns, 512 fp32
+accumulators per PSUM bank (``nl.tile_size``). Every kernel takes any M, K and N (the last
+tile of a dimension may be partial) and returns ``result[M, N]`` in ``out_dtype`` (default
+bfloat16, float32 for float32 / tfloat32 inputs).
 
-Buffers follow the NKI compiler: a tile the tutorial declares inside a loop body gets
-``compiler_rotating_buffers`` rotating buffers (a catalogue figure), as many as SBUF holds
-(:func:`plan_buffers`; the largest pool gives up buffers first). So each variant here is the
-tutorial's kernel as the compiler would lay it out, and the progression compares like with like:
+Tiles declared inside a loop body get the compiler's rotating buffers (``trnlab.nki``: the
+catalogue's ``compiler_rotating_buffers``, as many as SBUF holds), so each kernel here is the
+tutorial's kernel as the compiler would lay it out:
 
-``tiled``        (tutorial: original tiled) loads an A tile and a B tile for every matmul, in
-                 rotating buffers: small transfers, one per matmul -> DMA-bound.
-``hoisted``      (optimization 1) loads A's column strip (all of K) once per M tile and B's
-                 once per (M, N) tile; the strips are too big for two buffers each.
-``blocked_mn``   (optimization 2) blocks M and N (2 x 2 tiles by default): each loaded tile
-                 feeds two matmuls.
-``blocked_mnk``  (optimization 3, "fully optimized") blocks M, N and K (16 x 2 x 8 tiles):
-                 wide transfers (2-4 KiB per partition), partial sums over K blocks added into
-                 SBUF accumulators by the Vector engine, B and A blocks double-buffered.
-``pipelined``    one step further than the tutorial: blocked_mnk with a third rotating buffer
-                 for each block (the compiler already gives two, so this buys a few percent).
+``nki_matmul_tiled``        (tutorial: tiled) an A tile and a B tile loaded for every matmul,
+                            small transfers one per matmul: DMA-bound.
+``nki_matmul_hoisted``      (optimization 1) A's column strip (all of K) loaded once per M
+                            tile, B's once per (M, N) tile; the strips take SBUF.
+``nki_matmul_blocked_mn``   (optimization 2) M and N blocked (2 x 2 tiles by default): each
+                            loaded tile feeds two matmuls; the block shrinks as K grows so its
+                            strips fit SBUF.
+``nki_matmul_blocked_mnk``  (optimization 3, "fully optimized") M, N and K blocked (16 x 2 x 8
+                            tiles): wide transfers, partial sums over K blocks added into an
+                            SBUF accumulator (C's dtype) by the Vector engine.
 
-``tiled``, ``hoisted`` and ``blocked_mn`` take other tile sizes (``tile_k``, ``tile_m``,
-``tile_n``) to show why 128 x 128 x 512 is the right one; the core refuses sizes beyond its
-limits with a message naming the limit. Every variant takes ``bufs`` (the rotating-buffer
-count to ask for; default the compiler's).
+``pipelined`` in :data:`VARIANTS` is ``nki_matmul_blocked_mnk`` with blocks of 8 x 2 x 8 tiles
+profiled with three rotating buffers instead of two (``kernels.matmul(..., bufs=3)``): one
+step past the tutorial. Read any kernel with ``inspect.getsource``; each runs unchanged on a
+Trainium instance with NKI's own imports.
 """
 
 from __future__ import annotations
 
 import math
 
+import trnlab.nki as nki
+import trnlab.nki.isa as nisa
+import trnlab.nki.language as nl
 from trnlab.core import format_bits
+from trnlab.nki._dtypes import dtype_info
 
 __all__ = [
+    "PROGRESSION",
     "VARIANTS",
-    "blocked_mn",
-    "blocked_mnk",
-    "hoisted",
-    "pipelined",
-    "plan_buffers",
-    "tiled",
+    "nki_matmul_blocked_mn",
+    "nki_matmul_blocked_mnk",
+    "nki_matmul_hoisted",
+    "nki_matmul_tiled",
+    "out_dtype_for",
 ]
 
 TILE_K, TILE_M, TILE_N = 128, 128, 512
 
 
-def _spans(n: int, t: int) -> list[tuple[int, int]]:
-    """(start, size) of the tiles of a dimension of size n; the last may be partial."""
-    return [(i, min(t, n - i)) for i in range(0, n, t)]
+def out_dtype_for(dtype: str) -> str:
+    """C's default dtype for inputs of ``dtype``: float32 for 32-bit inputs, else bfloat16."""
+    return nl.float32 if dtype in (nl.float32, nl.tfloat32) else nl.bfloat16
 
 
-def _sbuf_bytes(free: int, fmt: str) -> int:
-    return math.ceil(free * format_bits(fmt) / 8)
+def _bytes(free: int, dtype: str) -> int:
+    """SBUF bytes per partition of ``free`` elements of ``dtype``."""
+    return math.ceil(free * format_bits(dtype_info(dtype).fmt) / 8)
 
 
-def plan_buffers(ctx, pools: list[tuple[int, int]]) -> list[int]:
-    """Rotating buffers for each pool, as the compiler would give them within SBUF.
-
-    ``pools`` holds ``(bytes per partition of one buffer, buffers wanted)``. While the pools
-    need more than the SBUF left free, the pool taking the most bytes gives up one buffer (never
-    going below one); a pool of one buffer that still does not fit is left for the allocation to
-    refuse with its teaching error.
-    """
-    cap = ctx.sbuf_available()
-    bufs = [max(1, int(want)) for _, want in pools]
-    while sum(b * n for (b, _), n in zip(pools, bufs, strict=True)) > cap:
-        cands = [i for i, n in enumerate(bufs) if n > 1]
-        if not cands:
-            break
-        i = max(cands, key=lambda j: pools[j][0] * bufs[j])
-        bufs[i] -= 1
-    return bufs
+def _span(start: int, total: int, tile: int) -> int:
+    return min(tile, total - start)
 
 
-def _want(ctx, bufs: int | None) -> int:
-    return int(ctx.params.compiler_rotating_buffers) if bufs is None else bufs
-
-
-def _evacuate(ctx, c, ps, out, m0, ms, n0, ns, engine="vector"):
-    """PSUM -> SBUF with a cast to C's format, then DMA to HBM."""
-    ctx.copy(out[:ms, :ns], ps[:ms, :ns], engine=engine)
-    ctx.store(c[m0 : m0 + ms, n0 : n0 + ns], out[:ms, :ns])
-
-
-def tiled(
-    ctx,
-    a_t,
-    b,
-    c,
-    fmt: str | None = None,
-    tile_k: int = TILE_K,
-    tile_m: int = TILE_M,
-    tile_n: int = TILE_N,
-    bufs: int | None = None,
-):
-    """The textbook tiling: load an A tile and a B tile for every matmul.
-
-    As in NKI's tutorial, the A and B tiles are declared inside the K loop, so the compiler
-    rotates them over ``bufs`` buffers and the loads of the next K step overlap this matmul.
-    ``tile_k x tile_m x tile_n`` (default 128 x 128 x 512) is the tile of one matmul."""
-    fmt = fmt or a_t.fmt
-    (K, M), N = a_t.shape, b.shape[1]
-    want = _want(ctx, bufs)
-    na, nb, no = plan_buffers(
-        ctx,
-        [
-            (_sbuf_bytes(tile_m, fmt), want),
-            (_sbuf_bytes(tile_n, fmt), want),
-            (_sbuf_bytes(tile_n, c.fmt), want),
-        ],
+@nki.jit
+def nki_matmul_tiled(lhsT, rhs, tile_k=TILE_K, tile_m=TILE_M, tile_n=TILE_N, out_dtype=None):
+    """The textbook tiling: for every (M, N) tile and every K tile, load an A tile and a B
+    tile and accumulate their product in PSUM; copy the result to SBUF and store it."""
+    K, M = lhsT.shape
+    N = rhs.shape[1]
+    result = nl.ndarray(
+        (M, N), dtype=out_dtype or out_dtype_for(lhsT.dtype), buffer=nl.shared_hbm, name="c"
     )
-    st = ctx.sbuf((tile_k, tile_m), fmt, "a_t tile", bufs=na)
-    mv = ctx.sbuf((tile_k, tile_n), fmt, "b tile", bufs=nb)
-    acc = ctx.psum((tile_m, tile_n), "acc", bufs=min(want, int(ctx.params.psum_banks)))
-    out = ctx.sbuf((tile_m, tile_n), c.fmt, "c tile", bufs=no)
-    for m0, ms in _spans(M, tile_m):
-        for n0, ns in _spans(N, tile_n):
-            ps = acc.next()
-            for i, (k0, ks) in enumerate(_spans(K, tile_k)):
-                a, bt = st.next(), mv.next()
-                ctx.load(a[:ks, :ms], a_t[k0 : k0 + ks, m0 : m0 + ms])
-                ctx.load(bt[:ks, :ns], b[k0 : k0 + ks, n0 : n0 + ns])
-                ctx.matmul(ps[:ms, :ns], a[:ks, :ms], bt[:ks, :ns], accumulate=i > 0)
-            _evacuate(ctx, c, ps, out.next(), m0, ms, n0, ns)
+    for m0 in nl.affine_range(0, M, tile_m):
+        ms = _span(m0, M, tile_m)
+        for n0 in nl.affine_range(0, N, tile_n):
+            ns = _span(n0, N, tile_n)
+            res_psum = nl.ndarray((tile_m, tile_n), dtype=nl.float32, buffer=nl.psum)
+            for k0 in nl.affine_range(0, K, tile_k):
+                ks = _span(k0, K, tile_k)
+                lhsT_tile = nl.ndarray((tile_k, tile_m), dtype=lhsT.dtype, buffer=nl.sbuf)
+                rhs_tile = nl.ndarray((tile_k, tile_n), dtype=rhs.dtype, buffer=nl.sbuf)
+                nisa.dma_copy(dst=lhsT_tile[:ks, :ms], src=lhsT[k0 : k0 + ks, m0 : m0 + ms])
+                nisa.dma_copy(dst=rhs_tile[:ks, :ns], src=rhs[k0 : k0 + ks, n0 : n0 + ns])
+                nisa.nc_matmul(
+                    dst=res_psum[:ms, :ns],
+                    stationary=lhsT_tile[:ks, :ms],
+                    moving=rhs_tile[:ks, :ns],
+                )
+            res_sb = nl.ndarray((tile_m, tile_n), dtype=result.dtype, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=res_sb[:ms, :ns], src=res_psum[:ms, :ns])
+            nisa.dma_copy(dst=result[m0 : m0 + ms, n0 : n0 + ns], src=res_sb[:ms, :ns])
+    return result
 
 
-def hoisted(
-    ctx,
-    a_t,
-    b,
-    c,
-    fmt: str | None = None,
-    tile_k: int = TILE_K,
-    tile_m: int = TILE_M,
-    tile_n: int = TILE_N,
-    bufs: int | None = None,
-    a_width: int | None = None,
-):
-    """Loads hoisted out of the K loop: A's strip once per M tile, B's strip once per (M, N).
-
-    The strips (all of K) are declared in the M and N loop bodies, as the tutorial does, so the
-    compiler rotates them over as many buffers as SBUF holds (with K = 8192 in bf16, B's strip
-    takes 64 KiB per partition). ``a_width`` is the SBUF width of each K tile of A's strip
-    (default ``tile_m``; the tutorial's first edition allocated ``tile_n`` columns and loaded
-    ``tile_m`` of them, which takes four times the SBUF)."""
-    fmt = fmt or a_t.fmt
-    (K, M), N = a_t.shape, b.shape[1]
-    ks_ = _spans(K, tile_k)
-    kt = len(ks_)
-    wa = int(a_width or tile_m)
+@nki.jit
+def nki_matmul_hoisted(lhsT, rhs, tile_k=TILE_K, tile_m=TILE_M, tile_n=TILE_N, a_width=None,
+                       out_dtype=None):  # fmt: skip
+    """Loads hoisted out of the K loop: A's column strip (all of K) once per M tile, B's strip
+    once per (M, N) tile. ``a_width`` is the SBUF width of each A tile (default ``tile_m``;
+    the tutorial's first edition allocated ``tile_n`` columns and loaded ``tile_m`` of them)."""
+    K, M = lhsT.shape
+    N = rhs.shape[1]
+    wa = a_width or tile_m
     if wa < tile_m:
         raise ValueError(f"a_width {wa} is narrower than the M tile {tile_m}")
-    want = _want(ctx, bufs)
-    na, nb, no = plan_buffers(
-        ctx,
-        [
-            (kt * _sbuf_bytes(wa, fmt), want),
-            (kt * _sbuf_bytes(tile_n, fmt), want),
-            (_sbuf_bytes(tile_n, c.fmt), want),
-        ],
+    result = nl.ndarray(
+        (M, N), dtype=out_dtype or out_dtype_for(lhsT.dtype), buffer=nl.shared_hbm, name="c"
     )
-    a_strips = ctx.sbuf((tile_k, kt * wa), fmt, "a_t strip", bufs=na)
-    b_strips = ctx.sbuf((tile_k, kt * tile_n), fmt, "b strip", bufs=nb)
-    acc = ctx.psum((tile_m, tile_n), "acc", bufs=min(want, int(ctx.params.psum_banks)))
-    out = ctx.sbuf((tile_m, tile_n), c.fmt, "c tile", bufs=no)
-    for m0, ms in _spans(M, tile_m):
-        a = a_strips.next()
-        for j, (k0, ks) in enumerate(ks_):
-            ctx.load(a[:ks, j * wa : j * wa + ms], a_t[k0 : k0 + ks, m0 : m0 + ms])
-        for n0, ns in _spans(N, tile_n):
-            bs = b_strips.next()
-            for j, (k0, ks) in enumerate(ks_):
-                ctx.load(bs[:ks, j * tile_n : j * tile_n + ns], b[k0 : k0 + ks, n0 : n0 + ns])
-            ps = acc.next()
-            for j, (_, ks) in enumerate(ks_):
-                ctx.matmul(
-                    ps[:ms, :ns],
-                    a[:ks, j * wa : j * wa + ms],
-                    bs[:ks, j * tile_n : j * tile_n + ns],
-                    accumulate=j > 0,
+    for m0 in nl.affine_range(0, M, tile_m):
+        ms = _span(m0, M, tile_m)
+        lhsT_tiles = []
+        for k0 in nl.affine_range(0, K, tile_k):
+            ks = _span(k0, K, tile_k)
+            lhsT_tile = nl.ndarray((tile_k, wa), dtype=lhsT.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=lhsT_tile[:ks, :ms], src=lhsT[k0 : k0 + ks, m0 : m0 + ms])
+            lhsT_tiles.append(lhsT_tile)
+        for n0 in nl.affine_range(0, N, tile_n):
+            ns = _span(n0, N, tile_n)
+            rhs_tiles = []
+            for k0 in nl.affine_range(0, K, tile_k):
+                ks = _span(k0, K, tile_k)
+                rhs_tile = nl.ndarray((tile_k, tile_n), dtype=rhs.dtype, buffer=nl.sbuf)
+                nisa.dma_copy(dst=rhs_tile[:ks, :ns], src=rhs[k0 : k0 + ks, n0 : n0 + ns])
+                rhs_tiles.append(rhs_tile)
+            res_psum = nl.ndarray((tile_m, tile_n), dtype=nl.float32, buffer=nl.psum)
+            for j, k0 in enumerate(nl.affine_range(0, K, tile_k)):
+                ks = _span(k0, K, tile_k)
+                nisa.nc_matmul(
+                    dst=res_psum[:ms, :ns],
+                    stationary=lhsT_tiles[j][:ks, :ms],
+                    moving=rhs_tiles[j][:ks, :ns],
                 )
-            _evacuate(ctx, c, ps, out.next(), m0, ms, n0, ns)
+            res_sb = nl.ndarray((tile_m, tile_n), dtype=result.dtype, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=res_sb[:ms, :ns], src=res_psum[:ms, :ns])
+            nisa.dma_copy(dst=result[m0 : m0 + ms, n0 : n0 + ns], src=res_sb[:ms, :ns])
+    return result
 
 
-def _fit_mn_blocks(ctx, K, fmt, out_fmt, tile, tiles_m, tiles_n):
-    """Shrink the (M, N) block until one buffer of each strip fits the SBUF left free."""
+def fit_mn_blocks(K, dtype, out_dtype, tile, tiles_m, tiles_n, capacity) -> tuple[int, int]:
+    """Shrink the (M, N) block (halving N first, then M) until one buffer of each of its
+    strips over all of K, plus two output tiles, fits ``capacity`` bytes per partition."""
     tile_k, tile_m, tile_n = tile
     kt = -(-K // tile_k)
-    cap = ctx.sbuf_available()
 
     def need(tm, tn):
-        strips = kt * (tm * _sbuf_bytes(tile_m, fmt) + tn * _sbuf_bytes(tile_n, fmt))
-        return strips + 2 * _sbuf_bytes(tile_n, out_fmt)
+        return kt * (tm * _bytes(tile_m, dtype) + tn * _bytes(tile_n, dtype)) + 2 * _bytes(
+            tile_n, out_dtype
+        )
 
-    while need(tiles_m, tiles_n) > cap and (tiles_m > 1 or tiles_n > 1):
+    while need(tiles_m, tiles_n) > capacity and (tiles_m > 1 or tiles_n > 1):
         if tiles_n >= tiles_m and tiles_n > 1:
             tiles_n = max(1, tiles_n // 2)
         else:
@@ -203,100 +159,84 @@ def _fit_mn_blocks(ctx, K, fmt, out_fmt, tile, tiles_m, tiles_n):
     return tiles_m, tiles_n
 
 
-def blocked_mn(
-    ctx,
-    a_t,
-    b,
-    c,
-    fmt: str | None = None,
-    tiles_m: int = 2,
-    tiles_n: int = 2,
-    tile_k: int = TILE_K,
-    tile_m: int = TILE_M,
-    tile_n: int = TILE_N,
-    bufs: int | None = None,
-):
-    """Blocks of M and N resident in SBUF over all of K; each loaded tile feeds ``tiles_n``
-    (A) or ``tiles_m`` (B) matmuls. The tutorial's 2 x 2 tiles by default; the block shrinks as
-    K grows so its strips fit SBUF."""
-    fmt = fmt or a_t.fmt
-    (K, M), N = a_t.shape, b.shape[1]
-    ks_ = _spans(K, tile_k)
-    kt = len(ks_)
-    tiles_m, tiles_n = _fit_mn_blocks(
-        ctx, K, fmt, c.fmt, (tile_k, tile_m, tile_n), tiles_m, tiles_n
+@nki.jit
+def nki_matmul_blocked_mn(lhsT, rhs, tiles_m=2, tiles_n=2, tile_k=TILE_K, tile_m=TILE_M,
+                          tile_n=TILE_N, out_dtype=None):  # fmt: skip
+    """Blocks of ``tiles_m`` M tiles and ``tiles_n`` N tiles resident in SBUF over all of K:
+    each loaded A tile feeds ``tiles_n`` matmuls, each B tile ``tiles_m``."""
+    K, M = lhsT.shape
+    N = rhs.shape[1]
+    result = nl.ndarray(
+        (M, N), dtype=out_dtype or out_dtype_for(lhsT.dtype), buffer=nl.shared_hbm, name="c"
     )
-    bm, bn = tiles_m * tile_m, tiles_n * tile_n
-    want = _want(ctx, bufs)
-    na, nb, no = plan_buffers(
-        ctx,
-        [
-            (kt * _sbuf_bytes(bm, fmt), want),
-            (kt * _sbuf_bytes(bn, fmt), want),
-            (_sbuf_bytes(tile_n, c.fmt), want),
-        ],
+    tiles_m, tiles_n = fit_mn_blocks(
+        K,
+        lhsT.dtype,
+        result.dtype,
+        (tile_k, tile_m, tile_n),
+        tiles_m,
+        tiles_n,
+        nl.tile_size.sbuf_fmax_bytes,
     )
-    a_blocks = ctx.sbuf((tile_k, kt * bm), fmt, "A block", bufs=na)
-    b_blocks = ctx.sbuf((tile_k, kt * bn), fmt, "B block", bufs=nb)
-    acc = ctx.psum((tile_m, tile_n), "acc", bufs=min(want, int(ctx.params.psum_banks)))
-    out = ctx.sbuf((tile_m, tile_n), c.fmt, "c tile", bufs=no)
-    for M0, MS in _spans(M, bm):
-        a = a_blocks.next()
-        mspans = _spans(MS, tile_m)
-        for i, (m0, ms) in enumerate(mspans):
-            for j, (k0, ks) in enumerate(ks_):
-                col = (i * kt + j) * tile_m
-                ctx.load(a[:ks, col : col + ms], a_t[k0 : k0 + ks, M0 + m0 : M0 + m0 + ms])
-        for N0, NS in _spans(N, bn):
-            bb = b_blocks.next()
-            nspans = _spans(NS, tile_n)
-            for q, (n0, ns) in enumerate(nspans):
-                for j, (k0, ks) in enumerate(ks_):
-                    col = (q * kt + j) * tile_n
-                    ctx.load(bb[:ks, col : col + ns], b[k0 : k0 + ks, N0 + n0 : N0 + n0 + ns])
-            for i, (m0, ms) in enumerate(mspans):
-                for q, (n0, ns) in enumerate(nspans):
-                    ps = acc.next()
-                    for j, (_, ks) in enumerate(ks_):
-                        ca, cb = (i * kt + j) * tile_m, (q * kt + j) * tile_n
-                        ctx.matmul(
-                            ps[:ms, :ns],
-                            a[:ks, ca : ca + ms],
-                            bb[:ks, cb : cb + ns],
-                            accumulate=j > 0,
+    block_m, block_n = tiles_m * tile_m, tiles_n * tile_n
+    for bm0 in nl.affine_range(0, M, block_m):
+        m_tiles = [(m0, _span(m0, M, tile_m)) for m0 in range(bm0, min(M, bm0 + block_m), tile_m)]
+        lhsT_tiles = []
+        for m0, ms in m_tiles:
+            row = []
+            for k0 in nl.affine_range(0, K, tile_k):
+                ks = _span(k0, K, tile_k)
+                lhsT_tile = nl.ndarray((tile_k, tile_m), dtype=lhsT.dtype, buffer=nl.sbuf)
+                nisa.dma_copy(dst=lhsT_tile[:ks, :ms], src=lhsT[k0 : k0 + ks, m0 : m0 + ms])
+                row.append(lhsT_tile)
+            lhsT_tiles.append(row)
+        for bn0 in nl.affine_range(0, N, block_n):
+            n_tiles = [
+                (n0, _span(n0, N, tile_n)) for n0 in range(bn0, min(N, bn0 + block_n), tile_n)
+            ]
+            rhs_tiles = []
+            for n0, ns in n_tiles:
+                row = []
+                for k0 in nl.affine_range(0, K, tile_k):
+                    ks = _span(k0, K, tile_k)
+                    rhs_tile = nl.ndarray((tile_k, tile_n), dtype=rhs.dtype, buffer=nl.sbuf)
+                    nisa.dma_copy(dst=rhs_tile[:ks, :ns], src=rhs[k0 : k0 + ks, n0 : n0 + ns])
+                    row.append(rhs_tile)
+                rhs_tiles.append(row)
+            for i, (m0, ms) in enumerate(m_tiles):
+                for q, (n0, ns) in enumerate(n_tiles):
+                    res_psum = nl.ndarray((tile_m, tile_n), dtype=nl.float32, buffer=nl.psum)
+                    for j, k0 in enumerate(nl.affine_range(0, K, tile_k)):
+                        ks = _span(k0, K, tile_k)
+                        nisa.nc_matmul(
+                            dst=res_psum[:ms, :ns],
+                            stationary=lhsT_tiles[i][j][:ks, :ms],
+                            moving=rhs_tiles[q][j][:ks, :ns],
                         )
-                    _evacuate(ctx, c, ps, out.next(), M0 + m0, ms, N0 + n0, ns)
+                    res_sb = nl.ndarray((tile_m, tile_n), dtype=result.dtype, buffer=nl.sbuf)
+                    nisa.tensor_copy(dst=res_sb[:ms, :ns], src=res_psum[:ms, :ns])
+                    nisa.dma_copy(dst=result[m0 : m0 + ms, n0 : n0 + ns], src=res_sb[:ms, :ns])
+    return result
 
 
-def _blocked_mnk(ctx, a_t, b, c, fmt, tiles_m, tiles_n, tiles_k, bufs):
-    """Blocks over M, N and K as the tutorial's fully optimized kernel: for each N block, an
-    SBUF accumulator for all of M; for each K block (in order), B's block (loads of ``tiles_k``
-    x [128, block N]); for each M block, A's block (``tiles_k`` x [128, block M]); the PSUM
-    group of every (N tile, M tile) is added into the accumulator by the Vector engine."""
-    fmt = fmt or a_t.fmt
-    acc_fmt = c.fmt  # as the tutorial: the accumulator has C's format
-    (K, M), N = a_t.shape, b.shape[1]
-    mt = -(-M // TILE_M)  # the accumulator holds every M tile x the N tiles of a block
-    cap = ctx.sbuf_available()
+def fit_mnk_blocks(M, N, K, dtype, out_dtype, tiles, capacity) -> tuple[int, int, int]:
+    """Shrink the (M, N, K) block (K first, then N, then M) until one buffer each of the
+    accumulator (all of M x the N block), the B block, the A block and an output row fits
+    ``capacity`` bytes per partition."""
+    tiles_m, tiles_n, tiles_k = tiles
+    mt = -(-M // TILE_M)
 
-    def sizes(tm, tn, tkk):
+    def need(tm, tn, tk):
         bm = min(tm * TILE_M, mt * TILE_M)
         bn = min(tn * TILE_N, -(-N // TILE_N) * TILE_N)
-        bk = min(tkk * TILE_K, -(-K // TILE_K) * TILE_K)
+        bk = min(tk * TILE_K, -(-K // TILE_K) * TILE_K)
         return (
-            bm,
-            bn,
-            bk,
-            [
-                mt * _sbuf_bytes(bn, acc_fmt),
-                (bk // TILE_K) * _sbuf_bytes(bn, fmt),
-                (bk // TILE_K) * _sbuf_bytes(bm, fmt),
-                _sbuf_bytes(bn, c.fmt),
-            ],
+            mt * _bytes(bn, out_dtype)
+            + (bk // TILE_K) * (_bytes(bn, dtype) + _bytes(bm, dtype))
+            + _bytes(bn, out_dtype)
         )
 
-    # Shrink the blocks (K first, then N, then M) until one buffer of each fits SBUF.
-    while sum(sizes(tiles_m, tiles_n, tiles_k)[3]) > cap:
+    while need(tiles_m, tiles_n, tiles_k) > capacity:
         if tiles_k > 2:
             tiles_k //= 2
         elif tiles_n > 1:
@@ -305,98 +245,99 @@ def _blocked_mnk(ctx, a_t, b, c, fmt, tiles_m, tiles_n, tiles_k, bufs):
             tiles_m //= 2
         else:
             break
-    bm, bn, bk, need = sizes(tiles_m, tiles_n, tiles_k)
-    tk = bk // TILE_K
-    want = _want(ctx, bufs)
-    n_acc, n_b, n_a, n_out = plan_buffers(ctx, [(x, want) for x in need])
-    accs = ctx.sbuf((TILE_M, mt * bn), acc_fmt, "C accumulator", bufs=n_acc)
-    b_blocks = ctx.sbuf((TILE_K, tk * bn), fmt, "B block", bufs=n_b)
-    a_blocks = ctx.sbuf((TILE_K, tk * bm), fmt, "A block", bufs=n_a)
-    packed = ctx.sbuf((TILE_M, bn), c.fmt, "c block", bufs=n_out)
-    n_ps = min(int(ctx.params.psum_banks), 2 * want)
-    psums = ctx.psum((TILE_M, TILE_N), "psum", bufs=n_ps)
-    for N0, NS in _spans(N, bn):
-        acc = accs.next()
-        nspans = _spans(NS, TILE_N)
-        for kb, (K0, KS) in enumerate(_spans(K, bk)):
-            bb = b_blocks.next()
-            kspans = _spans(KS, TILE_K)
-            for j, (k0, ks) in enumerate(kspans):
-                ctx.load(bb[:ks, j * bn : j * bn + NS], b[K0 + k0 : K0 + k0 + ks, N0 : N0 + NS])
-            for M0, MS in _spans(M, bm):
-                a = a_blocks.next()
-                for j, (k0, ks) in enumerate(kspans):
-                    ctx.load(
-                        a[:ks, j * bm : j * bm + MS], a_t[K0 + k0 : K0 + k0 + ks, M0 : M0 + MS]
+    return tiles_m, tiles_n, tiles_k
+
+
+@nki.jit
+def nki_matmul_blocked_mnk(lhsT, rhs, TILES_IN_BLOCK_M=16, TILES_IN_BLOCK_N=2,
+                           TILES_IN_BLOCK_K=8, out_dtype=None):  # fmt: skip
+    """Blocks over M, N and K (the tutorial's fully optimized kernel): for each N block an SBUF
+    accumulator holds every M tile; for each K block, B's block is loaded once; for each M
+    block, A's block; every (N tile, M tile) PSUM group is added into the accumulator by the
+    Vector engine (copied, for the first K block). The blocks shrink to fit SBUF."""
+    K, M = lhsT.shape
+    N = rhs.shape[1]
+    result = nl.ndarray(
+        (M, N), dtype=out_dtype or out_dtype_for(lhsT.dtype), buffer=nl.shared_hbm, name="c"
+    )
+    tm, tn, tk = fit_mnk_blocks(
+        M,
+        N,
+        K,
+        lhsT.dtype,
+        result.dtype,
+        (TILES_IN_BLOCK_M, TILES_IN_BLOCK_N, TILES_IN_BLOCK_K),
+        nl.tile_size.sbuf_fmax_bytes,
+    )
+    mt = -(-M // TILE_M)
+    block_m = min(tm * TILE_M, mt * TILE_M)
+    block_n = min(tn * TILE_N, -(-N // TILE_N) * TILE_N)
+    block_k = min(tk * TILE_K, -(-K // TILE_K) * TILE_K)
+    k_tiles = block_k // TILE_K
+    for bn0 in nl.affine_range(0, N, block_n):
+        bns = _span(bn0, N, block_n)
+        n_tiles = [(n0, _span(n0, bns, TILE_N)) for n0 in range(0, bns, TILE_N)]
+        # the accumulator: M tile i holds its N block at columns i * block_n ...
+        acc = nl.ndarray((TILE_M, mt * block_n), dtype=result.dtype, buffer=nl.sbuf)
+        for kb, bk0 in enumerate(nl.sequential_range(0, K, block_k)):
+            bks = _span(bk0, K, block_k)
+            k_spans = [(k0, _span(k0, bks, TILE_K)) for k0 in range(0, bks, TILE_K)]
+            rhs_block = nl.ndarray((TILE_K, k_tiles * block_n), dtype=rhs.dtype, buffer=nl.sbuf)
+            for j, (k0, ks) in enumerate(k_spans):
+                nisa.dma_copy(
+                    dst=rhs_block[:ks, j * block_n : j * block_n + bns],
+                    src=rhs[bk0 + k0 : bk0 + k0 + ks, bn0 : bn0 + bns],
+                )
+            for bm0 in nl.affine_range(0, M, block_m):
+                bms = _span(bm0, M, block_m)
+                lhsT_block = nl.ndarray(
+                    (TILE_K, k_tiles * block_m), dtype=lhsT.dtype, buffer=nl.sbuf
+                )
+                for j, (k0, ks) in enumerate(k_spans):
+                    nisa.dma_copy(
+                        dst=lhsT_block[:ks, j * block_m : j * block_m + bms],
+                        src=lhsT[bk0 + k0 : bk0 + k0 + ks, bm0 : bm0 + bms],
                     )
-                mspans = _spans(MS, TILE_M)
-
-                def add_in(m0, ms, n0, ns, ps, M0=M0, first=kb == 0, acc=acc):
-                    col = ((M0 + m0) // TILE_M) * bn + n0
-                    dst = acc[:ms, col : col + ns]
-                    if first:
-                        ctx.copy(dst, ps[:ms, :ns], engine="vector")
-                    else:
-                        ctx.tensor_tensor(dst, dst, ps[:ms, :ns], "add")
-
-                for n0, ns in nspans:  # the tutorial's order: for bn: for bm: for bk
-                    for m0, ms in mspans:
-                        ps = psums.next()
-                        for j, (_, ks) in enumerate(kspans):
-                            ctx.matmul(
-                                ps[:ms, :ns],
-                                a[:ks, j * bm + m0 : j * bm + m0 + ms],
-                                bb[:ks, j * bn + n0 : j * bn + n0 + ns],
-                                accumulate=j > 0,
+                for n0, ns in n_tiles:  # the tutorial's order: N tiles, M tiles, K tiles
+                    for m0 in nl.affine_range(0, bms, TILE_M):
+                        ms = _span(m0, bms, TILE_M)
+                        res_psum = nl.ndarray((TILE_M, TILE_N), dtype=nl.float32, buffer=nl.psum)
+                        for j, (_, ks) in enumerate(k_spans):
+                            a0, b0 = j * block_m + m0, j * block_n + n0
+                            nisa.nc_matmul(
+                                dst=res_psum[:ms, :ns],
+                                stationary=lhsT_block[:ks, a0 : a0 + ms],
+                                moving=rhs_block[:ks, b0 : b0 + ns],
                             )
-                        add_in(m0, ms, n0, ns, ps)
-        for i, (m0, ms) in enumerate(_spans(M, TILE_M)):
-            out = packed.next()
-            for n0, ns in nspans:
-                ctx.copy(out[:ms, n0 : n0 + ns], acc[:ms, i * bn + n0 : i * bn + n0 + ns])
-            ctx.store(c[m0 : m0 + ms, N0 : N0 + NS], out[:ms, :NS])
+                        col = ((bm0 + m0) // TILE_M) * block_n + n0
+                        part = acc[:ms, col : col + ns]
+                        if kb == 0:
+                            nisa.tensor_copy(dst=part, src=res_psum[:ms, :ns])
+                        else:
+                            nisa.tensor_tensor(dst=part, data1=part, data2=res_psum[:ms, :ns],
+                                               op=nl.add)  # fmt: skip
+        for i, m0 in enumerate(nl.affine_range(0, M, TILE_M)):
+            ms = _span(m0, M, TILE_M)
+            res_sb = nl.ndarray((TILE_M, block_n), dtype=result.dtype, buffer=nl.sbuf)
+            for n0, ns in n_tiles:
+                c0 = i * block_n + n0
+                nisa.tensor_copy(dst=res_sb[:ms, n0 : n0 + ns], src=acc[:ms, c0 : c0 + ns])
+            nisa.dma_copy(dst=result[m0 : m0 + ms, bn0 : bn0 + bns], src=res_sb[:ms, :bns])
+    return result
 
 
-def blocked_mnk(
-    ctx,
-    a_t,
-    b,
-    c,
-    fmt: str | None = None,
-    tiles_m: int = 16,
-    tiles_n: int = 2,
-    tiles_k: int = 8,
-    bufs: int | None = None,
-):
-    """Blocks over M, N and K (the tutorial's fully optimized kernel, 16 x 2 x 8 tiles): wide
-    transfers, each stationary loaded once per matmul, partial sums over K blocks added into an
-    SBUF accumulator in C's format (as the tutorial does: bf16 for bf16 C)."""
-    _blocked_mnk(ctx, a_t, b, c, fmt, tiles_m, tiles_n, tiles_k, bufs)
-
-
-def pipelined(
-    ctx,
-    a_t,
-    b,
-    c,
-    fmt: str | None = None,
-    tiles_m: int = 8,
-    tiles_n: int = 2,
-    tiles_k: int = 8,
-    bufs: int | None = 3,
-):
-    """blocked_mnk with one more rotating buffer than the compiler's default (three) and M
-    blocks of 8 tiles so they fit beside the accumulator: the loads run further ahead of the
-    matmuls. The compiler's double buffering already pipelines blocked_mnk, so this buys a few
-    percent, not a factor."""
-    _blocked_mnk(ctx, a_t, b, c, fmt, tiles_m, tiles_n, tiles_k, bufs)
-
-
-#: The progression, slowest first.
-VARIANTS = {
-    "tiled": tiled,
-    "hoisted": hoisted,
-    "blocked_mn": blocked_mn,
-    "blocked_mnk": blocked_mnk,
-    "pipelined": pipelined,
+#: The progression, slowest first: variant -> (NKI kernel, its options, rotating buffers).
+PROGRESSION = {
+    "tiled": (nki_matmul_tiled, {}, None),
+    "hoisted": (nki_matmul_hoisted, {}, None),
+    "blocked_mn": (nki_matmul_blocked_mn, {}, None),
+    "blocked_mnk": (nki_matmul_blocked_mnk, {}, None),
+    "pipelined": (
+        nki_matmul_blocked_mnk,
+        {"TILES_IN_BLOCK_M": 8, "TILES_IN_BLOCK_N": 2, "TILES_IN_BLOCK_K": 8},
+        3,
+    ),
 }
+
+#: The progression, slowest first: variant name -> its NKI kernel.
+VARIANTS = {name: kernel for name, (kernel, _, _) in PROGRESSION.items()}

@@ -22,10 +22,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+import trnlab.nki as nki
+import trnlab.nki.isa as nisa
+import trnlab.nki.language as nl
 from trnlab import catalog, core
 
-from ._api import matmul
-from ._mamba import selective_scan_kernel
+from ._api import matmul, nki_dtype
+from ._mamba import nki_selective_scan
 
 __all__ = ["Row", "case", "markdown", "summary", "table"]
 
@@ -161,47 +164,42 @@ def _matmul(chip, variant, m, k, n, dtype, **options):
 
 
 def _mamba(chip, version, channels, seq, state=16, chunk=512, hoist=False):
-    args = dict(
-        delta=core.hbm((channels, seq), "fp32", is_input=True),
-        u=core.hbm((channels, seq), "fp32", is_input=True),
-        a=core.hbm((channels, state), "fp32", is_input=True),
-        b=core.hbm((state, seq), "fp32", is_input=True),
-        c=core.hbm((state, seq), "fp32", is_input=True),
-        out=core.hbm((channels, seq), "fp32"),
-    )
-    r = core.run(
-        lambda ctx, **kw: selective_scan_kernel(
-            ctx, **kw, version=version, chunk=chunk, hoist=hoist
-        ),
-        chip=chip,
-        numerics=False,
-        **args,
+    f32 = nl.float32
+    r = nki.profile(nki_selective_scan, chip=chip)(
+        nki.hbm((channels, seq), f32),
+        nki.hbm((channels, seq), f32),
+        nki.hbm((channels, state), f32),
+        nki.hbm((state, seq), f32),
+        nki.hbm((state, seq), f32),
+        version=version,
+        chunk=chunk,
+        hoist=hoist,
     )
     return r.total_latency, {"latency": r.latency, "vector_busy": r.busy["Vector"]}
 
 
+_DGE = {None: nisa.dge_mode.unknown, "none": nisa.dge_mode.none, "sw": nisa.dge_mode.swdge,
+        "hw": nisa.dge_mode.hwdge}  # fmt: skip
+
+
+@nki.jit
+def exp_kernel(x, dge=None):
+    """load -> exp on the Scalar engine -> store, over the rows of ``x`` in tiles of 128
+    partitions (the NKI DMA-overview and profiling-tutorial kernels)."""
+    rows, free = x.shape
+    y = nl.ndarray((rows, free), dtype=x.dtype, buffer=nl.shared_hbm)
+    for r0 in nl.affine_range(0, rows, 128):
+        p = min(128, rows - r0)
+        in_tile = nl.ndarray((min(rows, 128), free), dtype=x.dtype, buffer=nl.sbuf)
+        out_tile = nl.ndarray((min(rows, 128), free), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=in_tile[:p, :], src=x[r0 : r0 + p, :], dge_mode=_DGE[dge])
+        nisa.activation(dst=out_tile[:p, :], op=nl.exp, data=in_tile[:p, :])
+        nisa.dma_copy(dst=y[r0 : r0 + p, :], src=out_tile[:p, :], dge_mode=_DGE[dge])
+    return y
+
+
 def _exp_kernel(chip, rows, free, dtype, dge=None, compare="total"):
-    """load -> exp on the Scalar engine -> store, over ``rows`` in tiles of 128 partitions
-    (the NKI DMA-overview and profiling-tutorial kernels)."""
-
-    def k(ctx, x, y):
-        n = min(rows, 128)
-        inp = ctx.sbuf((n, free), dtype, "in tile", bufs=2)
-        out = ctx.sbuf((n, free), dtype, "out tile", bufs=2)
-        for r0 in range(0, rows, 128):
-            p = min(128, rows - r0)
-            a, b = inp.next(), out.next()
-            ctx.load(a[:p, :], x[r0 : r0 + p, :], dge=dge)
-            ctx.activation(b[:p, :], a[:p, :], "exp")
-            ctx.store(y[r0 : r0 + p, :], b[:p, :], dge=dge)
-
-    r = core.run(
-        k,
-        chip=chip,
-        numerics=False,
-        x=core.hbm((rows, free), dtype, is_input=True),
-        y=core.hbm((rows, free), dtype),
-    )
+    r = nki.profile(exp_kernel, chip=chip)(nki.hbm((rows, free), nki_dtype(dtype)), dge=dge)
     value = r.total_latency if compare == "total" else r.latency
     return value, {"latency": r.latency}
 

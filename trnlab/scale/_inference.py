@@ -197,7 +197,9 @@ def inference(
     # Decode: every weight and this chip's share of the KV cache once per token.
     kv_bytes = mem.kv_cache * context / (prompt + output)
     t_mem = (mem.weights + kv_bytes) / sysobj.chip.hbm_bandwidth
-    dflops, _ = achieved_flops_per_chip(sysobj.chip.key, dtype, (batch, m.ffn // tp, m.hidden))
+    # The FLOPs at the chip's matmul rate; the bytes they need are t_mem (the roofline is the
+    # larger of the two, so the GEMM's own memory roofline is not applied twice).
+    dflops, _ = achieved_flops_per_chip(sysobj.chip.key, dtype)
     t_compute = batch * m.decode_flops_per_token(context) / (tp * dflops)
     t_comm = 2 * m.layers * collective_time("all_reduce", batch * act, sysobj, tp)
     t_over = m.layers * overhead

@@ -4,16 +4,19 @@ Placement follows the frameworks (Megatron-LM, NeuronX Distributed): ranks are o
 parallel innermost, then context, then pipeline, then data parallel outermost (expert
 parallelism takes the innermost part of the data-parallel ranks); each group's collectives run
 on the part of the fabric it occupies, :func:`trnlab.fabric.group`, timed by
-:func:`trnlab.fabric.collective` (one topology model: the fabric's). Compute runs at the matmul
-rate the chip achieves (:func:`achieved_flops_per_chip`).
+:func:`trnlab.fabric.collective` (one topology model: the fabric's). Matmuls run at the rate
+the chip achieves (:func:`achieved_flops_per_chip`; unfused attention-score GEMMs at their
+memory roofline); the layer's other kernels and the optimizer step move their bytes at the
+HBM bandwidth (:mod:`trnlab.scale._memory_bound`).
 
 Step time (per pipeline of m micro-batches, p stages, v virtual stages per stage):
-  each micro-batch on stage i costs t_i = compute + tensor-, context- and expert-parallel
-  collectives + pipeline sends; the interleaved 1F1B schedule takes m max_i t_i +
+  each micro-batch on stage i costs t_i = matmuls + memory-bound kernels + tensor-, context-
+  and expert-parallel collectives + pipeline sends; the interleaved 1F1B schedule takes m max_i t_i +
   (sum_i t_i - max_i t_i) / v (Narayanan et al., SC'21: the bubble (p-1)/v micro-batch slots
   when stages are even); then the data-parallel reduction that the backward of the last
   micro-batch cannot hide, bucket by bucket; with ZeRO-3 the weight gathers of every
-  micro-batch's forward, backward and recomputation that compute does not hide.
+  micro-batch's forward, backward and recomputation that compute does not hide; and the
+  optimizer step.
 """
 
 from __future__ import annotations
@@ -33,6 +36,12 @@ from ._memory import (
     recompute_mode,
     stage_layers,
     training_memory,
+)
+from ._memory_bound import (
+    layer_traffic,
+    loss_bytes_per_token,
+    optimizer_bytes_per_param,
+    stream_bandwidth,
 )
 from ._workloads import ModelSpec, WorkloadError, model
 
@@ -112,6 +121,10 @@ class Parallelism:
         the backward (default True); False keeps them, at the memory cost.
     megatron_state : bool
         FP32 gradients: 18 bytes per parameter (Megatron-LM) instead of 16.
+    dropout : bool
+        Dropout on the attention and MLP outputs (and on materialised attention
+        probabilities), as Megatron-LM's GPT runs train; it adds mask traffic to the
+        memory-bound kernels (default False, as Llama-style runs train).
     """
 
     tp: int = 1
@@ -128,6 +141,7 @@ class Parallelism:
     sequence_parallel: bool = True
     reshard: bool = True
     megatron_state: bool = False
+    dropout: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "recompute", recompute_mode(self.recompute))
@@ -236,6 +250,15 @@ def _reduction(op: str, nbytes: float, system: System, groups) -> float:
     return inner + outer + back
 
 
+def _roofline(chip, shape: tuple[int, int, int]) -> tuple[float, str]:
+    """FLOP/s a GEMM of ``shape = (M, N, K)`` can reach from HBM: its arithmetic intensity,
+    2MNK / ((MK + KN + MN) x 2 bytes) FLOP per byte with BF16 operands read and the result
+    written once, times the chip's HBM bandwidth (Williams et al., "Roofline", CACM 2009)."""
+    M, N, K = (max(1, int(x)) for x in shape)
+    intensity = 2 * M * N * K / (2 * (M * K + K * N + M * N))
+    return intensity * chip.hbm_bandwidth, f"roofline of a {M}x{N}x{K} GEMM"
+
+
 @lru_cache(maxsize=256)
 def achieved_flops_per_chip(
     chip_key: str, dtype: str, shape: tuple[int, int, int] | None = None
@@ -245,42 +268,44 @@ def achieved_flops_per_chip(
     Neuron chips: the NeuronCore model's ``blocked_mnk`` kernel on a 2048^3 GEMM (timing
     only), times the chip's cores. GPUs: the datasheet peak times the chip's measured
     ``matmul_efficiency`` (the Maximum Achievable Matmul FLOPS of a shape search, a sourced
-    figure). With ``shape = (M, N, K)`` a GPU GEMM is also held to its memory roofline:
-    2MNK / ((MK + KN + MN) x 2 bytes) FLOP per byte at the HBM bandwidth, so small or thin
-    GEMMs come out slower than the large-shape ceiling.
+    figure). With ``shape = (M, N, K)`` the GEMM is also held to its memory roofline on
+    either kind of chip (:func:`_roofline`), so small or thin GEMMs (decode, the batched
+    attention-score GEMMs of unfused attention) come out slower than the large-shape rate.
     """
     chip = catalog.chip(chip_key)
     peak = chip.peak_flops(dtype)
     if chip.core is None or dtype not in _KERNEL_FORMAT:
-        fig = chip.figures.get("matmul_efficiency")
+        # A plain GEMM on the software stack of the chip's published runs when the catalogue
+        # has it, else the shape-searched ceiling (MAMF), else an assumption.
+        stack = chip.figures.get("stack_matmul_efficiency")
+        fig = stack or chip.figures.get("matmul_efficiency")
         eff = float(fig.value) if fig is not None else GPU_MATMUL_EFFICIENCY
+        what = "measured GEMM" if stack is not None else "measured MAMF"
         where = (
-            f"{eff:.1%} of peak (measured MAMF, {fig.sources[0].key})"
+            f"{eff:.1%} of peak ({what}, {fig.sources[0].key})"
             if fig is not None and not fig.extra.get("assumption")
             else f"assumed {eff:.1%} of peak"
         )
         rate = peak * eff
-        if shape is not None:
-            M, N, K = (max(1, int(x)) for x in shape)
-            intensity = 2 * M * N * K / (2 * (M * K + K * N + M * N))  # bf16 operands
-            rate = min(rate, intensity * chip.hbm_bandwidth)
-            where += f", roofline of a {M}x{N}x{K} GEMM"
-        return rate, where
-    from trnlab import kernels  # the core simulator compiles on first use
+    else:
+        from trnlab import kernels  # the core simulator compiles on first use
 
-    gemm = (_GEMM, _GEMM)
-    run = kernels.matmul(
-        gemm,
-        gemm,
-        variant="blocked_mnk",
-        chip=chip_key,
-        dtype=_KERNEL_FORMAT[dtype],
-        numerics=False,
-    )
-    return (
-        run.achieved_flops * chip.cores,
-        f"NeuronCore model, blocked_mnk {_GEMM}^3 ({run.utilisation:.0%} of core peak)",
-    )
+        gemm = (_GEMM, _GEMM)
+        run = kernels.matmul(
+            gemm,
+            gemm,
+            variant="blocked_mnk",
+            chip=chip_key,
+            dtype=_KERNEL_FORMAT[dtype],
+            numerics=False,
+        )
+        rate = run.achieved_flops * chip.cores
+        where = f"NeuronCore model, blocked_mnk {_GEMM}^3 ({run.utilisation:.0%} of core peak)"
+    if shape is not None:
+        roof, what = _roofline(chip, shape)
+        if roof < rate:
+            rate, where = roof, f"{where}, held to the {what}"
+    return rate, where
 
 
 @dataclass(frozen=True)
@@ -593,16 +618,37 @@ def _step_time(m: ModelSpec, sysobj: System, p: Parallelism, dtype: str, s: int,
     # The layer's largest GEMM for one micro-batch on one chip: tokens x hidden x ffn / tp.
     gemm = (b * s // p.cp, m.ffn // p.tp, h)
     flops_per_chip, source = achieved_flops_per_chip(sysobj.chip.key, dtype, gemm)
+    # The attention core's GEMMs (QK^T, then the probabilities times V), per head: s/cp
+    # queries x s keys x head_dim. Unfused (no FlashAttention) they write and read the scores
+    # through HBM and run at that GEMM's roofline; FlashAttention keeps them on chip.
+    attn_rate = flops_per_chip
+    if not p.flash_attention:
+        scores = (b * s // p.cp, s, m.head_dim)
+        attn_rate = achieved_flops_per_chip(sysobj.chip.key, dtype, scores)[0]
     tokens = b * s  # per micro-batch per pipeline
     # Forward FLOPs per token of one layer: its matmuls (attention projections, the top_k
     # experts a token visits, the router) and the attention scores (PaLM's accounting).
     layer_params = m.attention_params + m.top_k * m.expert_params
     layer_params += m.hidden * m.experts if m.is_moe else 0
     attn = 4 * m.heads * m.head_dim * s
-    layer_fwd = 2 * layer_params + attn
+    linear = 2 * layer_params
     head_fwd = 2 * m.vocab * h  # the output projection, on the last stage
-    recompute = {"none": 0.0, "selective": attn, "full": layer_fwd}[p.recompute]
     split = p.tp * p.cp
+    # Seconds per token of one layer's matmuls on one chip, forward + backward (2x forward)
+    # + what recomputation reruns.
+    layer_s = (3 * linear + {"full": linear}.get(p.recompute, 0.0)) / flops_per_chip
+    layer_s += (3 * attn + (0.0 if p.recompute == "none" else attn)) / attn_rate
+    layer_s /= split
+    layer_fwd_s = (linear / flops_per_chip + attn / attn_rate) / split
+    # Memory-bound kernels (norms, activation, dropout, residuals, softmax over stored
+    # scores, the loss) at the HBM bandwidth, per token on one chip of the cp slice.
+    hbm = stream_bandwidth(sysobj.chip)
+    traffic = layer_traffic(m, tp=p.tp, seq_len=s, recompute=p.recompute,
+                            flash_attention=p.flash_attention,
+                            sequence_parallel=p.sequence_parallel, dropout=p.dropout)  # fmt: skip
+    chip_tokens = b * s / p.cp  # tokens one chip of a stage handles per micro-batch
+    layer_mem = chip_tokens * traffic.total / hbm
+    loss_mem = chip_tokens * loss_bytes_per_token(m, p.tp) / hbm
     # Activations of one micro-batch on one context-parallel slice, in bf16 bytes.
     act = b * (s // p.cp) * h * 2
     tp_ops = _tp_collectives(act, sysobj, p)
@@ -619,23 +665,27 @@ def _step_time(m: ModelSpec, sysobj: System, p: Parallelism, dtype: str, s: int,
     pp_send = 2 * collective_time("broadcast", send, sysobj, 2, st["pp"]) if p.pp > 1 else 0.0
     per_stage = []
     for i, n_layers in enumerate(stages):
-        fwd = tokens * (n_layers * layer_fwd + (head_fwd if i == p.pp - 1 else 0)) / split
-        extra = tokens * n_layers * recompute / split
-        compute = (3 * fwd + extra) / flops_per_chip
+        last = i == p.pp - 1
+        head = tokens * (head_fwd if last else 0) / split
+        matmul = tokens * n_layers * layer_s + 3 * head / flops_per_chip
+        memory = n_layers * layer_mem + (loss_mem if last else 0.0)
         comm = {
             "tensor parallel": n_layers * tp_ops,
             "context parallel": n_layers * cp_layer,
             "expert all-to-all": n_layers * ep_layer,
             "pipeline sends": pp_send,
         }
-        per_stage.append((compute, comm, 3 * fwd + extra, fwd))
-    totals = [c + sum(x.values()) for c, x, _, _ in per_stage]
+        forward = tokens * n_layers * layer_fwd_s + head / flops_per_chip
+        forward += chip_tokens * n_layers * traffic.forward / hbm
+        per_stage.append((matmul, memory, comm, forward))
+    totals = [c + mem + sum(x.values()) for c, mem, x, _ in per_stage]
     k = max(range(len(totals)), key=totals.__getitem__)
-    heavy_compute, heavy_comm, heavy_flops, heavy_fwd = per_stage[k]
+    heavy_matmul, heavy_memory, heavy_comm, heavy_fwd = per_stage[k]
+    heavy_compute = heavy_matmul + heavy_memory
     # Interleaved 1F1B: m micro-batches at the slowest stage's pace, plus the fill and drain
     # through the other stages, in chunks of 1/v (Narayanan et al. 2021).
     pipeline = mbs * totals[k] + (sum(totals) - totals[k]) / p.virtual_stages
-    step = {"compute": mbs * heavy_compute}
+    step = {"compute": mbs * heavy_matmul, "memory-bound kernels": mbs * heavy_memory}
     for key, value in heavy_comm.items():
         step[key] = mbs * value
     step["pipeline bubble"] = pipeline - mbs * totals[k]
@@ -644,8 +694,7 @@ def _step_time(m: ModelSpec, sysobj: System, p: Parallelism, dtype: str, s: int,
     grad_bytes = 4 if p.megatron_state else 2
     dp_groups = [(p.cp, st["cp"]), (p.dp, st["dp"])]
     ep_groups = [(p.cp, st["cp"]), (p.dp // p.ep, st["dp"] * p.ep)]
-    bwd_share = (heavy_flops - heavy_fwd) / heavy_flops
-    backward = heavy_compute * bwd_share  # the backward of one micro-batch on that stage
+    backward = heavy_compute - heavy_fwd  # the backward of one micro-batch on that stage
     if p.zero < 3:
         # ZeRO 0-2: one reduction per step (ZeRO-1/2's reduce-scatter of gradients and
         # all-gather of updated weights move the same bytes as an all-reduce).
@@ -669,6 +718,11 @@ def _step_time(m: ModelSpec, sysobj: System, p: Parallelism, dtype: str, s: int,
         buckets = max(1, math.ceil((dense + experts) * grad_bytes / DDP_BUCKET_BYTES))
         rs = max(t_rs - backward, t_rs / buckets) if overlap_dp else t_rs
         step["data parallel (exposed)"] = mbs * rs
+    # The optimizer step on the parameters this chip updates (ZeRO >= 1 shards the update
+    # over the dp x cp replicas), at the HBM bandwidth.
+    updated = dense / (p.dp * p.cp if p.zero >= 1 else 1)
+    updated += experts / (max(1, p.dp * p.cp // p.ep) if p.zero >= 1 else 1)
+    step["optimizer step"] = updated * optimizer_bytes_per_param(grad_bytes) / hbm
     return step, source
 
 

@@ -16,6 +16,12 @@ Sources (keys of the catalogue's sources.toml):
 - ``ndoc-trn1-inference-perf``: Neuron docs, Trn1 inference performance (decoder latency).
 - ``ndoc-trn2-llama-tutorials``: Neuron docs, Llama 3.3 70B and Llama 3.1 405B on Trn2
   tutorials (baseline rows of their performance comparison tables).
+- ``megatron-core-scaling-2024``: the Megatron-LM README's weak-scaling table of GPT models
+  on H100 (Megatron-Core r0.8, 2024).
+
+The configurations the Neuron table leaves out (recomputation, flash attention, dropout) come
+from the example scripts each row links to (``nemo-neuron-scripts``, ``nxd-llama-tutorials``,
+``nxd-llama2-7b-script``).
 """
 
 from __future__ import annotations
@@ -98,7 +104,7 @@ def _korthikanti_cases():
     out = []
     for m, tp, pp, batch, mb, v, full, seqsel in _KORTHIKANTI:
         common = dict(tp=tp, pp=pp, dp=1, zero=0, micro_batch=mb, virtual_stages=v,
-                      flash_attention=False, megatron_state=True)  # fmt: skip
+                      flash_attention=False, megatron_state=True, dropout=True)  # fmt: skip
         for mode, value, par in (
             ("full", full, Parallelism(recompute="full", sequence_parallel=False, **common)),
             ("seqsel", seqsel, Parallelism(recompute="selective", **common)),
@@ -121,6 +127,13 @@ def _korthikanti_cases():
                 )
             )
     return out
+
+
+def _nemo(tp: int, pp: int, dp: int, recompute: str, dropout: bool = True) -> Parallelism:
+    """How NeMo Megatron ran on trn1 in 2023 (its example scripts): sequence parallelism,
+    ZeRO-1, the attention core unfused (no flash attention), GPT's dropout of 0.1."""
+    return Parallelism(tp=tp, pp=pp, dp=dp, zero=1, recompute=recompute,
+                       flash_attention=False, dropout=dropout)  # fmt: skip
 
 
 _TRN1 = "ndoc-trn1-training-perf"
@@ -157,13 +170,15 @@ TRAINING_CASES: tuple[TrainingCase, ...] = (
         system="trn1.32xlarge",
         nodes=32,
         model="llama3-8b",
-        parallel=Parallelism(tp=16, dp=32, zero=1),
+        parallel=Parallelism(tp=16, dp=32, zero=1, recompute="selective"),
         global_batch=1024,
         seq_len=8192,
         dtype="bf16",
         measure="seq_per_s",
         published=47.95,
-        notes="TP=32 NeuronCores = 16 chips; DP=32; SDK 2.24",
+        notes="NeuronX Distributed; TP=32 NeuronCores = 16 chips; DP=32; sequence parallelism, "
+        "selective recomputation and flash attention as its tutorial runs them "
+        "(nxd-llama-tutorials); SDK 2.24",
     ),
     TrainingCase(
         key="llama3.1-70b trn1 32 nodes",
@@ -171,13 +186,14 @@ TRAINING_CASES: tuple[TrainingCase, ...] = (
         system="trn1.32xlarge",
         nodes=32,
         model="llama3-70b",
-        parallel=Parallelism(tp=16, pp=8, dp=4, zero=1),
+        parallel=Parallelism(tp=16, pp=8, dp=4, zero=1, recompute="selective"),
         global_batch=1024,
         seq_len=8192,
         dtype="bf16",
         measure="seq_per_s",
         published=7.94,
-        notes="TP=32 cores = 16 chips, PP=8, DP=4; SDK 2.24",
+        notes="NeuronX Distributed; TP=32 cores = 16 chips, PP=8, DP=4; sequence parallelism, "
+        "selective recomputation and flash attention (nxd-llama-tutorials); SDK 2.24",
     ),
     TrainingCase(
         key="gpt3-175b trn1 32 nodes",
@@ -185,13 +201,15 @@ TRAINING_CASES: tuple[TrainingCase, ...] = (
         system="trn1.32xlarge",
         nodes=32,
         model="gpt3-175b",
-        parallel=Parallelism(tp=16, pp=8, dp=4, zero=1),
+        parallel=_nemo(16, 8, 4, "selective"),
         global_batch=1024,
         seq_len=2048,
         dtype="bf16",
         measure="seq_per_s",
         published=12.7,
-        notes="NeMo Megatron; TP=32 cores = 16 chips, PP=8, DP=4; SDK 2.13 (published MFU 33.1%)",
+        notes="NeMo Megatron; TP=32 cores = 16 chips, PP=8, DP=4; selective recomputation, "
+        "sequence parallelism, dropout 0.1, no flash attention (nemo-neuron-scripts: "
+        "gpt_175b.sh); SDK 2.13 (published MFU 33.1%)",
     ),
     TrainingCase(
         key="llama2-7b trn1 16 nodes",
@@ -199,14 +217,15 @@ TRAINING_CASES: tuple[TrainingCase, ...] = (
         system="trn1.32xlarge",
         nodes=16,
         model="llama2-7b",
-        parallel=Parallelism(tp=4, dp=64, zero=1),
+        parallel=Parallelism(tp=4, dp=64, zero=1, recompute="selective", flash_attention=False),
         global_batch=1024,
         seq_len=4096,
         dtype="bf16",
         measure="seq_per_s",
         published=81,
         notes="NeuronX Distributed; TP=8 cores = 4 chips, DP=64; the table gives no sequence "
-        "length: 4,096 is what its MFU (30.8%) and throughput imply; SDK 2.15",
+        "length: its script runs 4,096 with sequence parallelism and selective recomputation, "
+        "without flash attention in that release (nxd-llama2-7b-script); SDK 2.15",
     ),
     TrainingCase(
         key="llama2-13b trn1 32 nodes",
@@ -214,16 +233,91 @@ TRAINING_CASES: tuple[TrainingCase, ...] = (
         system="trn1.32xlarge",
         nodes=32,
         model="llama2-13b",
-        parallel=Parallelism(tp=4, pp=4, dp=32, zero=1),
+        parallel=_nemo(4, 4, 32, "full", dropout=False),
         global_batch=1024,
         seq_len=4096,
         dtype="bf16",
         measure="seq_per_s",
         published=60,
         notes="NeMo Megatron; TP=8 cores = 4 chips, PP=4; the table's DP=4 contradicts its own "
-        "note (DP = world / (TP x PP) = 32), trnlab uses 32; sequence 4,096 as implied by the "
-        "MFU (20.7%); SDK 2.15",
+        "note (DP = world / (TP x PP) = 32), trnlab uses 32; sequence 4,096, full "
+        "recomputation, sequence parallelism, no dropout (nemo-neuron-scripts: llama_13b.sh); "
+        "SDK 2.15",
     ),
+    *(
+        TrainingCase(
+            key=f"gpt3-{name} trn1 32 nodes",
+            source=_TRN1,
+            system="trn1.32xlarge",
+            nodes=32,
+            model=_gpt(f"nemo-gpt3-{name}", layers, 8192, 64),
+            parallel=_nemo(4, pp, 32 * 16 // (4 * pp), mode),
+            global_batch=1024,
+            seq_len=2048,
+            dtype="bf16",
+            measure="seq_per_s",
+            published=published,
+            notes=f"NeMo Megatron; {layers} layers of 8,192 with 64 heads (nemo-neuron-scripts: "
+            f"gpt_{name}.sh); TP=8 cores = 4 chips, PP={pp}; {mode} recomputation, sequence "
+            f"parallelism, dropout 0.1; SDK 2.15 (published MFU {mfu}%)",
+        )
+        for name, layers, pp, mode, published, mfu in (
+            ("23b", 28, 4, "selective", 100.0, 29.65),
+            ("46b", 56, 8, "full", 47.2, 27.7),
+        )
+    ),
+)
+
+#: Megatron-Core's H100 weak-scaling table: (size, heads, hidden, layers, tp, pp, dp, batch,
+#: MFU). GPT layers with a 4h GELU MLP and untied embeddings (the parameter counts need
+#: them: 1.7B = 24 x 12 x 2048^2 + 2 x 131,072 x 2048).
+_MCORE = (
+    ("1.7b", 16, 2048, 24, 1, 1, 48, 192, 0.41),
+    ("7.1b", 32, 4096, 30, 2, 1, 48, 192, 0.47),
+    ("16b", 48, 6144, 32, 4, 1, 48, 192, 0.49),
+    ("32b", 56, 7168, 48, 8, 1, 48, 192, 0.46),
+    ("70b", 64, 8192, 84, 8, 2, 48, 384, 0.42),
+    ("119b", 80, 10240, 92, 8, 4, 48, 768, 0.43),
+    ("177b", 96, 12288, 96, 8, 6, 48, 1152, 0.44),
+    ("314b", 128, 16384, 96, 8, 8, 48, 1536, 0.48),
+    ("462b", 144, 18432, 112, 8, 16, 48, 3072, 0.47),
+)
+TRAINING_CASES = TRAINING_CASES + tuple(
+    TrainingCase(
+        key=f"megatron-core {name} H100",
+        source="megatron-core-scaling-2024",
+        system="p5.48xlarge",
+        nodes=tp * pp * dp // 8,
+        model=ModelSpec(
+            f"mcore-gpt-{name}",
+            layers,
+            hidden,
+            heads,
+            heads,
+            4 * hidden,
+            131072,
+            4096,
+            gated_ffn=False,
+            biases=True,
+            source="Megatron-LM README weak-scaling table (2024)",
+        ),
+        parallel=Parallelism(tp=tp, pp=pp, dp=dp, zero=1),
+        global_batch=batch,
+        seq_len=4096,
+        dtype="bf16",
+        measure="mfu",
+        published=mfu,
+        notes="NVIDIA's H100 cluster (8 GPUs per node, 400 Gb/s per GPU) read as p5.48xlarge; "
+        "the distributed optimizer as ZeRO-1; micro-batch, virtual stages and recomputation "
+        "are not published: the plan tries 1, 2, 4 / 1, 2, 4, 8 / none, selective, full and "
+        "keeps the fastest that fits",
+        unpublished=(
+            ("micro_batch", (1, 2, 4)),
+            ("virtual_stages", (1, 2, 4, 8) if pp > 1 else (1,)),
+            ("recompute", RECOMPUTE),
+        ),
+    )
+    for name, heads, hidden, layers, tp, pp, dp, batch, mfu in _MCORE
 )
 
 _TRN1_INF = "ndoc-trn1-inference-perf"

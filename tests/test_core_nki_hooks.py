@@ -1,0 +1,79 @@
+"""The additive hooks trnlab.core offers trnlab.nki: instructions whose values the caller
+computes, DMAs between regions of equal element counts or strided HBM accesses, packed matmuls."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from trnlab import core
+
+
+def test_flat_dmas_reshape_in_row_major_order():
+    def k(ctx, x, y):
+        t = ctx.sbuf((2, 8), "fp32")
+        ctx.load(t, x[0:4, :], flat=True)  # [4, 4] rows -> [2, 8]
+        ctx.store(y, t, flat=True)  # [2, 8] -> [4, 4]
+
+    x = np.arange(16, dtype=np.float32).reshape(4, 4)
+    r = core.run(k, x=core.hbm(x), y=core.hbm((4, 4)))
+    np.testing.assert_array_equal(r.outputs["y"], x)
+    with pytest.raises(core.HardwareRuleError, match="differ in shape"):
+        core.run(lambda ctx, x: ctx.load(ctx.sbuf((2, 8), "fp32"), x), x=core.hbm(x))
+    with pytest.raises(core.HardwareRuleError, match="differ in element count"):
+        core.run(lambda ctx, x: ctx.load(ctx.sbuf((2, 4), "fp32"), x, flat=True), x=core.hbm(x))
+
+
+def test_strided_dmas_count_their_elements_and_record_timing_only():
+    def k(ctx, x):
+        t = ctx.sbuf((8, 16), "bf16")
+        ctx.load(t, x[0:8, 0:64], elements=128)  # a strided access inside an [8, 64] box
+
+    r = core.run(k, numerics=False, x=core.hbm((8, 64), "bf16", is_input=True))
+    assert r.program.table["bytes"][0] == 128 * 2 and r.hbm_bytes == 256
+    with pytest.raises(core.KernelArgumentError, match="timing only"):
+        core.run(k, x=core.hbm(np.ones((8, 64))))
+
+    def too_many(ctx, x):
+        ctx.load(ctx.sbuf((8, 16), "bf16"), x[0:8, 0:8], elements=128)
+
+    with pytest.raises(core.HardwareRuleError, match="HBM box of at least"):
+        core.run(too_many, numerics=False, x=core.hbm((8, 64), "bf16", is_input=True))
+
+
+def test_nki_op_records_without_computing_and_lets_vector_write_psum():
+    def k(ctx, x):
+        a = ctx.sbuf((4, 8), "fp32")
+        ctx.load(a, x)
+        ps = ctx.psum((4, 8))
+        ctx.nki_op("tensor_scalar", "vector", ps.full, [a.full], elements=8)
+        ctx.nki_op("reduce", "vector", ctx.sbuf((4, 6), "fp32").full, [a.full], elements=8)
+        ctx.nki_op("gpsimd", "gpsimd", ctx.sbuf((1, 8), "fp32").full, [a.full])
+
+    r = core.run(k, numerics=False, x=core.hbm((4, 8), "fp32", is_input=True))
+    assert r.program.counts() == {"dma_load": 1, "tensor_scalar": 1, "reduce": 1, "gpsimd": 1}
+    with pytest.raises(core.OperandPlacementError, match="GpSimd has no PSUM port"):
+        core.run(
+            lambda ctx: ctx.nki_op("gpsimd", "gpsimd", ctx.psum((4, 8)).full, []), numerics=False
+        )
+    with pytest.raises(core.KernelArgumentError, match="records one of"):
+        core.run(lambda ctx: ctx.nki_op("fft", "vector", ctx.sbuf((4, 8)).full), numerics=False)
+
+
+def test_packed_matmul_counts_the_packed_contraction():
+    def k(ctx, x, y):
+        a = ctx.sbuf((128, 64), "mxfp8_e4m3_x4")
+        b = ctx.sbuf((128, 256), "mxfp8_e4m3_x4")
+        ctx.load(a, x)
+        ctx.load(b, y)
+        ctx.matmul(ctx.psum((64, 256)), a, b, packed=4)
+
+    args = dict(
+        x=core.hbm((128, 64), "mxfp8_e4m3_x4", is_input=True),
+        y=core.hbm((128, 256), "mxfp8_e4m3_x4", is_input=True),
+    )
+    r = core.run(k, chip="trn3", numerics=False, **args)
+    assert r.flops == 2 * (4 * 128) * 64 * 256
+    assert r.program.table["bytes"][0] == 128 * 64 * 4  # four fp8 values per element
+    with pytest.raises(core.FormatNotSupportedError, match="mxfp8"):
+        core.run(k, chip="trn2", numerics=False, **args)

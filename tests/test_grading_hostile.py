@@ -1,0 +1,333 @@
+"""Hostile submissions: the grader's sandbox and its clean checker hold, and honest students in
+the same batch are graded as usual.
+
+One batch of lab 01 notebooks (graded two at a time) holds a student who tries to write
+outside the sandbox and overwrite another student's notebook, one who forges the results
+bundle and switches the solutions on, one who patches the checks in their kernel, one who
+leaves a detached process rewriting the grades CSV, one with an infinite loop, one who forks
+and allocates without bound, a victim and an honest student. A second batch holds lab 04
+kernels: an honest one, and one that patches the checks from inside the kernel.
+
+Afterwards: nothing outside the sandbox changed (the submissions, a canary file, the host's
+/tmp, trnlab's source), no process of the batch is alive, the CSV is exactly the rows the
+grader returned, and every hostile exercise is graded as not passed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import uuid
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tests.grading_helpers import (
+    KEYS,
+    RIGHT,
+    ROOT,
+    TILED_KERNEL,
+    WRONG,
+    lab04_submission,
+    load_scaled,
+    read_csv,
+    sandbox_or_skip,
+    submission,
+)
+from trnlab.course import grading
+
+pytestmark = pytest.mark.notebook
+
+
+def _snapshot(*roots: Path, skip: tuple[Path, ...] = ()) -> dict[str, tuple[int, str]]:
+    """(size, sha256) of every file under ``roots`` (bytecode caches left out: the grader's
+    own imports may write them)."""
+    found = {}
+    for root in roots:
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and path not in skip:
+                data = path.read_bytes()
+                found[str(path)] = (len(data), hashlib.sha256(data).hexdigest())
+    return found
+
+
+def _alive(name: str) -> list[int]:
+    """PIDs of live (not zombie) processes whose command name (``/proc/PID/comm``) is
+    ``name``."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                comm = Path(f"/proc/{entry.name}/comm").read_text().strip()
+                state = Path(f"/proc/{entry.name}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if comm == name and state != "Z":
+                found.append(int(entry.name))
+    return found
+
+
+def _escape_cell(targets: list[str], victim: Path) -> str:
+    return f"""
+import glob, os, shutil
+def _try_write(path):
+    try:
+        with open(path, "w") as f:
+            f.write("written from inside a submission")
+        return True
+    except OSError:
+        return False
+written = [p for p in {targets!r} if _try_write(p)]
+# overwrite the victim's notebook (a failing one) with this one (a passing one), wherever found
+mine = os.path.abspath("submission.ipynb")
+tampered = []
+found = [p for top in ("/grade", "/tmp", "/work", "/root", "/home")
+         for p in glob.glob(top + "/**/*vic*.ipynb", recursive=True)]
+for path in [{str(victim)!r}, *found]:
+    try:
+        shutil.copyfile(mine, path)
+        tampered.append(path)
+    except OSError:
+        pass
+"""
+
+
+FORGE_CELL = f"""
+from IPython.display import display
+from trnlab.exercises import MIME_TYPE
+exercises.configure(solutions=True)  # untouched answers now "pass" in this kernel
+forged = {{"lab": "lab01", "values": {{}}, "exercises": dict.fromkeys({KEYS!r}, "passed"),
+          "messages": dict.fromkeys({KEYS!r}, "correct")}}
+display({{MIME_TYPE: forged, "text/plain": "all passed"}}, raw=True)
+"""
+
+PATCH_CELL = """
+import trnlab.exercises._checks as _checks
+for _ex in (lab01.clock, lab01.growth, lab01.bandwidth_implied, lab01.trust):
+    _ex._check = lambda answer: None  # every answer "correct" in this kernel
+_checks.close_to = lambda *a, **k: (lambda answer: None)
+"""
+
+
+def _daemon_cell(targets: list[str], name: str) -> str:
+    return f"""
+import ctypes, os, time
+marker = os.path.abspath("daemon-started")
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        ctypes.CDLL(None).prctl(15, {name.encode()!r}, 0, 0, 0)  # PR_SET_NAME
+        with open(marker, "w") as f:
+            f.write(str(os.getpid()))
+        while True:
+            for target in {targets!r}:
+                try:
+                    with open(target, "w") as f:
+                        f.write("rewritten by a detached process")
+                except OSError:
+                    pass
+            time.sleep(0.05)
+    os._exit(0)
+os.wait()
+deadline = time.monotonic() + 120
+while not os.path.exists(marker) and time.monotonic() < deadline:
+    time.sleep(0.01)
+daemon_pid = open(marker).read()
+"""
+
+
+HOG_CELL = """
+import os, time
+children = []
+try:
+    for _ in range(100_000):
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(600)
+            os._exit(0)
+        children.append(pid)
+except OSError:
+    pass
+for pid in children:
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+try:
+    hog = bytearray(64 * 2**30)
+except MemoryError:
+    hog = None
+forks = len(children)
+"""
+
+
+def _rows_of(got: dict, student: str) -> dict:
+    """One student's rows (exercise: status, message), printed when an assertion fails."""
+    return {k[1]: v for k, v in got.items() if k[0] == student}
+
+
+def test_hostile_lab01_submissions_change_nothing_outside_and_pass_nothing(tmp_path):
+    sandbox_or_skip()
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    csv_path = tmp_path / "out" / "grades.csv"
+    canary = tmp_path / "canary.txt"
+    canary.write_text("the instructor's file")
+    token = uuid.uuid4().hex[:10]
+    host_tmp = Path("/tmp") / f"trnlab-escape-{token}"
+    source_file = ROOT / "trnlab" / "exercises" / "_checks.py"
+    name = "01_trainium_family__{}.ipynb".format
+    victim = folder / name("vic")
+    daemon_name = f"trnlab{token[:8]}"
+
+    targets = [str(canary), str(csv_path), str(folder / "planted.ipynb"), str(host_tmp)]
+    targets += [str(source_file), str(ROOT / "planted.txt"), "/root/planted", "/usr/planted"]
+    escape_answers = {**WRONG, "trust": "f'escape written={written} tampered={tampered}'"}
+    submission(folder / name("eve"), "eve", escape_answers, extra=_escape_cell(targets, victim))
+    submission(folder / name("fred"), "fred", None, extra=FORGE_CELL)
+    submission(folder / name("pete"), "pete", WRONG, extra=PATCH_CELL)
+    daemon_answers = {**WRONG, "trust": "f'daemon {daemon_pid} was running'"}
+    daemon = _daemon_cell([str(csv_path), str(canary)], daemon_name)
+    submission(folder / name("dan"), "dan", daemon_answers, extra=daemon)
+    loop = {"clock_ghz": RIGHT["clock_ghz"], "growth": "None\nwhile True:\n    pass"}
+    submission(folder / name("lou"), "lou", loop)
+    hog_answers = {**RIGHT, "trust": "f'forked {forks}, hog {hog}'"}
+    submission(folder / name("hal"), "hal", hog_answers, extra=HOG_CELL)
+    submission(folder / name("vic"), "vic", WRONG)
+    submission(folder / name("pat"), "pat", RIGHT)
+    # Another lab's notebook handed in as this one (its exercises are not this lab's).
+    from tests.lab_checks import lab00 as lab00_checks
+
+    lab00 = ROOT / "labs" / "00_welcome.ipynb"
+    submission(folder / name("zed"), "zed", lab=lab00, parameters=lab00_checks.PARAMS)
+
+    before = _snapshot(tmp_path, ROOT / "trnlab")
+    rows = grading.grade(
+        folder,
+        csv_path,
+        timeout=load_scaled(30),
+        notebook_timeout=load_scaled(240),
+        lab="01",
+        jobs=2,
+        log=None,
+    )
+
+    # Nothing outside the sandboxes changed, and nothing of the batch is still running.
+    assert _snapshot(tmp_path, ROOT / "trnlab", skip=(csv_path,)) == before
+    assert not host_tmp.exists() and not (ROOT / "planted.txt").exists()
+    assert _alive(daemon_name) == []
+    assert read_csv(csv_path) == rows
+
+    got = {(r["student"], r["exercise"]): (r["status"], r["message"]) for r in rows}
+    status = {k: v[0] for k, v in got.items()}
+    # An honest student and the victim are graded as if alone.
+    assert [status["pat", k] for k in KEYS] == ["passed"] * 4, _rows_of(got, "pat")
+    assert [status["vic", k] for k in KEYS] == ["failed"] * 4, _rows_of(got, "vic")
+    # The attacker's own wrong answers stay wrong; it wrote nothing and tampered with nothing.
+    assert [status["eve", k] for k in KEYS] == ["failed"] * 4, _rows_of(got, "eve")
+    # (the one write that "worked" went to the sandbox's own /tmp, which left with it)
+    assert f"escape written=[{str(host_tmp)!r}] tampered=[]" in got["eve", "lab01.trust"][1]
+    # Forged bundle and solutions switched on: nothing was answered.
+    assert [status["fred", k] for k in KEYS] == ["not attempted"] * 4, _rows_of(got, "fred")
+    # Checks patched in the kernel: the real checks still say failed.
+    assert [status["pete", k] for k in KEYS] == ["failed"] * 4, _rows_of(got, "pete")
+    # The daemon ran in the sandbox (its pid is in the answer) and died with it.
+    assert [status["dan", k] for k in KEYS] == ["failed"] * 4, _rows_of(got, "dan")
+    assert "was running" in got["dan", "lab01.trust"][1]
+    # The infinite loop: what came before is graded, the rest is not passed, and it says why.
+    # (the timed-out cell was interrupted: KeyboardInterrupt)
+    assert [status["lou", k] for k in KEYS] == ["passed", "error"] + ["not attempted"] * 2, (
+        _rows_of(got, "lou")
+    )
+    assert got["lou", ""][1].startswith("CellTimeoutError: A cell timed out")
+    # Forks and memory hit the sandbox's limits, not the machine; the student still graded.
+    assert [status["hal", k] for k in KEYS[:3]] == ["passed"] * 3
+    assert "hog None" in got["hal", "lab01.trust"][1]
+    # The other lab's notebook is graded as this lab, and says so.
+    assert [status["zed", k] for k in KEYS] == ["not attempted"] * 4, _rows_of(got, "zed")
+    assert got["zed", ""] == ("error", "this notebook is lab00's, but lab01 is being graded")
+    assert {s for s, _ in got} == {"eve", "fred", "pete", "dan", "lou", "hal", "vic", "pat", "zed"}
+
+
+CHEAT_KERNEL = """
+def my_tiled(ctx, a_t, b, c):
+    import trnlab.exercises.lab04 as checks
+    checks._compare = lambda *args, **kw: None  # every comparison "matches" from now on
+    t, u = ctx.sbuf((1, 1), a_t.fmt), ctx.sbuf((1, 1), b.fmt)
+    acc, out = ctx.psum((1, 1)), ctx.sbuf((1, 1), c.fmt)
+    ctx.load(t, a_t[0:1, 0:1])
+    ctx.load(u, b[0:1, 0:1])
+    ctx.matmul(acc, t, u)
+    ctx.copy(out, acc)
+    ctx.store(c[0:1, 0:1], out)
+"""
+
+
+def test_a_lab04_kernel_that_patches_the_checks_is_graded_on_what_it_computes(tmp_path):
+    sandbox_or_skip()
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    for student, kernel in (("kim", TILED_KERNEL), ("max", CHEAT_KERNEL)):
+        lab04_submission(folder / f"04_write_a_kernel__{student}.ipynb", student, kernel)
+    rows = grading.grade(
+        folder, tmp_path / "g.csv", timeout=load_scaled(300), lab="04", jobs=2, log=None
+    )
+    got = {(r["student"], r["exercise"]): (r["status"], r["message"]) for r in rows}
+    assert got["kim", "lab04.correct_matmul"] == ("passed", "correct")
+    status, message = got["max", "lab04.correct_matmul"]
+    assert status == "failed" and "values are wrong" in message
+    for student in ("kim", "max"):
+        for key in ("lab04.fits_sbuf", "lab04.fast", "lab04.epilogue"):
+            assert got[student, key][0] == "not attempted"
+    assert not [r for r in rows if r["exercise"] == ""]  # no submission-level errors
+
+
+def test_without_a_sandbox_a_notebook_still_ends_with_its_processes(tmp_path):
+    """--unsafe-no-sandbox gives no isolation, but grades the same, and a detached process of
+    the notebook (re-parented to the runner) is still ended with it."""
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    name = f"trnlab{uuid.uuid4().hex[:8]}"
+    daemon_answers = {**RIGHT, "trust": "f'daemon {daemon_pid} was running'"}
+    submission(folder / "pat.ipynb", "pat", daemon_answers, extra=_daemon_cell([], name))
+    rows = grading.grade(
+        folder,
+        tmp_path / "g.csv",
+        timeout=load_scaled(120),
+        lab="01",
+        unsafe_no_sandbox=True,
+        log=None,
+    )
+    assert [(r["exercise"], r["status"]) for r in rows] == [
+        *[(k, "passed") for k in KEYS[:3]],
+        ("lab01.trust", "failed"),
+    ]
+    assert "was running" in rows[3]["message"]
+    assert _alive(name) == []
+
+
+def test_a_notebook_over_its_time_limit_is_stopped_and_graded_on_what_it_checked(tmp_path):
+    """Every cell within --timeout, the whole over --notebook-timeout: the run is stopped
+    (all its processes), and the answers checked before then still count."""
+    sandbox_or_skip()
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    slow = "import time\nfor _ in range(25):\n    time.sleep(1)"
+    path = submission(folder / "sam.ipynb", "sam", RIGHT, extra=slow, after="lab01.clock.check(")
+    nb = nbformat.read(path, as_version=4)
+    at = next(i for i, c in enumerate(nb.cells) if "lab01.clock.check(" in c.source)
+    limit = load_scaled(60)  # time enough for the first answer, under any load
+    for _ in range(limit // 25 + 1):  # 25 s cells after the first answer: past the limit
+        nb.cells.insert(at + 1, nbformat.v4.new_code_cell(slow))
+    nbformat.write(nb, path)
+    rows = grading.grade(
+        folder, tmp_path / "g.csv", timeout=limit, notebook_timeout=limit, lab="01", log=None
+    )
+    assert [(r["exercise"], r["status"]) for r in rows] == [
+        ("lab01.clock", "passed"),
+        *[(k, "not attempted") for k in KEYS[1:]],
+        ("", "error"),
+    ]
+    stopped = limit - max(5.0, 0.05 * limit)  # the runner stops it just inside the limit
+    assert rows[-1]["message"].startswith(
+        f"the notebook was stopped after {stopped:.0f} s, its time limit"
+    )

@@ -1,0 +1,1112 @@
+"""trnlab.nki's compatibility suite: every modelled NKI API against numpy, the NaN sentinels,
+views, SPMD grids and LNC=2, the entry points and the target, rotating buffers, and the
+teaching error of every constraint and every API that is not modelled."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import trnlab.nki as nki
+import trnlab.nki.isa as nisa
+import trnlab.nki.language as nl
+from trnlab import core, formats
+
+RNG = np.random.default_rng(2024)
+FAST = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def sim(fn, *args, chip="trn2", **kwargs):
+    """Run a plain function as an NKI kernel (nki.simulate wraps it in nki.jit)."""
+    return nki.simulate(fn, chip=chip)(*args, **kwargs)
+
+
+def rand(*shape, lo=-4.0, hi=4.0):
+    return RNG.uniform(lo, hi, shape).astype(np.float32)
+
+
+def out_like(x, dtype=None):
+    return nl.ndarray(x.shape, dtype=dtype or x.dtype, buffer=nl.shared_hbm)
+
+
+# --- dtypes and rounding ------------------------------------------------------------------------
+FLOAT_DTYPES = [
+    ("bfloat16", "bf16"),
+    ("float16", "fp16"),
+    ("tfloat32", "tf32"),
+    ("float8_e4m3", "fp8_e4m3"),
+    ("float8_e5m2", "fp8_e5m2"),
+    ("float8_e4m3fn", "fp8_e4m3fn"),
+]
+
+
+def _cast_through(x, dtype, chip="trn3"):
+    def k(a):
+        t = nl.ndarray(a.shape, dtype=dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)  # the DMA casts to the tile's dtype
+        out = out_like(a)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    return sim(k, x, chip=chip)
+
+
+@FAST
+@given(
+    values=st.lists(st.floats(-1e4, 1e4, width=32), min_size=1, max_size=64),
+    pair=st.sampled_from(FLOAT_DTYPES),
+)
+def test_float_dtypes_round_bit_exactly_through_trnlab_formats(values, pair):
+    name, fmt = pair
+    x = np.array(values, np.float32).reshape(1, -1)
+    got = _cast_through(x, getattr(nl, name))
+    want = formats.quantize(x, fmt)
+    np.testing.assert_array_equal(got, want)
+
+
+@FAST
+@given(
+    values=st.lists(st.floats(-1e6, 1e6, width=32), min_size=1, max_size=64),
+    name=st.sampled_from(["int8", "uint8", "int16", "uint16", "int32"]),
+)
+def test_integer_dtypes_round_half_even_and_saturate(values, name):
+    info = np.iinfo(name)
+    x = np.array(values, np.float32).reshape(1, -1)
+    got = _cast_through(x, getattr(nl, name))
+    want = np.clip(np.rint(x.astype(np.float64)), info.min, info.max)
+    exact = np.abs(want) < 2**24  # float32 holds integers exactly up to 2^24
+    np.testing.assert_array_equal(got[exact], want[exact])
+
+
+def test_numpy_dtypes_map_to_nki_dtypes_and_float64_is_refused():
+    def k(a):
+        out = out_like(a)
+        nl.store(out, nl.load(a))
+        return out
+
+    for np_dtype in (np.float32, np.float16, np.int8, np.int32, np.uint16):
+        x = (np.arange(12).reshape(3, 4) % 7).astype(np_dtype)
+        got = sim(k, x)
+        assert got.dtype == np_dtype and np.array_equal(got, x)
+    with pytest.raises(core.KernelArgumentError, match=r"float64.*astype\(np.float32\)"):
+        sim(k, np.ones((2, 2)))
+    with pytest.raises(core.KernelArgumentError, match="unknown NKI dtype 'float64'"):
+        sim(lambda a: nl.ndarray((2, 2), dtype="float64"), np.ones((2, 2), np.float32))
+
+
+def test_bf16_inputs_without_ml_dtypes_through_nki_hbm():
+    x = rand(4, 8)
+
+    def k(a):
+        out = out_like(a, nl.float32)
+        nl.store(out, nl.load(a, dtype=nl.float32))
+        return out
+
+    got = sim(k, nki.hbm(x, nl.bfloat16))
+    np.testing.assert_array_equal(got, formats.quantize(x, "bf16"))
+
+
+# --- NaN sentinels ------------------------------------------------------------------------------
+def test_uninitialised_memory_holds_nan_sentinels_and_ints_hold_4():
+    def k(a):
+        out = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+        half = nl.load(a[0:2, :])
+        nl.store(out[0:2, :], half)  # rows 2..3 never written
+        tile = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=tile[0:2, :], src=a[0:2, :])
+        doubled = nl.multiply(tile, 2.0)  # rows 2..3 of tile are unwritten: NaN propagates
+        out2 = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out2, doubled)
+        ints = nl.ndarray((4, 8), dtype=nl.int32, buffer=nl.shared_hbm)
+        return out, out2, ints
+
+    x = rand(4, 8)
+    out, out2, ints = sim(k, x)
+    np.testing.assert_array_equal(out[:2], x[:2])
+    assert np.isnan(out[2:]).all() and np.isnan(out2[2:]).all()
+    np.testing.assert_array_equal(out2[:2], 2 * x[:2])
+    assert ints.dtype == np.int32 and (ints == 4).all()
+
+
+# --- views --------------------------------------------------------------------------------------
+def test_indexing_rules_of_the_language_guide():
+    shapes = {}
+
+    def k(a):
+        t = nl.ndarray((64, 64, 64), dtype=nl.float32, buffer=nl.sbuf)
+        shapes["t[0, 0, 10]"] = t[0, 0, 10].shape
+        shapes["t[:, 0]"] = t[:, 0].shape
+        shapes["t[:, 0, 10]"] = t[:, 0, 10].shape
+        shapes["t[:, :, ::2]"] = t[:, :, ::2].shape
+        shapes["t[0, ..., :]"] = t[0, ..., :].shape
+        h = nl.ndarray((4, 128, 32), dtype=nl.float32, buffer=nl.shared_hbm)
+        shapes["h[0, :, :]"] = h[0, :, :].shape
+        shapes["ds"] = t[:, nl.ds(8, 4), 0].shape
+        shapes["strides"] = t.strides
+        shapes["permute"] = t[0:8, :, 0:4].permute((0, 2, 1)).shape
+        shapes["reshape"] = t.reshape((64, 4096)).shape
+        shapes["flatten"] = t.flatten_dims(1, 2).shape
+        shapes["reshape_dim"] = t.reshape_dim(2, (4, -1)).shape
+        shapes["broadcast"] = nl.ndarray((8, 1, 4), nl.float32).broadcast(1, 3).shape
+        shapes["expand"] = t[:, 0].expand_dim(1).shape
+        shapes["squeeze"] = t[:, 0:1].squeeze_dim(1).shape
+        shapes["select"] = t.select(1, 3).shape
+        shapes["slice"] = t.slice(2, 8, 24).shape
+        shapes["pattern"] = t[:, 0:2, 0:3].get_pattern()
+        return None
+
+    sim(k, rand(2, 2))
+    assert shapes == {
+        "t[0, 0, 10]": (1, 1),
+        "t[:, 0]": (64, 64),
+        "t[:, 0, 10]": (64, 1),
+        "t[:, :, ::2]": (64, 64, 32),
+        "t[0, ..., :]": (1, 64, 64),
+        "h[0, :, :]": (128, 32),
+        "ds": (64, 4),
+        "strides": (4096, 64, 1),
+        "permute": (8, 4, 64),
+        "reshape": (64, 4096),
+        "flatten": (64, 4096),
+        "reshape_dim": (64, 64, 4, 16),
+        "broadcast": (8, 3, 4),
+        "expand": (64, 1, 64),
+        "squeeze": (64, 64),
+        "select": (64, 64),
+        "slice": (64, 64, 16),
+        "pattern": [[4096, 64], [64, 2], [1, 3]],
+    }
+
+
+def test_strided_views_compute_on_the_right_elements():
+    def k(a):
+        t = nl.load(a)  # [8, 12]
+        evens = nl.ndarray((8, 6), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=evens, src=t[:, ::2])
+        swapped = nl.ndarray((8, 4, 3), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=swapped, src=t.reshape((8, 3, 4)).permute((0, 2, 1)))
+        col = t[:, 5:6].broadcast(1, 12)
+        summed = nl.add(t, col)
+        o1 = nl.ndarray((8, 6), dtype=nl.float32, buffer=nl.shared_hbm)
+        o2 = nl.ndarray((8, 12), dtype=nl.float32, buffer=nl.shared_hbm)
+        o3 = nl.ndarray((8, 12), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(o1, evens)
+        nl.store(o2, swapped)
+        nl.store(o3, summed)
+        return o1, o2, o3
+
+    x = rand(8, 12)
+    o1, o2, o3 = sim(k, x)
+    np.testing.assert_array_equal(o1, x[:, ::2])
+    np.testing.assert_array_equal(o2, x.reshape(8, 3, 4).transpose(0, 2, 1).reshape(8, 12))
+    np.testing.assert_array_equal(o3, x + x[:, 5:6])
+
+
+def test_an_nd_hbm_tensor_moves_by_rows_of_its_last_dimension():
+    def k(a):  # a: [2, 3, 8]
+        out = nl.ndarray((2, 3, 8), dtype=a.dtype, buffer=nl.shared_hbm)
+        for i in range(2):
+            t = nl.ndarray((3, 8), dtype=a.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=a[i])
+            nisa.dma_copy(dst=out[i], src=nl.multiply(t, 3.0))
+        flat = nl.ndarray((1, 48), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=flat, src=a)  # the whole tensor onto one partition (a flat copy)
+        whole = nl.ndarray((1, 48), dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=whole, src=flat)
+        return out, whole
+
+    x = rand(2, 3, 8)
+    out, whole = sim(k, x)
+    np.testing.assert_array_equal(out, 3 * x)
+    np.testing.assert_array_equal(whole, x.reshape(1, 48))
+
+
+def test_strided_and_permuted_hbm_accesses_move_their_own_bytes():
+    def k(a):  # a: [256, 64]
+        evens = nl.ndarray((128, 32), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=evens, src=a[0:128, ::2])  # every other column
+        chunks = nl.ndarray((128, 2, 64), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=chunks, src=a.reshape((2, 128, 64)).permute((1, 0, 2)))
+        out = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out[:, ::2], src=evens)  # a strided store
+        nisa.dma_copy(dst=out[:, 1::2], src=chunks[:, 1, 0:32])
+        return out
+
+    x = rand(256, 64)
+    got = sim(k, x)
+    np.testing.assert_array_equal(got[:, ::2], x[:128, ::2])
+    np.testing.assert_array_equal(got[:, 1::2], x[128:, 0:32])
+    run = nki.profile(k, chip="trn2")(x)
+    t = run.program.table
+    assert list(t["bytes"][t["op"] <= 1]) == [
+        128 * 32 * 4,
+        256 * 64 * 4,
+        128 * 32 * 4,
+        128 * 32 * 4,
+    ]
+
+
+# --- engine instructions against numpy ----------------------------------------------------------
+BINARY = {
+    "add": np.add,
+    "subtract": np.subtract,
+    "multiply": np.multiply,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "divide": np.divide,
+    "greater": lambda a, b: (a > b).astype(np.float32),
+    "equal": lambda a, b: (a == b).astype(np.float32),
+}
+
+
+@FAST
+@given(
+    p=st.integers(1, 128),
+    f=st.integers(1, 300),
+    op=st.sampled_from(sorted(BINARY)),
+    chip=st.sampled_from(["trn1", "trn2", "trn3"]),
+)
+def test_tensor_tensor_and_tensor_scalar(p, f, op, chip):
+    a, b, s = rand(p, f), rand(p, f, lo=0.5, hi=4), rand(p, 1, lo=0.5, hi=2)
+
+    def k(x, y, col):
+        tx, ty, tc = nl.load(x), nl.load(y), nl.load(col)
+        o1 = nl.ndarray((p, f), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=o1, data1=tx, data2=ty, op=getattr(nl, op))
+        o2 = nl.ndarray((p, f), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=o2, data=tx, op0=getattr(nl, op), operand0=tc, reverse0=True,
+                           op1=nl.add, operand1=1.5)  # fmt: skip
+        r1, r2 = out_like(x), out_like(x)
+        nl.store(r1, o1)
+        nl.store(r2, o2)
+        return r1, r2
+
+    r1, r2 = sim(k, a, b, s, chip=chip)
+    np.testing.assert_allclose(r1, BINARY[op](a, b), rtol=1e-6)
+    np.testing.assert_allclose(r2, BINARY[op](s, a) + 1.5, rtol=1e-6)
+
+
+ACTS = {
+    "exp": np.exp,
+    "tanh": np.tanh,
+    "relu": lambda x: np.maximum(x, 0),
+    "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+    "silu": lambda x: x / (1 + np.exp(-x)),
+    "square": np.square,
+    "sqrt": lambda x: np.sqrt(np.abs(x)),
+    "rsqrt": lambda x: 1 / np.sqrt(np.abs(x)),
+    "gelu": lambda x: x * 0.5 * (1 + np.vectorize(math.erf)(x / math.sqrt(2))),
+    "gelu_apprx_tanh": lambda x: 0.5 * x * (1 + np.tanh(0.7978845608 * (x + 0.044715 * x**3))),
+    "softplus": lambda x: np.log1p(np.exp(x)),
+    "sin": np.sin,
+    "abs": np.abs,
+}
+
+
+@pytest.mark.parametrize("fn", sorted(ACTS))
+def test_activation_with_scale_bias_and_reduce(fn):
+    positive = fn in ("sqrt", "rsqrt")  # defined on positive inputs
+    x = rand(96, 200, lo=0.1 if positive else -4)
+    scale, bias = rand(96, 1, lo=0.5, hi=1.5), rand(96, 1, lo=0 if positive else -1, hi=1)
+
+    def k(a, s, b):
+        t, ts, tb = nl.load(a), nl.load(s), nl.load(b)
+        y = nl.ndarray((96, 200), dtype=nl.float32, buffer=nl.sbuf)
+        total = nl.ndarray((96, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=y, op=getattr(nl, fn), data=t, scale=ts, bias=tb, reduce_op=nl.add,
+                        reduce_res=total, reduce_cmd=nisa.reduce_cmd.reset_reduce)  # fmt: skip
+        o1, o2 = out_like(a), nl.ndarray((96, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(o1, y)
+        nl.store(o2, total)
+        return o1, o2
+
+    y, total = sim(k, x, scale, bias)
+    want = ACTS[fn](x * scale + bias)
+    np.testing.assert_allclose(y, want, rtol=2e-5, atol=1e-5)
+    np.testing.assert_allclose(total[:, 0], want.sum(axis=1), rtol=1e-4, atol=1e-3)
+
+
+def test_activation_registers_accumulate_across_instructions():
+    x = rand(8, 16)
+
+    def k(a):
+        t = nl.load(a)
+        y = nl.ndarray((8, 16), dtype=nl.float32, buffer=nl.sbuf)
+        res = nl.ndarray((8, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=y, op=nl.copy, data=t, reduce_op=nl.add,
+                        reduce_cmd=nisa.reduce_cmd.reset_reduce)  # fmt: skip
+        nisa.activation(dst=y, op=nl.square, data=t, reduce_op=nl.add, reduce_res=res,
+                        reduce_cmd=nisa.reduce_cmd.reduce)  # fmt: skip
+        out = nl.ndarray((8, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, res)
+        return out
+
+    np.testing.assert_allclose(sim(k, x)[:, 0], (x + x * x).sum(1), rtol=1e-5)
+
+
+@FAST
+@given(d=st.integers(1, 1500), parts=st.integers(1, 128))
+def test_bn_stats_and_bn_aggr_give_mean_and_variance(d, parts):
+    x = RNG.standard_normal((parts, d)).astype(np.float32) * 3 + 1
+    chunks = -(-d // 512)
+
+    def k(a):
+        t = nl.load(a)
+        stats = nl.ndarray((parts, 6 * chunks), dtype=nl.float32, buffer=nl.sbuf)
+        for c in range(chunks):
+            c0 = 512 * c
+            nisa.bn_stats(dst=stats[:, 6 * c : 6 * c + 6], data=t[:, c0 : min(d, c0 + 512)])
+        mv = nl.ndarray((parts, 2), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.bn_aggr(dst=mv, data=stats)
+        out = nl.ndarray((parts, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, mv)
+        return out
+
+    got = sim(k, x)
+    np.testing.assert_allclose(got[:, 0], x.mean(1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got[:, 1], x.var(1), rtol=1e-4, atol=1e-5)
+
+
+def test_reductions_transposes_iota_and_selects():
+    x = rand(32, 6, 8)
+
+    def k(a):
+        t = nl.load(a)  # [32, 6, 8]
+        r_last = nl.ndarray((32, 6), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_reduce(dst=r_last, op=nl.maximum, data=t, axis=2, negate=True)
+        r_all = nisa.tensor_reduce(nl.add, t, (1, 2))  # the older positional form
+        flat = t.reshape((32, 48))
+        part = nl.ndarray((1, 48), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_partition_reduce(dst=part, op=nl.maximum, data=flat)
+        tr_te = nl.ndarray((48, 32), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_transpose(dst=tr_te, data=flat)  # > 32 x 32: the Tensor Engine
+        tr_ve = nl.ndarray((8, 32), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.nc_transpose(dst=tr_ve, data=flat[:, 0:8], engine=nisa.engine.vector)
+        idx = nl.ndarray((32, 6, 8), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.iota(dst=idx, pattern=[[10, 6], [1, 8]], offset=3, channel_multiplier=100)
+        masked = nl.ndarray((32, 48), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.affine_select(dst=masked, pattern=[[-1, 48]], channel_multiplier=1,
+                           on_true_tile=flat, on_false_value=-1.0, cmp_op=nl.greater_equal)  # fmt: skip
+        recip = nl.reciprocal(flat)
+        outs = [r_last, r_all, part, tr_te, tr_ve, idx, masked, recip]
+        hbm = []
+        for o in outs:
+            h = nl.ndarray(o.shape, dtype=o.dtype, buffer=nl.shared_hbm)
+            nl.store(h, o)
+            hbm.append(h)
+        return tuple(hbm)
+
+    r_last, r_all, part, tr_te, tr_ve, idx, masked, recip = sim(k, x)
+    flat = x.reshape(32, 48)
+    np.testing.assert_array_equal(r_last, -x.max(2))
+    np.testing.assert_allclose(r_all[:, 0], x.sum((1, 2)), rtol=1e-5)
+    np.testing.assert_array_equal(part[0], flat.max(0))
+    np.testing.assert_array_equal(tr_te, flat.T)
+    np.testing.assert_array_equal(tr_ve, flat[:, :8].T)
+    p, i, j = np.indices((32, 6, 8))
+    np.testing.assert_array_equal(idx, 3 + 100 * p + 10 * i + j)
+    pp, ff = np.indices((32, 48))
+    np.testing.assert_array_equal(masked, np.where(pp - ff >= 0, flat, -1.0))
+    np.testing.assert_allclose(recip, 1 / flat, rtol=1e-6)
+
+
+@FAST
+@given(t=st.integers(1, 200), p=st.integers(1, 64), reverse=st.booleans())
+def test_tensor_tensor_scan_is_the_documented_recurrence(t, p, reverse):
+    a, b, init = rand(p, t, lo=-1, hi=1), rand(p, t), rand(p, 1)
+    op0 = nl.subtract if reverse else nl.multiply
+
+    def k(x, y, i0):
+        tx, ty, ti = nl.load(x), nl.load(y), nl.load(i0)
+        out = nl.ndarray((p, t), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_tensor_scan(dst=out, data0=tx, data1=ty, initial=ti, op0=op0, op1=nl.add,
+                                reverse0=reverse)  # fmt: skip
+        h = out_like(x)
+        nl.store(h, out)
+        return h
+
+    got = sim(k, a, b, init)
+    prev = init[:, 0].astype(np.float32)
+    want = np.empty_like(a)
+    for j in range(t):
+        step = (prev - a[:, j]) if reverse else a[:, j] * prev
+        prev = (step + b[:, j]).astype(np.float32)
+        want[:, j] = prev
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+# --- the Tensor Engine --------------------------------------------------------------------------
+def test_nc_matmul_accumulate_semantics():
+    a, b = rand(128, 64), rand(128, 256)
+
+    def k(x, y):
+        tx, ty = nl.load(x), nl.load(y)
+        ps = nl.ndarray((64, 256), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=ps, stationary=tx, moving=ty)  # first write: overwrites
+        nisa.nc_matmul(dst=ps, stationary=tx, moving=ty)  # written before: accumulates
+        twice = nl.copy(ps)
+        nisa.nc_matmul(dst=ps, stationary=tx, moving=ty, accumulate=False)
+        once = nl.copy(ps)
+        nisa.nc_matmul(dst=ps, stationary=tx, moving=ty, accumulate=True)
+        again = nl.copy(ps)
+        outs = []
+        for t in (twice, once, again):
+            h = nl.ndarray((64, 256), dtype=nl.float32, buffer=nl.shared_hbm)
+            nl.store(h, t)
+            outs.append(h)
+        return tuple(outs)
+
+    twice, once, again = sim(k, a, b)
+    ab = a.T.astype(np.float64) @ b
+    np.testing.assert_allclose(twice, 2 * ab, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(once, ab, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(again, 2 * ab, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("transpose_x", [True, False])
+def test_language_matmul_and_transpose(transpose_x):
+    a, b = rand(96, 128), rand(128, 200)
+
+    def k(x, y):
+        tx = nl.load(x)
+        ps = nl.matmul(tx, nl.load(y), transpose_x=transpose_x)
+        out = nl.ndarray(ps.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, ps)
+        return out
+
+    x = np.ascontiguousarray(a.T) if transpose_x else a
+    np.testing.assert_allclose(sim(k, x, b), a @ b, rtol=1e-5, atol=1e-4)
+
+
+def test_nc_matmul_mx_dequantises_x4_packed_operands():
+    """NeuronCore-v4 MX matmul: packed value j of partition p is contraction row j*K + p; one
+    E8M0 scale per 8 partitions x 4 packed values (the compact [K/8, F] scale layout)."""
+    k_parts, m, n = 32, 16, 64
+    st_vals = formats.quantize(rand(k_parts, m, 4, lo=-2, hi=2), "fp8_e4m3fn")
+    mv_vals = formats.quantize(rand(k_parts, n, 4, lo=-2, hi=2), "fp8_e4m3fn")
+    st_scale = RNG.integers(124, 130, (k_parts // 8, m)).astype(np.uint8)
+    mv_scale = RNG.integers(124, 130, (k_parts // 8, n)).astype(np.uint8)
+
+    def k(s, mv, ss, ms):
+        ts = nl.ndarray((k_parts, m), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+        tm = nl.ndarray((k_parts, n), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+        nisa.dma_copy(dst=ts, src=s)
+        nisa.dma_copy(dst=tm, src=mv)
+        tss, tms = nl.load(ss), nl.load(ms)
+        ps = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul_mx(dst=ps, stationary=ts, moving=tm, stationary_scale=tss, moving_scale=tms)
+        out = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, ps)
+        return out
+
+    got = nki.simulate(k, chip="trn3")(
+        nki.hbm(st_vals, nl.float8_e4m3fn_x4),
+        nki.hbm(mv_vals, nl.float8_e4m3fn_x4),
+        st_scale,
+        mv_scale,
+    )
+
+    def logical(v, sc):  # [K, F, 4] -> [4K, F] with the block scales applied
+        rows = np.arange(k_parts) // 8
+        deq = v * np.exp2(sc[rows].astype(np.float64) - 127)[:, :, None]
+        return np.concatenate([deq[:, :, j] for j in range(4)], axis=0)
+
+    want = logical(st_vals, st_scale).T @ logical(mv_vals, mv_scale)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+    run = nki.profile(k, chip="trn3")(
+        nki.hbm(st_vals, nl.float8_e4m3fn_x4),
+        nki.hbm(mv_vals, nl.float8_e4m3fn_x4),
+        st_scale,
+        mv_scale,
+    )
+    assert run.flops == 2 * (4 * k_parts) * m * n  # the packed contraction is counted
+
+
+# --- language helpers ---------------------------------------------------------------------------
+def test_language_operations_against_numpy():
+    x, y, col = rand(64, 40), rand(64, 40, lo=0.5, hi=3), rand(64, 1)
+    w = rand(64, 40)
+
+    def k(a, b, c, wt):
+        ta, tb, tc, tw = nl.load(a), nl.load(b), nl.load(c), nl.load(wt)
+        results = {
+            "add_col": nl.add(ta, tc),
+            "rsub": nl.subtract(1.0, ta),
+            "div": nl.divide(ta, tb),
+            "max": nl.max(ta, axis=1),
+            "mean": nl.mean(ta, axis=1),
+            "var": nl.var(ta, axis=1),
+            "prod": nl.prod(tb[:, 0:5], axis=1),
+            "softmax": nl.softmax(ta, axis=1),
+            "rms": nl.rms_norm(ta, tw, axis=1, n=40),
+            "where": nl.where(nl.greater(ta, 0.0), ta, tb),
+            "exp": nl.exp(ta),
+            "neg": -ta,
+            "ops": (ta + tb) * 2.0 - tb / 2.0,
+        }
+        outs = {}
+        for name, t in results.items():
+            h = nl.ndarray(t.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+            nl.store(h, t)
+            outs[name] = h
+        return outs
+
+    got = sim(k, x, y, col, w)
+    e = np.exp(x - x.max(1, keepdims=True))
+    want = {
+        "add_col": x + col,
+        "rsub": 1.0 - x,
+        "div": x / y,
+        "max": x.max(1, keepdims=True),
+        "mean": x.mean(1, keepdims=True),
+        "var": x.var(1, keepdims=True),
+        "prod": y[:, :5].prod(1, keepdims=True),
+        "softmax": e / e.sum(1, keepdims=True),
+        "rms": x / np.sqrt((x * x).mean(1, keepdims=True) + 1e-6) * w,
+        "where": np.where(x > 0, x, y),
+        "exp": np.exp(x),
+        "neg": -x,
+        "ops": (x + y) * 2 - y / 2,
+    }
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], rtol=3e-5, atol=1e-5, err_msg=name)
+
+
+def test_broadcast_to_across_partitions_goes_through_the_tensor_engine():
+    row = rand(1, 700)
+
+    def k(r):
+        t = nl.load(r)
+        b = nl.broadcast_to(t, (128, 700))  # wider than a PSUM tile on trn2: two chunks
+        out = nl.ndarray((128, 700), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, b)
+        return out
+
+    np.testing.assert_array_equal(sim(k, row), np.broadcast_to(row, (128, 700)))
+    run = nki.profile(k, chip="trn2")(row)
+    assert run.program.counts()["matmul"] == 2
+
+
+# --- launches: SPMD grids, LNC=2, shared tensors --------------------------------------------------
+@nki.jit
+def halves(a, b):
+    """Each program adds its share of the rows, 128 at a time."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    n = a.shape[0] // nl.num_programs(0)
+    i = nl.program_id(0)
+    for r0 in nl.affine_range(i * n, (i + 1) * n, 128):
+        rows = slice(r0, r0 + 128)
+        nl.store(out[rows], nl.add(nl.load(a[rows]), nl.load(b[rows])))
+    return out
+
+
+def test_lnc2_runs_two_programs_on_two_cores_at_once():
+    a, b = rand(1024, 512), rand(1024, 512)
+    np.testing.assert_array_equal(nki.simulate(halves[2])(a, b), a + b)
+    two = nki.profile(halves[2], chip="trn2")(a, b)
+    one = nki.profile(halves, chip="trn2")(a, b)
+    assert len(two.extra["cores"]) == 2 and two.extra["nki"]["lnc"] == 2
+    assert all(len(r.program) == 16 for r in two.extra["cores"])  # each core: half the work
+    assert two.latency < 0.7 * one.latency
+
+
+def test_spmd_grid_programs_share_outputs_and_run_on_one_core():
+    a, b = rand(512, 512), rand(512, 512)
+    ids = []
+
+    @nki.jit
+    def k(x, y):
+        ids.append((nl.program_id(0), nl.program_id(1), nl.num_programs(), nl.program_ndim()))
+        return halves.fn(x, y) if nl.program_id(1) == 0 else out_like(x)
+
+    got = nki.simulate(k[4, 2])(a, b)
+    np.testing.assert_array_equal(got, a + b)
+    assert ids == [(i, j, 8, 2) for i in range(4) for j in range(2)]
+    run = nki.profile(halves[4, 1], chip="trn2")(rand(1024, 512), rand(1024, 512))
+    assert run.program.counts()["dma_store"] == 8  # 4 programs x 2 tiles, one timeline
+
+
+def test_simulate_updates_inputs_the_kernel_stores_to():
+    a = rand(4, 8)
+    before = a.copy()
+
+    def k(x):
+        nl.store(x, nl.multiply(nl.load(x), 2.0))
+
+    assert sim(k, a) is None
+    np.testing.assert_array_equal(a, 2 * before)
+
+
+# --- entry points and targets -------------------------------------------------------------------
+def test_profile_returns_a_run_and_placeholders_make_it_timing_only():
+    @nki.jit
+    def scale(a):
+        out = out_like(a)
+        nl.store(out, nl.multiply(nl.load(a), 2.0))
+        return out
+
+    x = rand(128, 512)
+    run = nki.profile(scale, chip="trn1")(x)
+    assert isinstance(run, core.Run) and run.numerics
+    np.testing.assert_array_equal(run.output, 2 * x)
+    assert run.extra["nki"]["instructions"] == ("dma_copy", "tensor_scalar", "dma_copy")
+    timing = nki.profile(scale, chip="trn1")(nki.hbm((128, 512), nl.float32))
+    assert not timing.numerics and timing.outputs == {}
+    assert timing.latency == run.latency and timing.summary().startswith("NeuronCore-v2")
+    with pytest.raises(core.KernelArgumentError, match="simulate computes values"):
+        nki.simulate(scale)(nki.hbm((128, 512), nl.float32))
+
+
+def test_platform_target_override_is_honoured(monkeypatch):
+    seen = []
+
+    def k(a):
+        seen.append((nisa.get_nc_version(), nl.tile_size.total_available_sbuf_size))
+        out = out_like(a)
+        nl.store(out, nl.load(a))
+        return out
+
+    x = rand(2, 2)
+    for env, gen, chip in (("trn1", 2, "trn1"), ("gen3", 3, "trn2"), ("trn3", 4, "trn3")):
+        monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", env)
+        nki.simulate(k)(x)
+        assert nki.profile(k)(x).params.chip == chip
+        assert seen[-1] == (
+            nisa.nc_version(gen),
+            core.core_params(chip).sbuf_usable_partition_bytes,
+        )
+    # an explicit chip wins over the environment, as does nki.jit(platform_target=...)
+    assert nki.profile(k, chip="trn2")(x).params.chip == "trn2"
+    assert nki.profile(nki.jit(k, platform_target="trn1"))(x).params.chip == "trn1"
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn9")
+    with pytest.raises(core.KernelArgumentError, match=r"trn1\|inf2\|gen2"):
+        nki.simulate(k)(x)
+    monkeypatch.delenv("NEURON_PLATFORM_TARGET_OVERRIDE")
+    assert nki.profile(k)(x).params.chip == "trn3"  # nki.simulate's default without a device
+
+
+def test_tile_size_follows_the_generation():
+    got = {}
+    for chip in ("trn1", "trn2", "trn3"):
+
+        def k(a, chip=chip):
+            ts = nl.tile_size
+            got[chip] = (ts.pmax, ts.psum_bank_fmax, ts.gemm_stationary_fmax, ts.gemm_moving_fmax,
+                         ts.bn_stats_fmax, ts.psum_num_banks, ts.sbuf_fmax_bytes)  # fmt: skip
+
+        sim(k, rand(1, 1), chip=chip)
+        p = core.core_params(chip)
+        assert got[chip] == (128, 512, 128, 512, 512, 8, p.sbuf_usable_partition_bytes)
+
+
+# --- rotating buffers ---------------------------------------------------------------------------
+def _stream(rows, free, chip="trn2", buffers=None):
+    @nki.jit
+    def stream(a):
+        out = out_like(a)
+        for r0 in nl.affine_range(0, a.shape[0], 128):
+            t = nl.ndarray((128, a.shape[1]), dtype=a.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=a[r0 : r0 + 128])
+            y = nl.ndarray((128, a.shape[1]), dtype=a.dtype, buffer=nl.sbuf)
+            nisa.activation(dst=y, op=nl.exp, data=t)
+            nisa.dma_copy(dst=out[r0 : r0 + 128], src=y)
+        return out
+
+    params = core.core_params(chip)
+    if buffers:
+        params = params.replace(compiler_rotating_buffers=buffers)
+    return nki.profile(stream, chip=params)(nki.hbm((rows, free), nl.bfloat16))
+
+
+def test_tiles_declared_in_a_loop_rotate_and_iterations_overlap():
+    run = _stream(128 * 16, 2048)
+    assert run.extra["nki"]["buffers"] == {"t": 2, "y": 2}
+    names = {t.label for t in run.program.tiles}
+    assert names == {"t[0]", "t[1]", "y[0]", "y[1]"}
+    single = _stream(128 * 16, 2048, buffers=1)
+    assert single.extra["nki"]["buffers"] == {"t": 1, "y": 1}
+    assert run.latency < 0.8 * single.latency  # loads of i + 1 overlap the work of i
+    three = _stream(128 * 16, 2048, buffers=3)
+    assert three.extra["nki"]["buffers"] == {"t": 3, "y": 3}
+
+
+def test_rotation_gives_way_when_sbuf_is_full():
+    free = core.core_params("trn2").sbuf_usable_partition_bytes // 2 // 3  # 3 bf16 rows fit
+    run = _stream(128 * 4, free)
+    assert sorted(run.extra["nki"]["buffers"].values()) == [1, 2]
+
+
+def test_loop_carried_accumulation_keeps_its_order():
+    x = rand(8 * 128, 64)
+
+    def k(a):
+        acc = nl.zeros((128, 64), dtype=nl.float32)
+        for i in nl.sequential_range(8):
+            t = nl.load(a[i * 128 : (i + 1) * 128])
+            nisa.tensor_tensor(dst=acc, data1=acc, data2=t, op=nl.add)
+        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, acc)
+        return out
+
+    np.testing.assert_allclose(sim(k, x), x.reshape(8, 128, 64).sum(0), rtol=1e-5, atol=1e-5)
+
+
+# --- constraint errors ----------------------------------------------------------------------------
+def _raises(exc, pattern, fn, *arrays, chip="trn2", profile=False):
+    args = arrays or (rand(128, 512),)
+    with pytest.raises(exc, match=pattern):
+        if profile:
+            nki.profile(fn, chip=chip)(*args)
+        else:
+            sim(fn, *args, chip=chip)
+
+
+def _mm(k=128, m=128, n=512, st_buf=nl.sbuf, out_buf=nl.psum, st_dtype=nl.bfloat16,
+        mv_dtype=nl.bfloat16, k2=None, out_dtype=nl.float32):  # fmt: skip
+    def kernel(a):
+        st = nl.ndarray((k, m), dtype=st_dtype, buffer=st_buf)
+        mv = nl.ndarray((k2 or k, n), dtype=mv_dtype, buffer=nl.sbuf)
+        out = nl.ndarray((min(m, 128), min(n, 512)), dtype=out_dtype, buffer=out_buf)
+        nisa.nc_matmul(dst=out, stationary=st, moving=mv)
+
+    return kernel
+
+
+CONSTRAINTS = [
+    (
+        "partitions > 128",
+        core.TileTooLargeError,
+        r"256 partitions.*has 128",
+        lambda a: nl.ndarray((256, 4), dtype=nl.float32),
+    ),
+    (
+        "PSUM tile > a bank",
+        core.PsumBankOverflowError,
+        r"2048 B.*<= 512",
+        lambda a: nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.psum),
+    ),
+    ("matmul K mismatch", core.HardwareRuleError, r"K = 128 partitions and moving 64", _mm(k2=64)),
+    (
+        "stationary free > 128",
+        core.TileTooLargeError,
+        r"stationary free size 256 exceeds 128",
+        _mm(m=256),
+    ),
+    (
+        "moving free > 512",
+        core.TileTooLargeError,
+        r"moving free size 1024 exceeds 512",
+        _mm(n=1024),
+    ),
+    (
+        "matmul into SBUF",
+        core.OperandPlacementError,
+        r"dst .* is in SBUF; it must be in PSUM",
+        _mm(out_buf=nl.sbuf),
+    ),
+    (
+        "stationary in PSUM",
+        core.OperandPlacementError,
+        r"stationary .* is in PSUM",
+        _mm(m=64, st_buf=nl.psum, st_dtype=nl.float32),
+    ),
+    (
+        "fp8_e4m3fn before v4",
+        core.FormatNotSupportedError,
+        r"no float8_e4m3fn path.*NeuronCore-v4",
+        _mm(st_dtype=nl.float8_e4m3fn),
+    ),
+    (
+        "fp32 with bf16",
+        core.FormatNotSupportedError,
+        r"float32/tfloat32 the other",
+        _mm(st_dtype=nl.float32),
+    ),
+    (
+        "matmul dst bf16 before v4",
+        core.FormatNotSupportedError,
+        r"dst is bfloat16",
+        _mm(out_dtype=nl.bfloat16),
+    ),
+    (
+        "x4 dtype before v4",
+        core.KernelArgumentError,
+        r"float8_e4m3fn_x4 exists on NeuronCore-v4",
+        lambda a: nl.ndarray((4, 4), dtype=nl.float8_e4m3fn_x4),
+    ),
+    (
+        "SBUF to SBUF DMA",
+        nki.NotModelledError,
+        r"SBUF to SBUF.*tensor_copy",
+        lambda a: nisa.dma_copy(
+            dst=nl.ndarray((2, 2), nl.float32), src=nl.ndarray((2, 2), nl.float32)
+        ),
+    ),
+    (
+        "DMA element counts",
+        core.HardwareRuleError,
+        r"holds 16 elements and src .* 65536",
+        lambda a: nisa.dma_copy(dst=nl.ndarray((4, 4), nl.float32), src=a),
+    ),
+    (
+        "DMA into PSUM",
+        core.OperandPlacementError,
+        r"in PSUM; it must be in SBUF",
+        lambda a: nisa.dma_copy(dst=nl.ndarray((128, 512), nl.float32, buffer=nl.psum), src=a),
+    ),
+    (
+        "GpSimd and PSUM",
+        core.OperandPlacementError,
+        r"GpSimd has no PSUM port",
+        lambda a: nisa.tensor_copy(
+            dst=nl.ndarray((2, 2), nl.float32),
+            src=nl.zeros((2, 2), nl.float32, buffer=nl.psum),
+            engine=nisa.engine.gpsimd,
+        ),
+    ),
+    (
+        "both inputs in PSUM",
+        core.OperandPlacementError,
+        r"both in PSUM",
+        lambda a: nisa.tensor_tensor(
+            dst=nl.ndarray((2, 2), nl.float32),
+            data1=nl.zeros((2, 2), nl.float32, buffer=nl.psum),
+            data2=nl.zeros((2, 2), nl.float32, buffer=nl.psum),
+            op=nl.add,
+        ),
+    ),
+    (
+        "partition mismatch",
+        core.HardwareRuleError,
+        r"spans 4 partitions and data1 8",
+        lambda a: nisa.tensor_tensor(
+            dst=nl.ndarray((4, 2), nl.float32),
+            data1=nl.zeros((8, 2), nl.float32),
+            data2=nl.zeros((4, 2), nl.float32),
+            op=nl.add,
+        ),
+    ),
+    (
+        "reduce over partitions",
+        core.HardwareRuleError,
+        r"never the partition axis 0",
+        lambda a: nl.sum(nl.load(a), axis=0),
+    ),
+    (
+        "bn_stats > 512",
+        core.TileTooLargeError,
+        r"at most 512 \(nl.tile_size.bn_stats_fmax\)",
+        lambda a: nisa.bn_stats(
+            dst=nl.ndarray((128, 6), nl.float32), data=nl.zeros((128, 513), nl.float32)
+        ),
+    ),
+    (
+        "bn_aggr triples",
+        core.HardwareRuleError,
+        r"multiple of 3",
+        lambda a: nisa.bn_aggr(
+            dst=nl.ndarray((128, 2), nl.float32), data=nl.zeros((128, 4), nl.float32)
+        ),
+    ),
+    (
+        "iota pattern size",
+        core.HardwareRuleError,
+        r"describes 6 elements .* dst holds 8",
+        lambda a: nisa.iota(dst=nl.ndarray((2, 8), nl.int32), pattern=[[1, 6]]),
+    ),
+    (
+        "vector transpose > 32",
+        core.TileTooLargeError,
+        r"up to 32 x 32",
+        lambda a: nisa.nc_transpose(
+            dst=nl.ndarray((64, 64), nl.float32),
+            data=nl.zeros((64, 64), nl.float32),
+            engine=nisa.engine.vector,
+        ),
+    ),
+    (
+        "transpose keeps dtype",
+        core.KernelArgumentError,
+        r"a transpose keeps the dtype",
+        lambda a: nisa.nc_transpose(
+            dst=nl.ndarray((64, 64), nl.float32, buffer=nl.psum),
+            data=nl.zeros((64, 64), nl.bfloat16),
+        ),
+    ),
+    (
+        "unknown operator",
+        core.KernelArgumentError,
+        r"'fft' is not one of its operators",
+        lambda a: nisa.tensor_tensor(
+            dst=nl.zeros((2, 2), nl.float32),
+            data1=nl.zeros((2, 2), nl.float32),
+            data2=nl.zeros((2, 2), nl.float32),
+            op="fft",
+        ),
+    ),
+    (
+        "index out of range",
+        IndexError,
+        r"reaches outside dim 0 \(size 128\).*does not clip",
+        lambda a: a[0:129, :],
+    ),
+    (
+        "partition steps",
+        nki.NotModelledError,
+        r"steps over partitions",
+        lambda a: nisa.memset(dst=nl.ndarray((128, 4), nl.float32)[::2], value=0),
+    ),
+    (
+        "reshape of a strided view",
+        core.KernelArgumentError,
+        r"not contiguous",
+        lambda a: nl.ndarray((8, 8), nl.float32)[:, ::2].reshape((8, 2, 2)),
+    ),
+    (
+        "permute of partitions",
+        core.KernelArgumentError,
+        r"keep their partition dimension",
+        lambda a: nl.ndarray((8, 8), nl.float32).permute((1, 0)),
+    ),
+    (
+        "tensor truth value",
+        TypeError,
+        r"no truth value",
+        lambda a: bool(nl.ndarray((8, 8), nl.float32)),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("exc", "pattern", "fn"), [c[1:] for c in CONSTRAINTS], ids=[c[0] for c in CONSTRAINTS]
+)
+def test_each_constraint_raises_a_teaching_error(exc, pattern, fn):
+    _raises(exc, pattern, fn, chip="trn2")
+
+
+def test_generation_rules():
+    _raises(core.HardwareRuleError, r"tensor_copy on the Scalar engine is not supported",
+            lambda a: nisa.tensor_copy(dst=nl.ndarray((2, 2), nl.float32), src=nl.zeros((2, 2), nl.float32),
+                                       engine=nisa.engine.scalar), chip="trn1")  # fmt: skip
+    _raises(core.HardwareRuleError, r"bias must be a \[P, 1\] tile",
+            lambda a: nisa.activation(dst=nl.ndarray((2, 2), nl.float32), op=nl.exp,
+                                      data=nl.zeros((2, 2), nl.float32), bias=1.0), chip="trn1")  # fmt: skip
+    _raises(core.FormatNotSupportedError, r"MX matmul arrives with NeuronCore-v4",
+            lambda a: nisa.nc_matmul_mx(None, None, None, None, None), chip="trn2")  # fmt: skip
+
+
+def test_sbuf_capacity_is_checked_when_tiles_are_placed_with_the_kernel_line():
+    big = core.core_params("trn2").sbuf_usable_partition_bytes // 4 + 1
+
+    def k(a):
+        t = nl.ndarray((128, big), dtype=nl.float32)
+        nisa.memset(dst=t, value=0.0)
+
+    with pytest.raises(
+        core.SbufCapacityError,
+        match=r"k \(test_nki_api.py, line \d+\): 't' needs 1 SBUF buffer.*usable",
+    ):
+        sim(k, rand(1, 1))
+
+
+def test_core_rules_found_at_replay_name_the_kernel_line():
+    """A tile within NKI's limits but beyond the SBUF left (two live tiles) fails when the
+    tiles are placed; the message points at the kernel's source."""
+    half = core.core_params("trn1").sbuf_usable_partition_bytes // 4 // 2 + 8
+
+    def k(a):
+        x = nl.zeros((128, half), dtype=nl.float32)
+        y = nl.zeros((128, half), dtype=nl.float32)
+        nisa.tensor_tensor(dst=x, data1=x, data2=y, op=nl.add)
+
+    with pytest.raises(core.SbufCapacityError, match=r"line \d+\): 'y' needs"):
+        sim(k, rand(1, 1), chip="trn1")
+
+
+def test_apis_outside_a_kernel_say_how_to_run_one():
+    with pytest.raises(core.KernelArgumentError, match="only inside a kernel"):
+        nl.ndarray((2, 2), nl.float32)
+
+
+# --- what is not modelled -----------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("module", "prefix", "typo"),
+    [(nisa, "nki.isa", "dma_copyy"), (nl, "nki.language", "ndaray"), (nki, "nki", "simulat")],
+)
+def test_every_unmodelled_nki_api_names_itself_and_lists_what_is(module, prefix, typo):
+    known = sorted(module._KNOWN)
+    assert known
+    for name in known:
+        if name in {"benchmark"} or hasattr(module.__dict__, name) or name in module.__dict__:
+            continue
+        with pytest.raises(nki.NotModelledError) as err:
+            getattr(module, name)
+        msg = str(err.value)
+        assert f"{prefix}.{name} is not modelled yet" in msg and "Modelled in" in msg, name
+    with pytest.raises(AttributeError, match=f"has no attribute '{typo}'.*Did you mean"):
+        getattr(module, typo)
+
+
+def test_unmodelled_options_and_forms_raise():
+    def tiling(a):
+        nisa.nc_matmul(dst=nl.ndarray((64, 64), nl.float32, buffer=nl.psum),
+                       stationary=nl.zeros((64, 64), nl.bfloat16),
+                       moving=nl.zeros((64, 64), nl.bfloat16), tile_position=(0, 0),
+                       tile_size=(64, 128))  # fmt: skip
+
+    cases = [
+        (tiling, r"Tensor Engine tiling"),
+        (lambda a: nl.load(a, mask=1), r"nl.load\(mask"),
+        (lambda a: a[nl.arange(4)], r"nki.language.arange is not modelled yet"),
+        (lambda a: a[a], r"nl.arange / nl.mgrid"),
+        (lambda a: a.view(nl.int32), r"reinterpret"),
+        (lambda a: nl.ndarray((2, 2), nl.float32, address=(0, 0)), r"manual allocation"),
+        (lambda a: a.ap([[1, 2]], vector_offset=a), r"indirect"),
+    ]
+    for fn, pattern in cases:
+        with pytest.raises(nki.NotModelledError, match=pattern):
+            sim(fn, rand(128, 512))
+    with pytest.raises(nki.NotModelledError, match=r"nki.benchmark.*nki.profile"):
+        nki.benchmark  # noqa: B018
+    with pytest.raises(nki.NotModelledError, match="mode and platform_target are"):
+        nki.jit(lambda a: a, debug=True)
+
+
+def test_modelled_names_exist():
+    for name in nisa._MODELLED:
+        assert callable(getattr(nisa, name)), name
+    for name in ("ndarray", "zeros", "load", "store", "affine_range", "program_id", "softmax"):
+        assert callable(getattr(nl, name)), name
+    assert re.fullmatch(r"\d+", str(nl.par_dim(128)))
+
+
+def test_error_locations_read_the_same_on_every_machine():
+    from trnlab.nki._trace import location
+
+    assert location("k", "/tmp/ipykernel_4242/123456.py", 7) == "k, line 7"  # a notebook cell
+    assert location("k", "<string>", 3) == "k, line 3"
+    assert (
+        location("tiled", "/any/where/trnlab/kernels/_matmul.py", 9) == "tiled (_matmul.py, line 9)"
+    )
+
+
+def test_kernels_annotated_with_nki_typing_run_unchanged():
+    """NKI's own examples annotate tiles with ``nki.typing.tensor[...]``; the import and the
+    annotations must not get in the way."""
+    from trnlab.nki.typing import tensor
+
+    @nki.jit
+    def double(a_in):
+        out = nl.ndarray(a_in.shape, dtype=a_in.dtype, buffer=nl.shared_hbm)
+        t: tensor[64, 32] = nl.load(a_in)
+        nl.store(out, nl.multiply(t, 2.0))
+        return out
+
+    x = np.arange(64 * 32, dtype=np.float32).reshape(64, 32)
+    np.testing.assert_array_equal(nki.simulate(double)(x), 2 * x)
+    assert nki.typing.tensor[128, 6] is nki.NkiTensor

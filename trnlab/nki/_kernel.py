@@ -1,0 +1,327 @@
+"""Kernels and their entry points: ``nki.jit``, ``nki.simulate``, ``nki.profile``.
+
+A :class:`Kernel` wraps an NKI kernel function. Launching it traces the function once per SPMD
+program (:mod:`trnlab.nki._trace`), with its numpy arguments as HBM tensors; ``simulate``
+returns the kernel's outputs as numpy arrays (NKI's ``nki.simulate`` contract, plus the
+hardware-rule checks and buffer allocation of the engine model), ``profile`` returns a
+:class:`trnlab.core.Run` (timeline, latency, busy, occupancy, roofline).
+
+Launch grids (see docs/nki.md):
+
+- ``kernel[2]``: LNC=2, NKI's current meaning: two programs (``nl.program_id(0)`` 0 and 1),
+  each on its own physical NeuronCore, running at the same time; ``profile`` returns the
+  slower core's Run, with both in ``run.extra["cores"]``.
+- ``kernel[4, 2]`` (or ``kernel[n]`` with n > 2): an SPMD grid of the older NKI editions; its
+  programs run one after another on one NeuronCore (one Run, all programs in its timeline).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from trnlab._threads import one_blas_thread
+from trnlab.core import CoreParams, HBMTensor, KernelArgumentError, KernelContext, Run
+from trnlab.core import simulate as _schedule
+
+from ._alloc import replay
+from ._dtypes import DTYPES, DType, dtype_info, from_numpy, to_numpy, values_of
+from ._errors import option
+from ._target import resolve
+from ._tensor import NkiTensor
+from ._trace import _STACK, Trace
+
+__all__ = ["HBMArg", "Kernel", "hbm", "jit", "profile", "record_into", "simulate"]
+
+
+@dataclass(frozen=True)
+class HBMArg:
+    """A kernel argument in HBM given by shape and dtype (``nki.hbm``): values, or none for a
+    timing-only profile."""
+
+    shape: tuple[int, ...]
+    dtype: DType
+    values: np.ndarray | None = None
+    name: str | None = None
+
+
+def hbm(x, dtype=None, name: str | None = None) -> HBMArg:
+    """An HBM argument for :func:`profile`: ``nki.hbm((4096, 8192), nl.bfloat16)`` (no values:
+    a timing-only run) or ``nki.hbm(array, nl.bfloat16)`` (values rounded to the dtype; how to
+    pass bf16 or x4-packed MX data without ml_dtypes: an x4 array has a trailing axis of 4).
+    ``name`` names the tensor in the profile (default: the kernel's parameter name)."""
+    if isinstance(x, tuple | list) and all(isinstance(v, int | np.integer) for v in x):
+        if dtype is None:
+            raise KernelArgumentError("nki.hbm(shape, dtype): a shape needs a dtype")
+        return HBMArg(tuple(int(v) for v in x), dtype_info(dtype), None, name)
+    a = np.asarray(x)
+    d = from_numpy(a, "nki.hbm") if dtype is None else dtype_info(dtype)
+    shape = a.shape[:-1] if d.packed > 1 else a.shape
+    if d.packed > 1 and a.shape[-1:] != (4,):
+        raise KernelArgumentError(
+            f"{d.name} values need a trailing axis of 4 (the packed values); got {a.shape}"
+        )
+    return HBMArg(tuple(shape), d, values_of(np.asarray(a, np.float32), d), name)
+
+
+class Launch:
+    """What the programs and cores of one launch share: ``shared_hbm`` tensors."""
+
+    def __init__(self, gridded: bool = False, bind=()):
+        self.shared: list = []
+        self.gridded = gridded
+        self.bind = list(bind)
+
+
+class Kernel:
+    """An NKI kernel (what ``@nki.jit`` returns). ``kernel[grid]`` sets the launch grid;
+    calling it on numpy arrays simulates it (inside another kernel it is inlined)."""
+
+    def __init__(self, fn: Callable, grid: tuple[int, ...] | None = None, lnc: int = 1,
+                 platform_target: str | None = None):  # fmt: skip
+        if not callable(fn):
+            raise KernelArgumentError(f"nki.jit wraps a kernel function, not {fn!r}")
+        self.fn = fn
+        self.grid = grid
+        self.lnc = lnc
+        self.platform_target = platform_target
+        functools.update_wrapper(self, fn)
+
+    def __getitem__(self, key) -> Kernel:
+        dims = key if isinstance(key, tuple) else (key,)
+        if not dims or not all(isinstance(d, int | np.integer) and d >= 1 for d in dims):
+            raise option(
+                "kernel[...]",
+                f"launch grid {key!r}",
+                "positive integers are (kernel[2] for LNC=2, kernel[4, 2] for an SPMD grid; "
+                "nl.nc / nl.spmd_dim placement is not modelled)",
+            )
+        dims = tuple(int(d) for d in dims)
+        if len(dims) == 1 and dims[0] <= 2:
+            return Kernel(self.fn, None, dims[0], self.platform_target)
+        return Kernel(self.fn, dims, 1, self.platform_target)
+
+    def __call__(self, *args, **kwargs):
+        if _STACK:  # a kernel calling a kernel: NKI inlines it
+            return self.fn(*args, **kwargs)
+        return simulate(self)(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        where = f"[{self.lnc}]" if self.lnc > 1 else (f"{list(self.grid)}" if self.grid else "")
+        return f"<nki kernel {self.fn.__name__}{where}>"
+
+
+def jit(fn=None, *, mode: str | None = None, platform_target: str | None = None, **options):
+    """Mark a function as an NKI kernel (``@nki.jit`` or ``@nki.jit(...)``).
+
+    ``platform_target`` (older NKI editions) picks the target when no ``chip=`` is given;
+    ``mode`` is accepted and ignored (trnlab always simulates). Other options raise
+    :class:`NotModelledError`."""
+    if options:
+        raise option("nki.jit", f"options {sorted(options)}", "mode and platform_target are")
+    if fn is None:
+        return lambda f: jit(f, mode=mode, platform_target=platform_target)
+    if isinstance(fn, Kernel):
+        return fn
+    return Kernel(fn, platform_target=platform_target)
+
+
+def _kernel(k) -> Kernel:
+    return k if isinstance(k, Kernel) else jit(k)
+
+
+# --- launching ----------------------------------------------------------------------------------
+_FMT_TO_DTYPE = {}
+for _d in DTYPES.values():
+    _FMT_TO_DTYPE.setdefault(_d.fmt, _d)
+
+
+def _names(fn, args, kwargs) -> list[str]:
+    try:
+        bound = inspect.signature(fn).bind_partial(*args, **kwargs)
+        names = list(bound.arguments)
+    except (TypeError, ValueError):
+        names = []
+    return names[: len(args)] + [f"arg{i}" for i in range(len(names), len(args))]
+
+
+def _wrap(tr: Trace, name: str, a, cache: dict):
+    """A kernel argument as this trace sees it: arrays become HBM tensors (values shared by
+    every trace of the launch), anything else passes through."""
+    if isinstance(a, HBMArg):
+        return tr.input(a.name or name, a.shape, a.dtype, a.values)
+    if isinstance(a, np.ndarray):
+        got = cache.get(id(a))
+        if got is None:
+            d = from_numpy(a, f"argument {name!r}")
+            got = cache[id(a)] = (d, values_of(a, d))
+        d, data = got
+        return tr.input(name, a.shape, d, data)
+    if isinstance(a, HBMTensor):  # a trnlab.core kernel's argument (record_into)
+        d = _FMT_TO_DTYPE.get(a.fmt)
+        if d is None:
+            raise KernelArgumentError(f"HBM tensor {a.name!r} of format {a.fmt} has no NKI dtype")
+        return tr.input(a.name, a.shape, d, a.data, core=a)
+    if type(a).__module__.startswith("torch"):
+        raise option("nki.simulate", "torch tensors", "numpy arrays are (t.numpy())")
+    return a
+
+
+def _launch(kernel: Kernel, args, kwargs, params: CoreParams, numerics: bool, bind=()):
+    """Trace every program of the launch; returns (traces, first program's return)."""
+    names = _names(kernel.fn, args, kwargs)
+    launch = Launch(gridded=kernel.grid is not None, bind=bind)
+    if kernel.lnc == 2:
+        grid = (2,)
+        cores = [[(0,)], [(1,)]]
+    else:
+        grid = kernel.grid or (1,)
+        cores = [list(itertools.product(*(range(g) for g in grid)))]
+    traces = []
+    result = None
+    cache: dict = {}
+    for programs in cores:
+        tr = Trace(params, numerics, launch)
+        tr.grid = grid
+        # a tile matmul is at most 128 x 128 x 512: too small for BLAS threads to pay
+        with tr, one_blas_thread() if numerics else contextlib.nullcontext():
+            wargs = [_wrap(tr, n, a, cache) for n, a in zip(names, args, strict=True)]
+            wkw = {k: _wrap(tr, k, v, cache) for k, v in kwargs.items()}
+            for pid in programs:
+                tr.program_id = pid
+                tr.shared_index = 0
+                ret = kernel.fn(*wargs, **wkw)
+                if not traces and pid == programs[0]:
+                    result = ret
+        traces.append(tr)
+    return traces, result
+
+
+def _numerics_of(args, kwargs) -> bool:
+    vals = list(args) + list(kwargs.values())
+    return not any(isinstance(a, HBMArg) and a.values is None for a in vals)
+
+
+def _to_numpy(ret):
+    if ret is None:
+        return None
+    if type(ret) is NkiTensor:
+        return to_numpy(ret._arr(), ret._s.dtype)
+    if isinstance(ret, tuple | list):
+        return type(ret)(_to_numpy(r) for r in ret)
+    if isinstance(ret, dict):
+        return {k: _to_numpy(v) for k, v in ret.items()}
+    return ret
+
+
+def _write_back(traces, arrays: dict) -> None:
+    """Inputs the kernel stored to are updated in place, as nki.simulate does."""
+    for tr in traces:
+        for s in tr.hbm:
+            a = arrays.get(s.name)
+            if s.input and s.stored and a is not None and s.data is not None:
+                if a.flags.writeable:
+                    a[...] = to_numpy(s.data, s.dtype).astype(a.dtype)
+
+
+def simulate(kernel, chip=None):
+    """``nki.simulate(kernel)(*arrays)``: run the kernel's numerics and return its outputs as
+    numpy arrays (NaN where it never wrote; inputs it stored to are updated in place).
+
+    Hardware rules are checked as the kernel runs and when its tiles are placed in SBUF and
+    PSUM. ``chip`` (trnlab's) picks the target; otherwise ``NEURON_PLATFORM_TARGET_OVERRIDE``,
+    else trn3 (see :mod:`trnlab.nki._target`)."""
+    k = _kernel(kernel)
+
+    def run(*args, **kwargs):
+        if not _numerics_of(args, kwargs):
+            raise KernelArgumentError(
+                "nki.simulate computes values: pass numpy arrays (nki.hbm(shape, dtype) "
+                "placeholders are for timing-only nki.profile runs)"
+            )
+        params = resolve(chip, k.platform_target)
+        names = _names(k.fn, args, kwargs)
+        arrays = {n: a for n, a in zip(names, args, strict=True) if isinstance(a, np.ndarray)}
+        arrays.update({n: a for n, a in kwargs.items() if isinstance(a, np.ndarray)})
+        traces, result = _launch(k, args, kwargs, params, True)
+        for tr in traces:
+            replay(tr, KernelContext(params, numerics=False))
+        _write_back(traces, arrays)
+        return _to_numpy(result)
+
+    return run
+
+
+def _run_of(tr: Trace, params: CoreParams, numerics: bool, extra: dict) -> Run:
+    ctx = KernelContext(params, numerics=False)
+    pools = replay(tr, ctx)
+    program = ctx.program()
+    outputs = {}
+    if numerics:
+        for s in tr.hbm:
+            if s.stored and s.data is not None:
+                outputs[s.name] = to_numpy(s.data, s.dtype)
+    run = _schedule(program, params, outputs, numerics)
+    run.extra["nki"] = {
+        "instructions": tuple(tr.apis),
+        "lines": tuple((f, line) for f, line, _ in tr.where),
+        "buffers": {p.label: p.n for p in pools},
+        "program_ids": tr.grid,
+        **extra,
+    }
+    return run
+
+
+def profile(kernel, chip=None, numerics: bool | None = None):
+    """``nki.profile(kernel, chip="trn2")(*args)``: the kernel on one NeuronCore of ``chip``
+    as a :class:`trnlab.core.Run` (timeline, latency, busy, occupancy, roofline).
+
+    Each argument is a numpy array or an :func:`hbm` placeholder; with any placeholder
+    without values the run is timing only (no numerics). ``run.extra["nki"]`` names the NKI
+    instruction and source line of every recorded instruction and the rotating buffers each
+    tile got. ``chip`` may be a :class:`trnlab.core.CoreParams` for "what if" figures, e.g.
+    ``core.core_params("trn2", compiler_rotating_buffers=3)``."""
+    k = _kernel(kernel)
+
+    def run(*args, **kwargs) -> Run:
+        params = resolve(chip, k.platform_target)
+        num = _numerics_of(args, kwargs) if numerics is None else bool(numerics)
+        if num and not _numerics_of(args, kwargs):
+            raise KernelArgumentError("numerics=True needs values for every HBM argument")
+        traces, _ = _launch(k, args, kwargs, params, num)
+        runs = [_run_of(tr, params, num, {"core": i, "lnc": k.lnc}) for i, tr in enumerate(traces)]
+        if len(runs) == 1:
+            return runs[0]
+        slow = max(runs, key=lambda r: r.latency)
+        slow.extra["cores"] = tuple(runs)
+        return slow
+
+    return run
+
+
+def record_into(ctx: KernelContext, kernel, *args, outputs=(), buffers: int | None = None,
+                **kwargs) -> Any:  # fmt: skip
+    """Trace an NKI kernel onto an existing :class:`~trnlab.core.KernelContext` (the bridge
+    that lets ``trnlab.core`` kernels and their callers use the NKI kernel library).
+
+    ``args`` may be the context's HBM tensors (``core.HBMTensor``); the kernel's ``shared_hbm``
+    outputs, in the order it creates them, are bound to ``outputs`` (HBM tensors of the
+    context). Values are computed by the NKI front end and written into those tensors.
+    ``buffers`` overrides the rotating buffers per tile declared in a loop (the compiler's
+    count, ``compiler_rotating_buffers``) for this kernel's allocation only."""
+    k = _kernel(kernel)
+    params = ctx.params
+    if buffers:
+        params = params.replace(compiler_rotating_buffers=int(buffers))
+    traces, result = _launch(k, args, kwargs, params, ctx.numerics, bind=outputs)
+    if len(traces) != 1:
+        raise KernelArgumentError("record_into traces one NeuronCore: launch without LNC=2")
+    replay(traces[0], ctx)
+    return result

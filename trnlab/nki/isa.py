@@ -1,0 +1,1135 @@
+"""``nki.isa`` on trnlab's engine model: one function per NeuronCore instruction.
+
+Import it as NKI code does (``import trnlab.nki.isa as nisa``). Each instruction checks its
+operands against the NKI rules (memory, partitions, sizes, dtypes per generation), computes
+its values (float32 math, rounded to the output's dtype) and is recorded for the engine
+timeline. Calls follow NKI's current signatures (``dst=`` first); the older value-returning
+forms (``nisa.nc_matmul(a, b)``, ``nisa.activation(op=nl.exp, data=t)``) also work and return
+a new tile.
+
+Modelled: ``dma_copy``, ``nc_matmul``, ``nc_matmul_mx`` (NeuronCore-v4), ``nc_transpose``,
+``tensor_copy``, ``memset``, ``activation`` (scale, bias, free-axis reduction),
+``activation_reduce``, ``tensor_tensor``, ``tensor_scalar``, ``tensor_reduce``,
+``tensor_partition_reduce``, ``reciprocal``, ``iota``, ``affine_select``, ``bn_stats``,
+``bn_aggr``, ``tensor_tensor_scan``, ``get_nc_version``. Any other ``nki.isa`` name raises
+:class:`~trnlab.nki.NotModelledError`.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from enum import Enum
+
+import numpy as np
+
+from trnlab.core import (
+    FormatNotSupportedError,
+    HardwareRuleError,
+    KernelArgumentError,
+    OperandPlacementError,
+    TileTooLargeError,
+)
+
+from . import _numerics as N
+from ._dtypes import dtype_info, round_to
+from ._errors import missing, option
+from ._tensor import MemoryRegion, NkiTensor
+from ._trace import current
+
+NkiValidationError = HardwareRuleError
+"""Raised when a hardware rule is broken (trnlab.core's HardwareRuleError and its kinds)."""
+
+
+class engine(Enum):
+    """NeuronCore engines."""
+
+    tensor = 1
+    vector = 5
+    scalar = 2
+    gpsimd = 3
+    dma = 4
+    sync = 6
+    unknown = 0
+
+
+tensor_engine = engine.tensor
+vector_engine = engine.vector
+scalar_engine = engine.scalar
+gpsimd_engine = engine.gpsimd
+unknown_engine = engine.unknown
+
+
+class reduce_cmd(Enum):
+    """Accumulator-register commands of the Scalar engine's activation."""
+
+    idle = 0
+    reset = 1
+    reduce = 2
+    reset_reduce = 3
+    load_reduce = 4
+
+
+class dge_mode(Enum):
+    """How a DMA's descriptors are made."""
+
+    unknown = 0
+    swdge = 1
+    hwdge = 2
+    none = 3
+
+
+class oob_mode(Enum):
+    """Out-of-bounds handling of indirect DMAs (indirect DMAs are not modelled)."""
+
+    error = 0
+    skip = 1
+
+
+class matmul_perf_mode(Enum):
+    """Tensor Engine performance modes (double_row is not modelled)."""
+
+    none = "none"
+    double_row = "double_row"
+
+
+class nc_version(Enum):
+    """NeuronCore generation of the target."""
+
+    gen2 = 2
+    gen3 = 3
+    gen4 = 4
+
+
+class dma_engine(Enum):
+    dma = 1
+    gpsimd_dma = 2
+
+
+_ON_CHIP = (MemoryRegion.sbuf, MemoryRegion.psum)
+_SBUF = (MemoryRegion.sbuf,)
+_PSUM = (MemoryRegion.psum,)
+_DGE = {dge_mode.unknown: None, dge_mode.none: "none", dge_mode.swdge: "sw", dge_mode.hwdge: "hw"}
+_MATMUL_DTYPES = ("float8_e4m3", "float8_e5m2", "bfloat16", "float16", "tfloat32", "float32")
+# NeuronCore-v4 adds OCP fp8 (and trnlab's unpacked MX tiles, see nki._dtypes)
+_V4_MATMUL_DTYPES = ("float8_e4m3fn", "mxfp8_e4m3", "mxfp8_e5m2", "mxfp4")
+
+
+# --- operand helpers ----------------------------------------------------------------------------
+def _tensor(x, what: str, api: str) -> NkiTensor:
+    if type(x) is not NkiTensor:
+        raise KernelArgumentError(
+            f"nisa.{api}: {what} must be an NKI tensor (nl.ndarray or a view of one), not "
+            f"{type(x).__name__} {x!r}"
+        )
+    return x
+
+
+def _where(x: NkiTensor, allow, what: str, api: str):
+    """The tile region of on-chip ``x``, checking its memory against ``allow``."""
+    b = x._s.buffer
+    if b not in allow:
+        names = " or ".join(m.name.upper() for m in allow)
+        hint = (
+            " HBM data reaches the engines through a DMA (nisa.dma_copy / nl.load) into SBUF."
+            if b not in _ON_CHIP
+            else ""
+        )
+        raise OperandPlacementError(
+            f"nisa.{api}: {what} {x.name!r} is in {b.name.upper()}; it must be in {names}.{hint}"
+        )
+    return x._region()
+
+
+def _ref(x: NkiTensor, reg) -> tuple:
+    return (x._s, reg[0], reg[1], reg[2], reg[3])
+
+
+def _same_partitions(a, ra, b, rb, api: str, wa: str, wb: str) -> None:
+    if ra[1] - ra[0] != rb[1] - rb[0]:
+        raise HardwareRuleError(
+            f"nisa.{api}: {wa} spans {ra[1] - ra[0]} partitions and {wb} {rb[1] - rb[0]}; "
+            f"they must match (an engine works partition by partition)"
+        )
+
+
+def _same_elements(ra, rb, api: str, wa: str, wb: str) -> None:
+    if ra[4] != rb[4]:
+        raise HardwareRuleError(
+            f"nisa.{api}: {wa} has {ra[4]} elements per partition and {wb} {rb[4]}; they must match"
+        )
+
+
+def _engine(e, allowed: tuple[str, ...], default: str, api: str) -> str:
+    if e is None or e is engine.unknown:
+        return default
+    name = e.name if isinstance(e, engine) else str(e)
+    if name not in allowed:
+        raise KernelArgumentError(
+            f"nisa.{api} runs on the {' or '.join(allowed)} engine, not {name}"
+        )
+    return name
+
+
+def _no_psum(engine_name: str, api: str, *tensors) -> None:
+    if engine_name != "gpsimd":
+        return
+    for x in tensors:
+        if x is not None and x._s.buffer is MemoryRegion.psum:
+            raise OperandPlacementError(
+                f"nisa.{api} on GpSimd touches PSUM tile {x.name!r}; GpSimd has no PSUM port. "
+                f"Use the Vector or Scalar engine, or an SBUF tile."
+            )
+
+
+def _flat(x: NkiTensor) -> np.ndarray:
+    """Values of on-chip ``x`` as ``[partitions, elements]`` float32."""
+    a = x._arr()
+    return a.reshape(x.shape[0], -1)
+
+
+def _put(dst: NkiTensor, values, src_dtype=None) -> None:
+    """Round ``values`` to ``dst``'s dtype and write them (any shape with dst's elements);
+    values already of ``dst``'s dtype (``src_dtype``, a copy) are written as they are."""
+    a = dst._arr()
+    d = dst._s.dtype
+    v = np.asarray(values, np.float32)
+    a[...] = (v if src_dtype is d else round_to(v, d)).reshape(a.shape)
+
+
+def _record(tr, name, eng, dst, rd, ins, api, elements=None, func=-1) -> None:
+    if dst._s.buffer is MemoryRegion.psum:
+        _mark(dst._s, rd)
+    tr.add(
+        ("op", name, eng, _ref(dst, rd), tuple(_ref(t, r) for t, r in ins),
+         rd[4] if elements is None else elements, func),
+        api, dst._s, *[t._s for t, _ in ins],
+    )  # fmt: skip
+
+
+def _scalar_or_vector(v, rows: tuple, what: str, api: str):
+    """A number, or an on-chip ``[P, 1]`` tensor on the same partitions: (value, tensor, reg)."""
+    if type(v) is NkiTensor:
+        r = _where(v, _ON_CHIP, what, api)
+        if r[4] != 1 or r[1] - r[0] != rows[1] - rows[0]:
+            raise HardwareRuleError(
+                f"nisa.{api}: {what} must be a number or a [{rows[1] - rows[0]}, 1] tile (one "
+                f"value per partition); got {v.shape}"
+            )
+        return None, v, r
+    if isinstance(v, numbers.Real) and not isinstance(v, bool):
+        if not math.isfinite(float(v)):
+            raise KernelArgumentError(f"nisa.{api}: {what} must be finite, got {v!r}")
+        return float(v), None, None
+    raise KernelArgumentError(f"nisa.{api}: {what} must be a number or a tile, not {v!r}")
+
+
+def _vals(value, t, numerics):
+    if not numerics:
+        return None
+    return np.float32(value) if t is None else _flat(t)
+
+
+def _new(shape, dtype, buffer, depth: int = 4) -> NkiTensor:
+    return current().tensor(shape, dtype_info(dtype), buffer, depth=depth)
+
+
+def _one_input(dst, src, dtype, what: str, api: str):
+    """``(dst, src, returned)`` of a one-input instruction called as NKI does (``dst=, src=``)
+    or in the older value-returning form (``f(src)``: a new SBUF tile, also returned)."""
+    if src is None:
+        src, dst = dst, None
+    src = _tensor(src, what, api)
+    ret = None
+    if dst is None:
+        dst = ret = _new(src.shape, dtype or src.dtype, MemoryRegion.sbuf, depth=5)
+    return _tensor(dst, "dst", api), src, ret
+
+
+def _chip_shape(shape) -> tuple[int, ...]:
+    """The on-chip shape holding an HBM view's elements (a 1-D view goes on one partition)."""
+    return tuple(shape) if len(shape) >= 2 else (1, shape[0])
+
+
+# --- DMA ----------------------------------------------------------------------------------------
+def dma_copy(dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode.unknown,
+             engine=engine.unknown, name=None):  # fmt: skip
+    """Copy ``src`` to ``dst`` with the DMA engines (HBM -> SBUF or SBUF -> HBM), casting to
+    ``dst``'s dtype; both hold the same number of elements (row-major order)."""
+    api = "dma_copy"
+    tr = current()
+    dst = _tensor(dst, "dst", api)
+    src = _tensor(src, "src", api)
+    if priority is not None:
+        raise option(api, "priority (DMA quality of service)", "every DMA has one priority")
+    if dge_mode not in _DGE:
+        raise KernelArgumentError(f"nisa.{api}: dge_mode must be a nisa.dge_mode, not {dge_mode!r}")
+    d_chip, s_chip = dst._s.on_chip, src._s.on_chip
+    if d_chip == s_chip:
+        where = "SBUF to SBUF" if d_chip else "HBM to HBM"
+        hint = " (use nisa.tensor_copy on an engine)" if d_chip else ""
+        raise option(api, f"a copy {where}{hint}", "HBM -> SBUF and SBUF -> HBM are")
+    tile, hbm = (dst, src) if d_chip else (src, dst)
+    rt = _where(tile, _SBUF, "the on-chip side", api)
+    if rt[3] - rt[2] != rt[4]:
+        raise option(api, f"a strided SBUF access {tile}", "contiguous SBUF regions are")
+    *rh, exact = hbm._hbm_region()
+    if dst.size != src.size:
+        raise HardwareRuleError(
+            f"nisa.{api}: dst {dst.shape} holds {dst.size} elements and src {src.shape} "
+            f"{src.size}; a DMA copies as many as it reads"
+        )
+    if (dst._s.dtype.packed > 1) != (src._s.dtype.packed > 1):
+        raise KernelArgumentError(
+            f"nisa.{api}: {src.dtype} -> {dst.dtype}: x4-packed MX data moves as is; quantize "
+            f"with nisa.quantize_mx (not modelled yet) or pass MX inputs with nki.hbm(..., dtype)"
+        )
+    if tr.numerics:
+        _put(dst, src._arr(), src._s.dtype)
+    if not d_chip:
+        hbm._s.stored = True
+    ref_t = _ref(tile, rt)
+    ref_h = (hbm._s, *rh)
+    n = None if exact else hbm.size  # a strided HBM access: the bytes it moves, not its box
+    dge = _DGE[dge_mode]
+    op = ("dma", ref_t, ref_h, dge, n) if d_chip else ("dma", ref_h, ref_t, dge, n)
+    tr.add(op, api, tile._s)
+
+
+# --- Tensor Engine ------------------------------------------------------------------------------
+def _check_matmul_dtypes(tr, st, mv, api):
+    names = (st.dtype, mv.dtype)
+    key = ("matmul dtypes", names)
+    if key in tr.constants:  # checked before in this trace
+        return
+    _matmul_dtypes(tr, names, api)
+    tr.constants[key] = True
+
+
+def _matmul_dtypes(tr, names, api):
+    allowed = _MATMUL_DTYPES + (_V4_MATMUL_DTYPES if tr.gen >= 4 else ())
+    for what, d in zip(("stationary", "moving"), names, strict=True):
+        if d not in allowed:
+            v4 = f" ({d} arrives with NeuronCore-v4, trn3)" if d in _V4_MATMUL_DTYPES else ""
+            p = tr.params
+            raise FormatNotSupportedError(
+                f"nisa.{api}: {what} is {d}, and the Tensor Engine of {p.name} ({p.chip}) has "
+                f"no {d} path{v4}. It multiplies {', '.join(allowed)}: cast the tile "
+                f"(nisa.tensor_copy into a tile of one of those) or pick a chip that has {d}."
+            )
+    wide = [d in ("float32", "tfloat32") for d in names]
+    if any(wide) and not all(wide):
+        raise FormatNotSupportedError(
+            f"nisa.{api}: {names[0]} x {names[1]}: when one input is float32/tfloat32 the other "
+            f"must be too (NKI's nc_matmul rule)"
+        )
+    if {"float8_e4m3", "float8_e4m3fn"} <= set(names):
+        raise FormatNotSupportedError(
+            f"nisa.{api}: legacy float8_e4m3 and OCP float8_e4m3fn cannot be mixed in one matmul"
+        )
+
+
+def _psum_written(s, reg) -> bool:
+    """Whether any of region ``reg`` of PSUM storage ``s`` was written since allocation (the
+    regions written are kept as a short list of rectangles)."""
+    if s.mask is None:
+        return False
+    p0, p1, f0, f1 = reg[0], reg[1], reg[2], reg[3]
+    for a, b, c, d in s.mask:
+        if a < p1 and p0 < b and c < f1 and f0 < d:
+            return True
+    return False
+
+
+def _mark(s, reg) -> None:
+    r = (reg[0], reg[1], reg[2], reg[3])
+    if s.mask is None:
+        s.mask = [r]
+    elif r not in s.mask:
+        s.mask.append(r)
+
+
+def _matmul_operands(tr, dst, stationary, moving, api):
+    dst = _tensor(dst, "dst", api)
+    st = _tensor(stationary, "stationary", api)
+    mv = _tensor(moving, "moving", api)
+    rs = _where(st, _SBUF, "stationary", api)
+    rm = _where(mv, _SBUF, "moving", api)
+    rd = _where(dst, _PSUM, "dst", api)
+    p = tr.limits
+    k, m = rs[1] - rs[0], rs[4]
+    k2, n = rm[1] - rm[0], rm[4]
+    for x, r, what in ((st, rs, "stationary"), (mv, rm, "moving"), (dst, rd, "dst")):
+        if r[3] - r[2] != r[4]:
+            raise option(api, f"a strided {what} view {x}", "contiguous free ranges are")
+    if k != k2:
+        raise HardwareRuleError(
+            f"nisa.{api}: stationary has K = {k} partitions and moving {k2}; the contraction "
+            f"runs over partitions, so both must hold the same K rows"
+        )
+    if k > p.pe_rows:
+        raise TileTooLargeError(
+            f"nisa.{api}: K = {k} partitions; the {p.pe_rows}x{p.pe_cols} PE array of {p.name} "
+            f"contracts at most {p.pe_rows} (nl.tile_size.pmax). Split K and accumulate in PSUM."
+        )
+    if m > p.stationary_free_max:
+        raise TileTooLargeError(
+            f"nisa.{api}: stationary free size {m} exceeds {p.stationary_free_max} "
+            f"(nl.tile_size.gemm_stationary_fmax) on {p.name}; split M into tiles of "
+            f"<= {p.stationary_free_max}."
+        )
+    if n > p.psum_free_max:
+        raise TileTooLargeError(
+            f"nisa.{api}: moving free size {n} exceeds {p.psum_free_max} fp32 per PSUM bank on "
+            f"{p.name} (nl.tile_size.gemm_moving_fmax); split N into tiles of "
+            f"<= {p.psum_free_max}."
+        )
+    if rd[1] - rd[0] != m or rd[4] != n:
+        raise HardwareRuleError(
+            f"nisa.{api}: dst {dst.shape} must hold [M, N] = [{m}, {n}] (M from the stationary's "
+            f"free size, N from the moving's)"
+        )
+    return dst, st, mv, rd, rs, rm
+
+
+def nc_matmul(dst=None, stationary=None, moving=None, is_stationary_onezero=False,
+              is_moving_onezero=False, is_transpose=False, accumulate=None, tile_position=(),
+              tile_size=(), perf_mode=matmul_perf_mode.none, name=None):  # fmt: skip
+    """``dst = stationary.T @ moving`` on the Tensor Engine into PSUM (fp32 accumulation).
+
+    ``accumulate=None`` (NKI's default) overwrites where ``dst`` has not been written since it
+    was allocated and adds where it has; ``True`` adds, ``False`` overwrites. Older form:
+    ``nisa.nc_matmul(stationary, moving)`` returns a new PSUM tile.
+    """
+    api = "nc_matmul"
+    tr = current()
+    if moving is None:  # nisa.nc_matmul(stationary, moving) of older NKI editions
+        stationary, moving = dst, stationary
+        st0 = _tensor(stationary, "stationary", api)
+        mv0 = _tensor(moving, "moving", api)
+        m = math.prod(st0.shape[1:])
+        dst = _new((m, math.prod(mv0.shape[1:])), "float32", MemoryRegion.psum)
+        ret = dst
+    else:
+        ret = None
+    if tile_position or tile_size:
+        raise option(api, "Tensor Engine tiling (tile_position / tile_size)",
+                     "every matmul uses the whole PE array")  # fmt: skip
+    if perf_mode not in (matmul_perf_mode.none, None, "none"):
+        raise option(api, "perf_mode double_row (FP8 double-row mode)", "perf_mode none is")
+    dst, st, mv, rd, rs, rm = _matmul_operands(tr, dst, stationary, moving, api)
+    _check_matmul_dtypes(tr, st, mv, api)
+    if dst.dtype != "float32" and not (tr.gen >= 4 and dst.dtype == "bfloat16"):
+        raise FormatNotSupportedError(
+            f"nisa.{api}: dst is {dst.dtype}; the Tensor Engine writes float32 PSUM tiles"
+            + (" (bfloat16 too on NeuronCore-v4)" if tr.gen < 4 else " or bfloat16")
+        )
+    acc = _psum_written(dst._s, rd) if accumulate is None else bool(accumulate)
+    if tr.numerics:
+        prod = _flat(st).T.astype(np.float32) @ _flat(mv).astype(np.float32)
+        old = _flat(dst) if acc else 0.0
+        _put(dst, old + prod)
+    _mark(dst._s, rd)
+    tr.add(("matmul", _ref(dst, rd), _ref(st, rs), _ref(mv, rm), acc, 1), api,
+           dst._s, st._s, mv._s)  # fmt: skip
+    return ret
+
+
+def _retarget_matmul(tr, dst: NkiTensor, fresh: NkiTensor) -> None:
+    """Make the last recorded matmul (into ``fresh``, a new PSUM tile no one has read)
+    accumulate into ``dst`` instead: ``dst += nisa.nc_matmul(a, b)`` of older NKI editions."""
+    _, out, st, mv, _, packed = tr.ops[-1]
+    rd = dst._region()
+    if rd[1] - rd[0] != out[2] - out[1] or rd[4] != out[4] - out[3] or rd[3] - rd[2] != rd[4]:
+        raise HardwareRuleError(
+            f"{dst} += a matmul result of shape {fresh.shape}: the shapes differ"
+        )
+    acc = _psum_written(dst._s, rd)
+    if tr.numerics:
+        _put(dst, (_flat(dst) if acc else 0.0) + _flat(fresh))
+    _mark(dst._s, rd)
+    fresh._s.first = fresh._s.last = -1  # never allocated: the compiler drops it
+    dst._s.last = len(tr.ops) - 1
+    if dst._s.first < 0:
+        dst._s.first = dst._s.last
+    tr.ops[-1] = ("matmul", _ref(dst, rd), st, mv, acc, packed)
+
+
+def _unpack_mx(x: NkiTensor, scale: NkiTensor) -> np.ndarray:
+    """The logical [4K, F] matrix of an x4 tile [K, F] and its E8M0 scales (see docs/nki.md:
+    packed value j of partition p is contraction row j*K + p; one scale per 8 partitions x 4
+    packed values, at row 32*(p//32) + (p%32)//8 of a [K, F] scale tile, or p//8 of [K/8, F])."""
+    k = x.shape[0]
+    v = x._arr().reshape(k, -1, 4).astype(np.float64)  # [K, F, 4]
+    codes = _flat(scale)
+    p = np.arange(k)
+    rows = p // 8 if scale.shape[0] * 8 == k else 32 * (p // 32) + (p % 32) // 8
+    sc = np.exp2(codes[rows].astype(np.float64) - 127.0)  # [K, F]
+    v = v * sc[:, :, None]
+    return np.concatenate([v[:, :, j] for j in range(4)], axis=0)  # [4K, F]
+
+
+def nc_matmul_mx(dst, stationary, moving, stationary_scale, moving_scale, tile_position=None,
+                 tile_size=None, accumulate=None, name=None):  # fmt: skip
+    """MX matmul of NeuronCore-v4: x4-packed FP8/FP4 ``stationary`` and ``moving`` with their
+    E8M0 scales, dequantised and multiplied in one Tensor Engine instruction (4x the
+    contraction of a bf16 matmul per PE row)."""
+    api = "nc_matmul_mx"
+    tr = current()
+    if tr.gen < 4:
+        raise FormatNotSupportedError(
+            f"nisa.{api}: MX matmul arrives with NeuronCore-v4 (trn3); this kernel is traced "
+            f"for {tr.params.name} ({tr.params.chip})"
+        )
+    if tile_position or tile_size:
+        raise option(api, "row tiling (tile_position / tile_size)", "the whole PE array is")
+    dst, st, mv, rd, rs, rm = _matmul_operands(tr, dst, stationary, moving, api)
+    for what, x in (("stationary", st), ("moving", mv)):
+        if x._s.dtype.packed != 4:
+            raise FormatNotSupportedError(
+                f"nisa.{api}: {what} is {x.dtype}; it takes float8_e5m2_x4, float8_e4m3fn_x4 or "
+                f"float4_e2m1fn_x4"
+            )
+    k = rs[1] - rs[0]
+    if k % 32:
+        raise HardwareRuleError(f"nisa.{api}: K = {k} partitions must be a multiple of 32")
+    if rs[4] % 2:
+        raise HardwareRuleError(f"nisa.{api}: the stationary free size {rs[4]} must be even")
+    scales = []
+    for what, sc, x in (("stationary_scale", stationary_scale, st),
+                        ("moving_scale", moving_scale, mv)):  # fmt: skip
+        sc = _tensor(sc, what, api)
+        r = _where(sc, _SBUF, what, api)
+        if sc.dtype not in ("uint8", "float8_e8m0fnu"):
+            raise FormatNotSupportedError(f"nisa.{api}: {what} must be float8_e8m0fnu or uint8")
+        if sc.shape[0] not in (k, k // 8) or r[4] != math.prod(x.shape[1:]):
+            raise HardwareRuleError(
+                f"nisa.{api}: {what} {sc.shape} must be [{k}, F] (scales in their quadrant) or "
+                f"[{k // 8}, F] with F = {math.prod(x.shape[1:])}"
+            )
+        scales.append(sc)
+    if dst.dtype not in ("float32", "bfloat16"):
+        raise FormatNotSupportedError(f"nisa.{api}: dst must be float32 or bfloat16")
+    acc = _psum_written(dst._s, rd) if accumulate is None else bool(accumulate)
+    if tr.numerics:
+        a = _unpack_mx(st, scales[0])
+        b = _unpack_mx(mv, scales[1])
+        prod = (a.T @ b).astype(np.float32)
+        _put(dst, (_flat(dst) if acc else 0.0) + prod)
+    _mark(dst._s, rd)
+    tr.add(("matmul", _ref(dst, rd), _ref(st, rs), _ref(mv, rm), acc, 4), api,
+           dst._s, st._s, mv._s, scales[0]._s, scales[1]._s)  # fmt: skip
+
+
+def nc_transpose(dst=None, data=None, engine=engine.unknown, name=None):
+    """Transpose partitions and free elements: on the Tensor Engine (SBUF -> PSUM, up to
+    128 x 128) or the Vector engine (up to 32 x 32). With no engine, tiles up to 32 x 32 go
+    to the Vector engine, larger ones to the Tensor Engine. Older form: ``nc_transpose(data)``
+    returns a new PSUM tile."""
+    api = "nc_transpose"
+    tr = current()
+    ret = None
+    if data is None:
+        data, dst = dst, None
+    if dst is None:
+        data = _tensor(data, "data", api)
+        dst = ret = _new((math.prod(data.shape[1:]), data.shape[0]), data.dtype, MemoryRegion.psum)
+    dst = _tensor(dst, "dst", api)
+    data = _tensor(data, "data", api)
+    rd = _where(dst, _ON_CHIP, "dst", api)
+    r = _where(data, _ON_CHIP, "data", api)
+    parts, free = r[1] - r[0], r[4]
+    small = parts <= 32 and free <= 32
+    eng = _engine(engine, ("tensor", "vector"), "vector" if small else "tensor", api)
+    if dst.dtype != data.dtype:
+        raise KernelArgumentError(
+            f"nisa.{api}: dst is {dst.dtype} and data {data.dtype}; a transpose keeps the dtype"
+        )
+    if rd[1] - rd[0] != free or rd[4] != parts:
+        raise HardwareRuleError(f"nisa.{api}: dst {dst.shape} must be [{free}, {parts}]")
+    if eng == "tensor":
+        _where(data, _SBUF, "data (Tensor Engine)", api)
+        _where(dst, _PSUM, "dst (Tensor Engine)", api)
+        if free > tr.params.stationary_free_max:
+            raise TileTooLargeError(
+                f"nisa.{api}: data free size {free} exceeds {tr.params.stationary_free_max} "
+                f"(the Tensor Engine transposes up to 128 x 128)"
+            )
+    elif parts > 32 or free > 32:
+        raise TileTooLargeError(
+            f"nisa.{api}: the Vector engine transposes up to 32 x 32; data is {parts} x {free}"
+        )
+    if tr.numerics:
+        _put(dst, _flat(data).T, data._s.dtype)
+    if eng == "tensor":
+        tr.add(("transpose", _ref(dst, rd), _ref(data, r)), api, dst._s, data._s)
+    else:
+        _record(tr, "copy", "vector", dst, rd, [(data, r)], api)
+    return ret
+
+
+# --- Vector / Scalar / GpSimd -------------------------------------------------------------------
+def tensor_copy(dst=None, src=None, engine=engine.unknown, name=None, dtype=None):
+    """Copy ``src`` to ``dst`` on the Vector (default), Scalar or GpSimd engine, casting to
+    ``dst``'s dtype: the way out of PSUM. Older form: ``tensor_copy(src, dtype=...)``."""
+    api = "tensor_copy"
+    tr = current()
+    dst, src, ret = _one_input(dst, src, dtype, "src", api)
+    eng = _engine(engine, ("vector", "scalar", "gpsimd"), "vector", api)
+    if eng == "scalar" and tr.gen == 2:
+        raise HardwareRuleError(
+            f"nisa.{api} on the Scalar engine is not supported on {tr.params.name}; use "
+            f"nisa.activation(op=nl.copy, ...) or the Vector engine"
+        )
+    _no_psum(eng, api, dst, src)
+    rd = _where(dst, _ON_CHIP, "dst", api)
+    r = _where(src, _ON_CHIP, "src", api)
+    _same_partitions(dst, rd, src, r, api, "dst", "src")
+    _same_elements(rd, r, api, "dst", "src")
+    if tr.numerics:
+        _put(dst, _flat(src), src._s.dtype)
+    _record(tr, "copy", eng, dst, rd, [(src, r)], api)
+    return ret
+
+
+def memset(dst, value, engine=engine.unknown, name=None):
+    """Fill ``dst`` with ``value`` (Vector engine by default, or GpSimd)."""
+    api = "memset"
+    tr = current()
+    dst = _tensor(dst, "dst", api)
+    eng = _engine(engine, ("vector", "gpsimd"), "vector", api)
+    _no_psum(eng, api, dst)
+    rd = _where(dst, _ON_CHIP, "dst", api)
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        raise KernelArgumentError(f"nisa.{api}: value must be a number, not {value!r}")
+    if dst._s.dtype.packed > 1 and value != 0:
+        raise KernelArgumentError(f"nisa.{api}: x4-packed types take value=0 only")
+    if tr.numerics:
+        a = dst._arr()
+        a[...] = round_to(np.full(a.shape, value, np.float32), dst._s.dtype)
+    _record(tr, "memset", eng, dst, rd, [], api)
+
+
+def _act_reduce(tr, api, dst, rd, reduce_op, reduce_res, cmd, values):
+    """The Scalar engine's accumulator registers (one per partition)."""
+    if reduce_op is None and reduce_res is None and cmd in (reduce_cmd.idle, None):
+        return
+    if reduce_op is not None:
+        N.name_of(reduce_op, {"add": None}, f"nisa.{api} reduce_op")
+    if cmd in (reduce_cmd.idle, None) and reduce_op is not None and reduce_res is not None:
+        cmd = reduce_cmd.reset_reduce  # the common intent: this activation's sum, read out
+    regs = tr.constants.setdefault("act_regs", np.zeros(tr.pmax, np.float32))
+    p0, p1 = rd[0], rd[1]
+    if cmd in (reduce_cmd.reset, reduce_cmd.reset_reduce):
+        regs[p0:p1] = 0.0
+    if cmd in (reduce_cmd.reduce, reduce_cmd.reset_reduce) and values is not None:
+        regs[p0:p1] += values.reshape(p1 - p0, -1).sum(axis=1, dtype=np.float32)
+    if cmd is reduce_cmd.load_reduce:
+        raise option(api, "reduce_cmd.load_reduce", "idle, reset, reduce and reset_reduce are")
+    if reduce_res is not None:
+        res = _tensor(reduce_res, "reduce_res", api)
+        rr = _where(res, _ON_CHIP, "reduce_res", api)
+        if rr[4] != 1 or rr[1] - rr[0] != p1 - p0:
+            raise HardwareRuleError(
+                f"nisa.{api}: reduce_res must be [{p1 - p0}, 1] (one value per partition); got "
+                f"{res.shape}"
+            )
+        if tr.numerics:
+            _put(res, regs[p0:p1])
+        # reading the registers out is one more (short) Scalar instruction, after this one
+        _record(tr, "copy", "scalar", res, rr, [(dst, rd)], api, elements=1)
+
+
+def activation(dst=None, op=None, data=None, bias=None, scale=1.0, reduce_op=None, reduce_res=None,
+               reduce_cmd=reduce_cmd.idle, name=None, dtype=None):  # fmt: skip
+    """Scalar engine: ``dst = op(data * scale + bias)``; ``scale`` a number or a ``[P, 1]``
+    tile, ``bias`` a ``[P, 1]`` tile (or a number from NeuronCore-v3). With ``reduce_op=nl.add``
+    the activated values are also summed along the free axes into the engine's registers
+    (``reduce_cmd``) and read out to ``reduce_res``. Older form: ``activation(op=..., data=...)``
+    returns a new tile."""
+    api = "activation"
+    tr = current()
+    ret = None
+    if type(dst) is not NkiTensor:  # activation(op, data, ...) of older NKI editions
+        if data is None and type(op) is NkiTensor:
+            op, data = dst, op
+        elif dst is not None:
+            raise KernelArgumentError(f"nisa.{api}: dst must be a tile, not {dst!r}")
+        data = _tensor(data, "data", api)
+        dst = ret = _new(data.shape, dtype or data.dtype, MemoryRegion.sbuf)
+    fname = N.name_of(op, N.ACT, f"nisa.{api} op")
+    data = _tensor(data, "data", api)
+    rd = _where(dst, _ON_CHIP, "dst", api)
+    r = _where(data, _ON_CHIP, "data", api)
+    _same_partitions(dst, rd, data, r, api, "dst", "data")
+    _same_elements(rd, r, api, "dst", "data")
+    s_val, s_t, s_r = _scalar_or_vector(scale, r, "scale", api)
+    b_val, b_t, b_r = (0.0, None, None) if bias is None else _scalar_or_vector(bias, r, "bias", api)
+    if bias is not None and b_t is None and tr.gen == 2:
+        raise HardwareRuleError(
+            f"nisa.{api}: on {tr.params.name} the bias must be a [P, 1] tile (a number is "
+            f"allowed from NeuronCore-v3); make one with nl.full((P, 1), value, nl.float32)"
+        )
+    values = None
+    if tr.numerics:
+        x = _flat(data) * _vals(s_val, s_t, True) + _vals(b_val, b_t, True)
+        with np.errstate(all="ignore"):
+            values = N.ACT[fname](x.astype(np.float32)).astype(np.float32)
+        _put(dst, values)
+        values = _flat(dst)
+    ins = [(data, r)] + [(t, rr) for t, rr in ((s_t, s_r), (b_t, b_r)) if t is not None]
+    _record(tr, "activation", "scalar", dst, rd, ins, api, func=N.act_id(fname))
+    _act_reduce(tr, api, dst, rd, reduce_op, reduce_res, reduce_cmd, values)
+    return ret
+
+
+def activation_reduce(dst, op, data, reduce_op, reduce_res, bias=None, scale=1.0, name=None):
+    """``activation`` whose activated values are summed along the free axes into
+    ``reduce_res`` (``[P, 1]``) in the same instruction."""
+    return activation(dst, op, data, bias=bias, scale=scale, reduce_op=reduce_op,
+                      reduce_res=reduce_res, reduce_cmd=reduce_cmd.reset_reduce)  # fmt: skip
+
+
+def tensor_tensor(dst=None, data1=None, data2=None, op=None, engine=engine.unknown, name=None,
+                  dtype=None):  # fmt: skip
+    """Elementwise ``dst = data1 <op> data2`` on the Vector engine (GpSimd for ``nl.power``
+    and all-int32 operands); the inputs may not both be in PSUM. Older form:
+    ``tensor_tensor(data1, data2, op)`` returns a new tile."""
+    api = "tensor_tensor"
+    tr = current()
+    ret = None
+    if op is None and type(data2) is not NkiTensor:  # tensor_tensor(data1, data2, op)
+        dst, data1, data2, op = None, dst, data1, data2
+    if dst is None:
+        a0 = _tensor(data1, "data1", api)
+        dst = ret = _new(a0.shape, dtype or a0.dtype, MemoryRegion.sbuf)
+    dst = _tensor(dst, "dst", api)
+    a = _tensor(data1, "data1", api)
+    b = _tensor(data2, "data2", api)
+    oname = N.name_of(op, N.ALU, f"nisa.{api} op")
+    ints = all(x.dtype in ("int32", "uint32") for x in (dst, a, b))
+    psum = any(x._s.buffer is MemoryRegion.psum for x in (dst, a, b))
+    default = "gpsimd" if (oname == "power" or ints) and not psum else "vector"
+    eng = _engine(engine, ("vector", "gpsimd"), default, api)
+    _no_psum(eng, api, dst, a, b)
+    rd = _where(dst, _ON_CHIP, "dst", api)
+    ra = _where(a, _ON_CHIP, "data1", api)
+    rb = _where(b, _ON_CHIP, "data2", api)
+    if a._s.buffer is MemoryRegion.psum and b._s.buffer is MemoryRegion.psum:
+        raise OperandPlacementError(
+            f"nisa.{api}: data1 and data2 are both in PSUM; at most one input may be (copy one "
+            f"to SBUF first)"
+        )
+    for x, rx, w in ((a, ra, "data1"), (b, rb, "data2")):
+        _same_partitions(dst, rd, x, rx, api, "dst", w)
+        _same_elements(rd, rx, api, "dst", w)
+    if tr.numerics:
+        with np.errstate(all="ignore"):
+            _put(dst, N.ALU[oname](_flat(a), _flat(b)))
+    _record(tr, "tensor_tensor", eng, dst, rd, [(a, ra), (b, rb)], api)
+    return ret
+
+
+def tensor_scalar(dst=None, data=None, op0=None, operand0=None, reverse0=False, op1=None,
+                  operand1=None, reverse1=False, engine=engine.unknown, name=None,
+                  dtype=None):  # fmt: skip
+    """``dst = (data <op0> operand0) <op1> operand1`` with numbers or ``[P, 1]`` tiles,
+    broadcast along the free axes (Vector engine by default; Scalar or GpSimd on request)."""
+    api = "tensor_scalar"
+    tr = current()
+    ret = None
+    if data is not None and type(data) is not NkiTensor:  # tensor_scalar(data, op0, operand0)
+        dst, data, op0, operand0 = None, dst, data, op0
+    if dst is None:
+        d0 = _tensor(data, "data", api)
+        dst = ret = _new(d0.shape, dtype or d0.dtype, MemoryRegion.sbuf)
+    dst = _tensor(dst, "dst", api)
+    data = _tensor(data, "data", api)
+    eng = _engine(engine, ("vector", "scalar", "gpsimd"), "vector", api)
+    _no_psum(eng, api, dst, data)
+    rd = _where(dst, _ON_CHIP, "dst", api)
+    r = _where(data, _ON_CHIP, "data", api)
+    _same_partitions(dst, rd, data, r, api, "dst", "data")
+    _same_elements(rd, r, api, "dst", "data")
+    n0 = N.name_of(op0, N.ALU, f"nisa.{api} op0")
+    v0, t0, r0 = _scalar_or_vector(operand0, r, "operand0", api)
+    ins = [(data, r)] + ([(t0, r0)] if t0 is not None else [])
+    n1 = v1 = t1 = None
+    if op1 is not None:
+        n1 = N.name_of(op1, N.ALU, f"nisa.{api} op1")
+        v1, t1, r1 = _scalar_or_vector(operand1, r, "operand1", api)
+        if t1 is not None:
+            ins.append((t1, r1))
+    elif operand1 is not None:
+        raise KernelArgumentError(f"nisa.{api}: operand1 given without op1")
+    _no_psum(eng, api, t0, t1)
+    if tr.numerics:
+        x = _flat(data)
+        with np.errstate(all="ignore"):
+            o = _vals(v0, t0, True)
+            x = N.ALU[n0](o, x) if reverse0 else N.ALU[n0](x, o)
+            if n1 is not None:
+                o = _vals(v1, t1, True)
+                x = N.ALU[n1](o, x) if reverse1 else N.ALU[n1](x, o)
+        _put(dst, x)
+    _record(tr, "tensor_scalar", eng, dst, rd, ins, api)
+    return ret
+
+
+def _axes(x: NkiTensor, axis, api: str) -> tuple[int, ...]:
+    ax = (axis,) if isinstance(axis, numbers.Integral) else tuple(axis)
+    nd = x.ndim
+    ax = tuple(sorted(int(a) % nd for a in ax))
+    if not ax or 0 in ax or ax != tuple(range(nd - len(ax), nd)):
+        raise HardwareRuleError(
+            f"nisa.{api}: axis {axis!r} of a {nd}-D tile; reductions take the last free axes, "
+            f"ending at the final one (e.g. {tuple(range(1, nd))[-1:]}), never the partition "
+            f"axis 0 (reduce across partitions with nisa.tensor_partition_reduce or a matmul "
+            f"with ones)"
+        )
+    return ax
+
+
+def tensor_reduce(dst=None, op=None, data=None, axis=None, negate=False, keepdims=False, name=None,
+                  dtype=None):  # fmt: skip
+    """Reduce ``data`` along its last free axes on the Vector engine (add, maximum, minimum,
+    multiply, bitwise and/or), optionally negated. Older form: ``tensor_reduce(op, data,
+    axis)`` returns a new tile."""
+    api = "tensor_reduce"
+    tr = current()
+    ret = None
+    if type(dst) is not NkiTensor:  # tensor_reduce(op, data, axis, ...) of older editions
+        if type(op) is NkiTensor:
+            op, data, axis = dst, op, (data if axis is None else axis)
+        d0 = _tensor(data, "data", api)
+        ax = _axes(d0, axis, api)
+        shape = tuple(1 if i in ax else n for i, n in enumerate(d0.shape)) if keepdims else (
+            tuple(n for i, n in enumerate(d0.shape) if i not in ax) or (d0.shape[0],))  # fmt: skip
+        if len(shape) < 2:
+            shape = (d0.shape[0], 1)
+        dst = ret = _new(shape, dtype or d0.dtype, MemoryRegion.sbuf)
+    dst = _tensor(dst, "dst", api)
+    data = _tensor(data, "data", api)
+    oname = N.name_of(op, N.REDUCE, f"nisa.{api} op")
+    ax = _axes(data, axis, api)
+    rd = _where(dst, _ON_CHIP, "dst", api)
+    r = _where(data, _ON_CHIP, "data", api)
+    _same_partitions(dst, rd, data, r, api, "dst", "data")
+    kept = math.prod(n for i, n in enumerate(data.shape) if i not in ax) // data.shape[0]
+    if rd[4] != kept:
+        raise HardwareRuleError(
+            f"nisa.{api}: reducing axes {ax} of {data.shape} leaves {kept} elements per "
+            f"partition; dst {dst.shape} holds {rd[4]}"
+        )
+    if tr.numerics:
+        v = N.REDUCE[oname](data._arr(), axis=ax)
+        _put(dst, -v if negate else v)
+    _record(tr, "reduce", "vector", dst, rd, [(data, r)], api, elements=r[4])
+    return ret
+
+
+def tensor_partition_reduce(dst, op, data, name=None):
+    """Reduce across partitions on GpSimd: ``data [P, F] -> dst [1, F]`` (add, average,
+    maximum, bitwise or/and)."""
+    api = "tensor_partition_reduce"
+    tr = current()
+    dst = _tensor(dst, "dst", api)
+    data = _tensor(data, "data", api)
+    oname = N.name_of(op, N.REDUCE, f"nisa.{api} op")
+    if oname in ("minimum", "multiply"):
+        raise KernelArgumentError(
+            f"nisa.{api} takes add, average, maximum, bitwise_or or bitwise_and; not {oname}"
+        )
+    rd = _where(dst, _SBUF, "dst", api)
+    r = _where(data, _SBUF, "data", api)
+    if rd[1] - rd[0] != 1 or rd[4] != r[4]:
+        raise HardwareRuleError(
+            f"nisa.{api}: dst must be [1, {r[4]}] (one partition, data's free size); got "
+            f"{dst.shape}"
+        )
+    if tr.numerics:
+        _put(dst, N.REDUCE[oname](_flat(data), axis=0, keepdims=True))
+    _record(tr, "gpsimd", "gpsimd", dst, rd, [(data, r)], api, elements=r[4])
+
+
+def reciprocal(dst=None, data=None, name=None, dtype=None):
+    """``dst = 1 / data`` on the Vector engine."""
+    api = "reciprocal"
+    tr = current()
+    dst, data, ret = _one_input(dst, data, dtype, "data", api)
+    rd = _where(dst, _ON_CHIP, "dst", api)
+    r = _where(data, _ON_CHIP, "data", api)
+    _same_partitions(dst, rd, data, r, api, "dst", "data")
+    _same_elements(rd, r, api, "dst", "data")
+    if tr.numerics:
+        with np.errstate(all="ignore"):
+            _put(dst, 1.0 / _flat(data))
+    _record(tr, "tensor_scalar", "vector", dst, rd, [(data, r)], api)
+    return ret
+
+
+def _pattern(pattern, elements: int, api: str) -> np.ndarray:
+    """The affine values ``sum(idx_k * step_k)`` of a ``[[step, num], ...]`` pattern (<= 4-D)."""
+    try:
+        pairs = [(int(s), int(n)) for s, n in pattern]
+    except (TypeError, ValueError):
+        raise KernelArgumentError(f"nisa.{api}: pattern must be [[step, num], ...]") from None
+    if not 1 <= len(pairs) <= 4 or any(n < 1 for _, n in pairs):
+        raise KernelArgumentError(f"nisa.{api}: pattern {pattern!r} must be 1-4 [step, num] pairs")
+    if math.prod(n for _, n in pairs) != elements:
+        raise HardwareRuleError(
+            f"nisa.{api}: the pattern describes {math.prod(n for _, n in pairs)} elements per "
+            f"partition; dst holds {elements}"
+        )
+    v = np.zeros(1, np.int64)
+    for s, n in pairs:
+        v = (v[:, None] + s * np.arange(n, dtype=np.int64)[None, :]).reshape(-1)
+    return v
+
+
+def iota(dst, pattern=None, offset=0, channel_multiplier=0, name=None):
+    """GpSimd: ``dst[p, ...] = offset + p * channel_multiplier + sum(idx_k * step_k)`` over a
+    ``[[step, num], ...]`` pattern, in int32 arithmetic, cast to ``dst``'s dtype."""
+    api = "iota"
+    tr = current()
+    if type(dst) is not NkiTensor or pattern is None:
+        raise option(api, "the older iota(expr, dtype) with nl.arange expressions",
+                     "iota(dst=, pattern=[[step, num], ...], offset=, channel_multiplier=) is")  # fmt: skip
+    rd = _where(dst, _SBUF, "dst", api)
+    v = _pattern(pattern, rd[4], api)
+    if tr.numerics:
+        p = np.arange(rd[1] - rd[0], dtype=np.int64)[:, None]
+        vals = (int(offset) + p * int(channel_multiplier) + v[None, :]).astype(np.int32)
+        _put(dst, vals.astype(np.float32))
+    _record(tr, "gpsimd", "gpsimd", dst, rd, [], api)
+
+
+def affine_select(dst, pattern, channel_multiplier, on_true_tile, on_false_value,
+                  cmp_op=None, offset=0, name=None):  # fmt: skip
+    """GpSimd: ``dst = on_true_tile where cmp_op(affine, 0) else on_false_value``, with
+    ``affine = offset + p * channel_multiplier + sum(idx_k * step_k)`` (a causal mask in one
+    instruction). ``cmp_op`` defaults to ``nl.equal``."""
+    api = "affine_select"
+    tr = current()
+    dst = _tensor(dst, "dst", api)
+    src = _tensor(on_true_tile, "on_true_tile", api)
+    cname = "equal" if cmp_op is None else N.name_of(cmp_op, N.ALU, f"nisa.{api} cmp_op")
+    rd = _where(dst, _SBUF, "dst", api)
+    r = _where(src, _SBUF, "on_true_tile", api)
+    _same_partitions(dst, rd, src, r, api, "dst", "on_true_tile")
+    _same_elements(rd, r, api, "dst", "on_true_tile")
+    if not isinstance(on_false_value, numbers.Real):
+        raise KernelArgumentError(f"nisa.{api}: on_false_value must be a number")
+    v = _pattern(pattern, rd[4], api)
+    if tr.numerics:
+        p = np.arange(rd[1] - rd[0], dtype=np.int64)[:, None]
+        aff = (int(offset) + p * int(channel_multiplier) + v[None, :]).astype(np.float32)
+        pred = N.ALU[cname](aff, np.float32(0)) != 0
+        _put(dst, np.where(pred, _flat(src), np.float32(on_false_value)))
+    _record(tr, "gpsimd", "gpsimd", dst, rd, [(src, r)], api)
+
+
+def bn_stats(dst, data, name=None):
+    """Vector engine: per partition, ``(count, mean, variance * count)`` of the even and of the
+    odd elements of ``data`` (at most ``nl.tile_size.bn_stats_fmax`` = 512 per partition), six
+    values; :func:`bn_aggr` combines them into mean and variance."""
+    api = "bn_stats"
+    tr = current()
+    dst = _tensor(dst, "dst", api)
+    data = _tensor(data, "data", api)
+    rd = _where(dst, _ON_CHIP, "dst", api)
+    r = _where(data, _ON_CHIP, "data", api)
+    _same_partitions(dst, rd, data, r, api, "dst", "data")
+    if r[4] > BN_STATS_FMAX:
+        raise TileTooLargeError(
+            f"nisa.{api}: data has {r[4]} elements per partition; bn_stats takes at most "
+            f"{BN_STATS_FMAX} (nl.tile_size.bn_stats_fmax). Call it per 512-element chunk and "
+            f"combine the results with one nisa.bn_aggr."
+        )
+    if rd[4] != 6:
+        raise HardwareRuleError(f"nisa.{api}: dst holds 6 values per partition; got {dst.shape}")
+    if tr.numerics:
+        x = _flat(data).astype(np.float64)
+        out = []
+        for part in (x[:, 0::2], x[:, 1::2]):
+            n = part.shape[1]
+            if n:
+                mean = part.mean(axis=1)
+                m2 = ((part - mean[:, None]) ** 2).sum(axis=1)
+            else:
+                mean = m2 = np.zeros(x.shape[0])
+            out += [np.full(x.shape[0], n, np.float64), mean, m2]
+        _put(dst, np.stack(out, 1))
+    _record(tr, "reduce", "vector", dst, rd, [(data, r)], api, elements=r[4])
+
+
+def bn_aggr(dst, data, name=None):
+    """Vector engine: combine ``(count, mean, variance * count)`` triples (one or more
+    ``bn_stats`` outputs side by side) into ``(mean, variance)`` per partition."""
+    api = "bn_aggr"
+    tr = current()
+    dst = _tensor(dst, "dst", api)
+    data = _tensor(data, "data", api)
+    rd = _where(dst, _ON_CHIP, "dst", api)
+    r = _where(data, _ON_CHIP, "data", api)
+    _same_partitions(dst, rd, data, r, api, "dst", "data")
+    if r[4] % 3:
+        raise HardwareRuleError(
+            f"nisa.{api}: data holds {r[4]} values per partition; it must be (count, mean, "
+            f"variance*count) triples, a multiple of 3"
+        )
+    if rd[4] != 2:
+        raise HardwareRuleError(f"nisa.{api}: dst holds (mean, variance), 2 values per partition")
+    if tr.numerics:
+        t = _flat(data).astype(np.float64).reshape(data.shape[0], -1, 3)
+        cnt, mean, m2 = t[..., 0], t[..., 1], t[..., 2]
+        total = cnt.sum(axis=1)
+        safe = np.where(total > 0, total, 1.0)
+        mu = (cnt * mean).sum(axis=1) / safe
+        var = (m2 + cnt * (mean - mu[:, None]) ** 2).sum(axis=1) / safe
+        _put(dst, np.stack([mu, var], 1))
+    _record(tr, "reduce", "vector", dst, rd, [(data, r)], api, elements=r[4])
+
+
+def _scan_py(a, b, init, f0, f1, rev0, rev1):
+    out = np.empty_like(a)
+    prev = init
+    for j in range(a.shape[1]):
+        t = f0(prev, a[:, j]) if rev0 else f0(a[:, j], prev)
+        prev = (f1(b[:, j], t) if rev1 else f1(t, b[:, j])).astype(np.float32)
+        out[:, j] = prev
+    return out
+
+
+def tensor_tensor_scan(dst, data0, data1, initial, op0, op1, reverse0=False, reverse1=False,
+                       name=None):  # fmt: skip
+    """Vector engine scan along the free axes: ``dst[:, i] = op1(op0(data0[:, i], dst[:, i-1]),
+    data1[:, i])`` from ``initial`` (a number or a ``[P, 1]`` tile): a linear recurrence (a
+    selective scan) in one instruction."""
+    api = "tensor_tensor_scan"
+    tr = current()
+    dst = _tensor(dst, "dst", api)
+    a = _tensor(data0, "data0", api)
+    b = _tensor(data1, "data1", api)
+    n0 = N.name_of(op0, N.ALU, f"nisa.{api} op0")
+    n1 = N.name_of(op1, N.ALU, f"nisa.{api} op1")
+    rd = _where(dst, _ON_CHIP, "dst", api)
+    ra = _where(a, _ON_CHIP, "data0", api)
+    rb = _where(b, _ON_CHIP, "data1", api)
+    if a._s.buffer is MemoryRegion.psum and b._s.buffer is MemoryRegion.psum:
+        raise OperandPlacementError(f"nisa.{api}: data0 and data1 cannot both be in PSUM")
+    for x, rx, w in ((a, ra, "data0"), (b, rb, "data1")):
+        _same_partitions(dst, rd, x, rx, api, "dst", w)
+        _same_elements(rd, rx, api, "dst", w)
+    iv, it, ir = _scalar_or_vector(initial, ra, "initial", api)
+    ins = [(a, ra), (b, rb)] + ([(it, ir)] if it is not None else [])
+    if tr.numerics:
+        x, y = _flat(a).astype(np.float32), _flat(b).astype(np.float32)
+        init = np.full(x.shape[0], iv, np.float32) if it is None else _flat(it)[:, 0].copy()
+        if n0 == "multiply" and n1 == "add" and not reverse0:
+            from ._scan import linear_scan
+
+            res = linear_scan(x, y, init)
+        else:
+            with np.errstate(all="ignore"):
+                res = _scan_py(x, y, init, N.ALU[n0], N.ALU[n1], reverse0, reverse1)
+        _put(dst, res)
+    _record(tr, "tensor_tensor_scan", "vector", dst, rd, ins, api)
+
+
+def get_nc_version() -> nc_version:
+    """The NeuronCore generation the kernel is traced for."""
+    return nc_version(current().gen)
+
+
+def get_nc_sub_version() -> int:
+    """The silicon revision within the generation (trnlab models revision 0)."""
+    current()
+    return 0
+
+
+#: Free elements per partition one bn_stats takes (NKI API reference: nl.tile_size.bn_stats_fmax).
+BN_STATS_FMAX = 512
+
+_MODELLED = (
+    "activation",
+    "activation_reduce",
+    "affine_select",
+    "bn_aggr",
+    "bn_stats",
+    "dma_copy",
+    "get_nc_sub_version",
+    "get_nc_version",
+    "iota",
+    "memset",
+    "nc_matmul",
+    "nc_matmul_mx",
+    "nc_transpose",
+    "reciprocal",
+    "tensor_copy",
+    "tensor_partition_reduce",
+    "tensor_reduce",
+    "tensor_scalar",
+    "tensor_tensor",
+    "tensor_tensor_scan",
+)
+# The rest of nki.isa (NKI API reference), for "not modelled yet" errors.
+_KNOWN = frozenset(
+    {
+        "tensor_copy_predicated",
+        "dma_transpose",
+        "tensor_scalar_cumulative",
+        "activate2",
+        "local_gather",
+        "nc_n_gather",
+        "nc_stream_shuffle",
+        "rng",
+        "dropout",
+        "set_rng_seed",
+        "rand_set_state",
+        "rand_get_state",
+        "rand2",
+        "exponential",
+        "max8",
+        "sequence_bounds",
+        "scalar_tensor_tensor",
+        "tensor_scalar_reduce",
+        "core_barrier",
+        "dma_compute",
+        "quantize_mx",
+        "range_select",
+        "select_reduce",
+        "sendrecv",
+        "register_alloc",
+        "register_move",
+        "register_load",
+        "register_store",
+        "nc_find_index8",
+        "nc_match_replace8",
+        "nonzero_with_count",
+        "topk",
+        "NkiInstruction",
+        "VirtualRegister",
+        "tensor_copy_dynamic_src",
+        "tensor_copy_dynamic_dst",
+    }
+)
+
+
+def __getattr__(name: str):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise missing("nki.isa", name, _MODELLED, _KNOWN)
+
+
+__all__ = [
+    *_MODELLED,
+    "NkiValidationError",
+    "dge_mode",
+    "dma_engine",
+    "engine",
+    "matmul_perf_mode",
+    "nc_version",
+    "oob_mode",
+    "reduce_cmd",
+]
