@@ -38,12 +38,12 @@ lab: $(STAMP) $(WARM)
 
 # The whole suite: lint, unit and property tests, every lab through papermill, nbval on the
 # committed labs, the browser tests. One pytest run, so one summary line, spread over one worker
-# per core (TEST_WORKERS=0 for one process); tests/conftest.py keeps each nbval notebook and the
-# browser tests on one worker each and hands out the longest work first.
+# per core (TEST_WORKERS=0 for one process): each file (a notebook under nbval, a browser test
+# module) on one worker, the longest work handed out first (tests/conftest.py).
 TEST_WORKERS ?= auto
 test: $(STAMP) $(WARM) lint browser sandbox
 	$(BIN)/python -m pytest tests labs --nbval-lax --nbval-kernel-name $(KERNEL) \
-		-n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
+		-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 # The classroom app: the main dashboards on one page, served by Voila (code cells hidden).
 # Its settings are in apps/voila.json, which Voila reads from its working directory: a pool of

@@ -1,18 +1,16 @@
-"""How the suite runs in parallel (``make test``: pytest-xdist, ``--dist loadgroup``).
+"""How the suite runs in parallel (``make test``: pytest-xdist, ``--dist loadfile``).
 
-- **A notebook under nbval is one unit.** nbval runs a notebook's cells one after another in one
-  kernel, each cell a test item. Plain ``--dist load`` hands items to whichever worker is free,
-  so cells of one notebook ran on both workers, each starting its own kernel and running only
-  some cells: a later cell then failed on a name an earlier cell (run elsewhere) defined, or
-  passed, depending on how the items happened to be dealt. Each notebook's cells are one
-  ``xdist_group``, so one worker runs all of them in order.
-- **A notebook's browser tests are one unit** (``harness.same_page``): the tests that read a
-  lab's page after Run All go to the worker that ran it there. Each worker that gets browser
-  tests starts its own JupyterLab and Chromium (``tests/browser/conftest.py``), so the labs'
-  browser runs spread over both workers.
-- **Longest first.** Units are handed out in the order below (the browser group, then the lab
-  runs, then nbval, then the rest; ``--no-loadscope-reorder`` keeps it), so the last unit to
-  start is a short one and both workers finish close together.
+- **A file is one unit, on one worker.** nbval runs a notebook's cells one after another in
+  one kernel, each cell a test item: dealt out item by item (``--dist load``), cells of one
+  notebook ran on both workers, each in its own kernel, and a later cell failed on a name an
+  earlier cell (run elsewhere) defined. The same holds for a browser test module, whose tests
+  share the labs it has run in its JupyterLab and Chromium (``tests/browser/conftest.py``).
+  ``--dist loadgroup`` with an ``xdist_group`` per notebook would be finer, but pytest-xdist 3.8
+  marks a group by rewriting ``item._nodeid``, which pytest 9.2 no longer reads: the groups
+  were silently ignored (97 nbval cells failed so in one run). ``loadfile`` needs no marks.
+- **Longest first.** Files are handed out in the order of their first item below (browser
+  tests, then the lab runs, then nbval, then the rest; ``--no-loadscope-reorder`` keeps it), so
+  the last unit to start is a short one and both workers finish close together.
 - **nbval's fixed 5 s wait** for a cell's output messages, after the kernel has replied, is
   stretched with the machine's load (``tests/browser/waiting.py``), as every other wait here.
 - **No output that depends on the machine's speed.** trnlab.core shows a progress line in a
@@ -47,17 +45,8 @@ def _is_nbval(item: pytest.Item) -> bool:
     return type(item).__name__ == "IPyNbCell" and type(item).__module__.startswith("nbval")
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        if _is_nbval(item):
-            item.add_marker(pytest.mark.xdist_group(f"nbval:{item.parent.nodeid}"))
-    items.sort(key=_rank)  # stable: each unit keeps its own order
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    # Registered here too, so a run without pytest-xdist (``-p no:xdist``) does not warn.
-    config.addinivalue_line("markers", "xdist_group(name): run with the group's other tests")
+    items.sort(key=_rank)  # stable: each file keeps its own order
 
 
 NBVAL_OUTPUT_S = 5  # nbval's own fixed wait (IPyNbCell.output_timeout)

@@ -107,16 +107,6 @@ def labs() -> list[Path]:
     return sorted(LABS_DIR.glob(LAB_GLOB))
 
 
-def same_page(notebook: str):
-    """Mark a browser test that reads ``notebook``'s page after Run All: tests marked with the
-    same notebook go to one pytest-xdist worker (``--dist loadgroup``), which runs the notebook
-    once and keeps its page for all of them; other notebooks may run on another worker, with
-    its own JupyterLab and Chromium."""
-    import pytest
-
-    return pytest.mark.xdist_group(f"browser:{notebook}")
-
-
 # Servers ---------------------------------------------------------------------------------------
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:

@@ -15,9 +15,7 @@ LABS = h.labs()
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize(
-    "lab", [pytest.param(p, marks=h.same_page(p.name)) for p in LABS], ids=[p.stem for p in LABS]
-)
+@pytest.mark.parametrize("lab", LABS, ids=[p.stem for p in LABS])
 def test_lab_runs_clean_in_jupyterlab(lab, executed, artifacts):
     page, watch, seconds = executed.get(lab.name)
     plots = page.locator(".js-plotly-plot")

@@ -121,7 +121,6 @@ def choose_another(select) -> str:
 
 
 @pytest.mark.browser
-@h.same_page("03_tiled_matmul.ipynb")
 def test_matmul_stepper_steps_in_jupyterlab(executed):
     page, watch, _ = executed.get("03_tiled_matmul.ipynb")
     check_matmul_stepper(page, watch, "lab 03 in JupyterLab")
@@ -129,7 +128,6 @@ def test_matmul_stepper_steps_in_jupyterlab(executed):
 
 
 @pytest.mark.browser
-@h.same_page("notebook7/03_tiled_matmul.ipynb")
 def test_matmul_stepper_steps_in_notebook7(executed, artifacts):
     page, watch, _ = executed.get("notebook7/03_tiled_matmul.ipynb", ui="notebook")
     errors = h.error_outputs(page)
@@ -141,7 +139,6 @@ def test_matmul_stepper_steps_in_notebook7(executed, artifacts):
 
 
 @pytest.mark.browser
-@h.same_page("notebook7/03_tiled_matmul.ipynb")
 def test_matmul_stepper_keyboard_in_notebook7(executed):
     """Keyboard only, in Notebook 7: focus the '>' button, Enter steps forward; Space on '<' back.
 
@@ -182,7 +179,6 @@ def check_choice_redraws(page, watch, where: str, title, control: str, what: str
 
 
 @pytest.mark.browser
-@h.same_page("05_numeric_formats.ipynb")
 def test_format_explorer_redraws_when_the_data_changes(executed):
     page, watch, _ = executed.get("05_numeric_formats.ipynb")
     check_choice_redraws(page, watch, "lab 05 FormatExplorer", "Data magnitudes", "Data",
@@ -190,7 +186,6 @@ def test_format_explorer_redraws_when_the_data_changes(executed):
 
 
 @pytest.mark.browser
-@h.same_page("08_scale_to_ultraservers.ipynb")
 def test_scale_explorer_redraws_when_the_sequence_changes(executed):
     page, watch, _ = executed.get("08_scale_to_ultraservers.ipynb")
     # Exact title: the lab's own chart "... training memory per chip, 64 chips" must not match.
@@ -200,7 +195,6 @@ def test_scale_explorer_redraws_when_the_sequence_changes(executed):
 
 
 @pytest.mark.browser
-@h.same_page("07_neuronlink_and_collectives.ipynb")
 def test_collective_explorer_sliders_redraw(executed):
     page, watch, _ = executed.get("07_neuronlink_and_collectives.ipynb")
     explorer = h.dashboard(page, page.locator("text.gtitle", has_text="Ring all-reduce"))
