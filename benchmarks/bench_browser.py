@@ -6,11 +6,9 @@ Figures (seconds, one run each: a cold server and browser are part of what a lea
 - ``lab03_open_to_kernel_idle_s``: lab 03 opened until its trnlab kernel is idle;
 - ``lab03_run_to_first_figure_s``: Run > Run All Cells until the MatmulStepper's first chart
   (the engine timeline) is drawn in the page;
-- ``lab03_run_all_s``: Run All Cells until every cell has finished;
-- ``voila_request_to_first_figure_s``: the Voila app requested until its first dashboard figure
-  is drawn (Voila runs the notebook while the page loads);
-- ``voila_all_dashboards_s``: until every dashboard's figure is drawn (None, with
-  ``voila_not_drawn`` naming them, if some never are within 120 s).
+- ``lab03_run_all_s``: Run All Cells until every cell has finished.
+
+The Voila classroom app's first paint is ``bench_voila``.
 
 Skipped (``{"skipped": reason}``) without chromium or playwright. Uses the browser tests'
 harness (``tests/browser/harness.py``); runs on a throwaway copy of labs/.
@@ -23,17 +21,9 @@ import time
 from pathlib import Path
 
 
-def _wait(fn, timeout: float) -> float:
-    t0 = time.monotonic()
-    while not fn():
-        if time.monotonic() - t0 > timeout:
-            raise TimeoutError(f"not drawn within {timeout} s")
-        time.sleep(0.05)
-    return time.monotonic() - t0
-
-
 def run() -> dict:
     from tests.browser import harness as h
+    from tests.browser.waiting import wait_until
 
     if reason := h.missing():
         return {"skipped": reason}
@@ -54,31 +44,11 @@ def run() -> dict:
                 timeline = h.figure(page, "Engine timeline")
                 t0 = time.monotonic()
                 h.run_all_cells(page, name)
-                _wait(lambda: timeline.count() > 0, 240)
+                wait_until(lambda: timeline.count() > 0, "lab 03's engine timeline", 120, poll=0.05)
                 out["lab03_run_to_first_figure_s"] = round(time.monotonic() - t0, 2)
                 h.wait_until_run(page, server, name)
                 out["lab03_run_all_s"] = round(time.monotonic() - t0, 2)
                 page.close()
-
-                voila = h.start_voila(h.APP, tmp / "voila")
-                try:
-                    page = browser.new_page()
-                    t0 = time.monotonic()
-                    page.goto(voila.url(""), wait_until="commit")
-                    _wait(lambda: page.locator(".js-plotly-plot text.gtitle").count() > 0, 240)
-                    out["voila_request_to_first_figure_s"] = round(time.monotonic() - t0, 2)
-                    titles = ("Data magnitudes", "Engine timeline", "Ring all-reduce",
-                              "Memory per chip")  # fmt: skip
-                    try:
-                        _wait(lambda: all(h.figure(page, t).count() for t in titles), 120)
-                        out["voila_all_dashboards_s"] = round(time.monotonic() - t0, 2)
-                    except TimeoutError:  # reported, not raised: the other figures still count
-                        out["voila_all_dashboards_s"] = None
-                        out["voila_not_drawn"] = [
-                            t for t in titles if not h.figure(page, t).count()
-                        ]
-                finally:
-                    voila.stop()
         finally:
             server.stop()
     out["note"] = "one cold run each; headless chromium; 2-core machine shared with other work"

@@ -9,6 +9,7 @@ ipywidgets state (megabytes of JSON nobody reads). Run after editing a lab:
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -50,6 +51,8 @@ def run(path: Path) -> float:
 
 
 def main(argv: list[str]) -> int:
+    # A progress line appears only when a run is slow on this machine: never commit one.
+    os.environ["TRNLAB_PROGRESS"] = "0"
     paths = [Path(a) for a in argv] or sorted((ROOT / "labs").glob("[0-9][0-9]_*.ipynb"))
     for p in paths:
         print(f"{p.name}: {run(p):.1f} s")

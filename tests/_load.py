@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import os
+from tests.browser.waiting import load_factor
 
 __all__ = ["load_scaled"]
 
 
 def load_scaled(seconds: float, cap: float = 6.0) -> int:
     """A time limit for a notebook run under this machine's load: ``seconds`` on an idle
-    machine, stretched by the run queue per core (up to ``cap`` times), so an honest notebook
+    machine, stretched by the load factor the browser tests' waits use (run queue per core, a
+    contention probe; ``tests/browser/waiting.py``), up to ``cap`` times, so an honest notebook
     never trips a limit only because other work shares the cores."""
-    per_core = os.getloadavg()[0] / (os.cpu_count() or 1)
-    return round(seconds * min(cap, max(1.0, per_core)))
+    return round(seconds * min(cap, load_factor()))

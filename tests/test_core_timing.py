@@ -452,6 +452,14 @@ def test_long_runs_show_progress_in_notebooks_only(monkeypatch):
     quiet.t0 -= 10
     quiet.tick(100_000)
     assert shown == []
+    monkeypatch.setattr(_progress, "_in_notebook", lambda: True)
+    monkeypatch.setenv("TRNLAB_PROGRESS", "0")  # executed labs (tests, committed) keep no line
+    off = _progress.Progress()
+    off.t0 -= 10
+    off.tick(100_000)
+    assert shown == []
+    monkeypatch.setenv("TRNLAB_PROGRESS", "1")
+    assert _progress.Progress().enabled, "in a notebook, shown unless turned off"
     p = _progress.Progress(enabled=True)
     p.tick(16_384)  # a fresh run: under 2 s, nothing shown
     assert shown == []

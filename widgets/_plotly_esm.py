@@ -11,13 +11,19 @@ Voila (and a reloaded JupyterLab page) creates every widget model at once after 
 ran: the classroom app's 14 figures meant 14 evaluations of the same 5 MB of JavaScript racing
 each other, 3-18 s each on a 2-core machine, and every model missed its 2 s.
 
-So, once ``trnlab.widgets`` is imported, every FigureWidget (a learner's own too) sends a
-loader with plotly's own bundle inside it as a string:
+And each figure's state carried those 5 MB: a page that connects to a kernel holding 14 figures
+(Voila's first paint, a reloaded JupyterLab page) waited for 75 MB of widget state to be
+serialised, sent and parsed before it could draw anything (20-30 s on the busy 2-core machine).
+
+So, once ``trnlab.widgets`` is imported, every FigureWidget (a learner's own too) sends a small
+loader instead of the bundle:
+* the bundle travels once per kernel, in one model without a view (:class:`PlotlyBundle`,
+  created with the first figure and recreated if closed); a figure's loader names that model;
 * the bundle is imported once per page and shared by every figure model;
 * a model's ``initialize`` does not wait for it (so anywidget's 2 s cannot run out): changes
   the kernel sends meanwhile (plotly's one-shot ``_py2js_*`` edits) are kept and handed to
   plotly's own model, in order, once the bundle is there; a view renders after that.
-The bundle is plotly's, unchanged; only how often and when it is evaluated changes.
+The bundle is plotly's, unchanged; only how often it travels and is evaluated changes.
 """
 
 from __future__ import annotations
@@ -26,16 +32,33 @@ import hashlib
 import json
 from pathlib import Path
 
+import ipywidgets
+import traitlets
 from plotly.basewidget import BaseFigureWidget
 
-__all__ = ["install"]
+__all__ = ["PlotlyBundle", "install"]
 
-# After KEY (a page-wide name for the shared import) and SOURCE (plotly's bundle).
+# After KEY (a page-wide name for the shared import) and BUNDLE (the model id of the kernel's
+# PlotlyBundle). The widget manager may register the bundle's model after a figure's (Voila
+# creates them all at once), so the loader asks again until it is there.
 _LOADER = """\
 const PY2JS = ["addTraces", "deleteTraces", "moveTraces", "restyle", "relayout", "update",
   "animate", "removeLayoutProps", "removeTraceProps"].map((k) => "_py2js_" + k);
-const shared = () => (globalThis[KEY] ??= (async () => {
-  const url = URL.createObjectURL(new Blob([SOURCE], { type: "text/javascript" }));
+async function source(manager) {
+  const start = Date.now();
+  for (;;) {
+    try {
+      const bundle = await manager.get_model(BUNDLE);
+      if (bundle) return bundle.get("source");
+    } catch (err) {
+      if (Date.now() - start > 300000) throw new Error(`trnlab: no plotly bundle model ${BUNDLE}: ${err}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+const shared = (manager) => (globalThis[KEY] ??= (async () => {
+  const text = await source(manager);
+  const url = URL.createObjectURL(new Blob([text], { type: "text/javascript" }));
   try { return await import(/* webpackIgnore: true */ url); }
   finally { URL.revokeObjectURL(url); }
 })());
@@ -73,7 +96,7 @@ export default () => {
         keep[k] = () => { const v = model.get(k); if (v !== null && v !== undefined) pending.push([k, v]); };
         model.on("change:" + k, keep[k]);
       }
-      loaded = shared().then(async (plotly) => {
+      loaded = shared(model.widget_manager).then(async (plotly) => {
         inner = plotly.default();
         const m = replayable(model);
         await inner.initialize?.({ model: m, experimental });
@@ -90,16 +113,34 @@ export default () => {
 """
 
 
-def _loader(bundle: str) -> str:
-    key = "__trnlab_plotly_widget_" + hashlib.sha256(bundle.encode()).hexdigest()[:16]
-    return f"const KEY = {json.dumps(key)};\nconst SOURCE = {json.dumps(bundle)};\n{_LOADER}"
+class PlotlyBundle(ipywidgets.Widget):
+    """plotly's widget bundle, held once per kernel for every FigureWidget's loader (no view)."""
+
+    source = traitlets.Unicode().tag(sync=True)
+
+
+_bundle: PlotlyBundle | None = None
+_source = ""
+_key = ""
+
+
+def _loader() -> str:
+    """A FigureWidget's ``_esm``: the shared loader, naming the kernel's live bundle model."""
+    global _bundle
+    if _bundle is None or _bundle.comm is None:  # first figure, or closed (Widget.close_all())
+        _bundle = PlotlyBundle(source=_source)
+    return f"const KEY = {json.dumps(_key)};\nconst BUNDLE = {json.dumps(_bundle.model_id)};\n{_LOADER}"
 
 
 def install() -> None:
     """Make every FigureWidget created from now on send the shared loader (idempotent)."""
+    global _source, _key
     esm = BaseFigureWidget.__dict__.get("_esm")
     if esm is None or getattr(BaseFigureWidget, "_trnlab_shared_esm", False):
         return
-    bundle = Path(esm).read_text() if isinstance(esm, Path) else str(esm)  # FileContents: text
-    BaseFigureWidget._esm = _loader(bundle)
+    _source = Path(esm).read_text() if isinstance(esm, Path) else str(esm)  # FileContents: text
+    _key = "__trnlab_plotly_widget_" + hashlib.sha256(_source.encode()).hexdigest()[:16]
+    # anywidget reads ``_esm`` once per instance (AnyWidget.__init__): a property gives each
+    # figure the loader for the bundle model alive when it is made.
+    BaseFigureWidget._esm = property(lambda self: _loader())
     BaseFigureWidget._trnlab_shared_esm = True

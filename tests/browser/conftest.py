@@ -92,6 +92,13 @@ def executed(lab_server, browser, artifacts):
 
 @pytest.fixture(scope="session")
 def voila_server(browser_available, session_home):
+    """The classroom app as ``make app`` serves it, once its preheated kernel has run the
+    notebook (as when an instructor starts the app before the class arrives)."""
     server = h.start_voila(h.APP, session_home / "voila")
+    try:
+        h.wait_voila_pool(server)
+    except BaseException:
+        server.stop()
+        raise
     yield server
     server.stop()

@@ -4,7 +4,8 @@ Used by the browser tests (``tests/browser``) and the browser benchmark
 (``benchmarks/bench_browser.py``). Nothing here downloads a browser: Chromium comes from the
 system (``apt-get install chromium``) and Playwright drives it through ``executable_path``.
 
-Every wait is bounded and every failure says what was expected on the page and what was seen.
+Every wait is on a condition with a load-aware budget (``waiting.py``): bounded, stretched
+when the machine is busy, and every failure says what was awaited on the page and what was seen.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .waiting import budget_ms, budget_s, wait_until
+
 ROOT = Path(__file__).resolve().parents[2]
 LABS_DIR = ROOT / "labs"
 APP = ROOT / "apps" / "dashboards.ipynb"
@@ -44,14 +47,13 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-# Notebook 7's JupyterLab extension needs @jupyterlab/docregistry, which Voila does not share,
-# so Voila would log a module-federation error for it; the Makefile's `app` target passes the same.
-VOILA_ARGS = ['--VoilaConfiguration.extension_denylist=["@jupyter-notebook/lab-extension"]']
 # Voila 0.5's "lab" template links Font Awesome from cdn.jsdelivr.net (its only off-box request;
 # icons only, the page works without them). The only requests allowed to leave the machine.
 VOILA_TEMPLATE_CDN = re.compile(r"^https://cdn\.jsdelivr\.net/npm/@fortawesome/fontawesome-free@")
-SERVER_START_S = 90  # a cold JupyterLab on a busy 2-core machine takes ~5-20 s
+# Budgets in seconds on an idle machine (waiting.py stretches them with the load).
+SERVER_START_S = 45  # a cold JupyterLab answers in ~5-20 s on a busy 2-core machine
 SERVER_STOP_S = 10
+ACTION_S = 30  # Playwright's own waits: an element to appear, to be clickable, a navigation
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "[::1]", "::1"}
 LOCAL_SCHEMES = {"data", "blob"}
 
@@ -139,28 +141,33 @@ class Server:
         except OSError:
             return "(no log)"
 
-    def wait_ready(self, probe: str, timeout: float = SERVER_START_S) -> None:
-        deadline = time.monotonic() + timeout
+    def wait_ready(self, probe: str, base: float = SERVER_START_S) -> None:
         last = "no answer yet"
-        while time.monotonic() < deadline:
+
+        def answers() -> bool:
+            nonlocal last
             if self.proc.poll() is not None:
                 raise RuntimeError(
                     f"{self.kind} exited with code {self.proc.returncode} before answering on "
                     f"port {self.port}; its log ends:\n{self.log_tail()}"
                 )
             try:
-                with urllib.request.urlopen(self.url(probe), timeout=5) as r:
+                with urllib.request.urlopen(self.url(probe), timeout=budget_s(5)) as r:
                     if r.status == 200:
-                        return
+                        return True
                     last = f"HTTP {r.status}"
             except (urllib.error.URLError, OSError) as err:
                 last = str(err)
-            time.sleep(0.3)
-        self.stop()
-        raise RuntimeError(
-            f"{self.kind} did not answer {probe} on 127.0.0.1:{self.port} within {timeout:.0f} s "
-            f"(last: {last}); its log ends:\n{self.log_tail()}"
-        )
+            return False
+
+        try:
+            wait_until(
+                answers, f"{self.kind} to answer {probe} on 127.0.0.1:{self.port}", base,
+                seen=lambda: f"last answer {last}; its log ends:\n{self.log_tail()}",
+            )  # fmt: skip
+        except AssertionError:
+            self.stop()
+            raise
 
     def stop(self) -> None:
         if self.proc.poll() is not None:
@@ -168,7 +175,7 @@ class Server:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGTERM)
         try:
-            self.proc.wait(SERVER_STOP_S)
+            self.proc.wait(budget_s(SERVER_STOP_S))  # its kernels shut down first
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
@@ -206,14 +213,22 @@ def _isolated_env(home: Path) -> dict[str, str]:
     return env
 
 
-def _spawn(kind: str, cmd: list[str], home: Path, port: int, token: str, cwd: Path) -> Server:
+def _spawn(
+    kind: str,
+    cmd: list[str],
+    home: Path,
+    port: int,
+    token: str,
+    cwd: Path,
+    env: dict[str, str] | None = None,
+) -> Server:
     home.mkdir(parents=True, exist_ok=True)
     log = home / f"{kind}.log"
     fh = open(log, "wb")
     proc = subprocess.Popen(
         cmd,
         cwd=cwd,
-        env=_isolated_env(home),
+        env={**_isolated_env(home), **(env or {})},
         stdout=fh,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
@@ -242,16 +257,72 @@ def start_lab(root_dir: Path, home: Path) -> Server:
     return server
 
 
-def start_voila(notebook: Path, home: Path) -> Server:
-    """Voila serving one notebook on a free loopback port (no token: voila has none)."""
+# The app's Voila settings (a preheated kernel pool; Notebook 7's extension left out, since Voila
+# cannot load it) live in apps/voila.json, which Voila reads from its working directory: the
+# Makefile's `app` target and these tests both start Voila in apps/.
+VOILA_STARTED = re.compile(r"Kernel started: ([0-9a-f-]{36})")
+VOILA_TAKEN = re.compile(r"Using pre-heated kernel: ([0-9a-f-]{36})")
+POOL_S = 90  # a preheated kernel runs the app notebook in ~10-40 s on a busy 2-core machine
+
+
+def start_voila(
+    notebook: Path, home: Path, args: tuple[str, ...] = (), env: dict[str, str] | None = None
+) -> Server:
+    """Voila serving one notebook on a free loopback port (no token: voila has none).
+
+    Ready when it answers a static file (a request for the page itself would take a kernel).
+    ``args`` are added to Voila's command line, ``env`` to its environment.
+    """
     port = free_port()
     cmd = [
-        sys.executable, "-m", "voila", str(notebook), "--no-browser",
-        f"--port={port}", "--Voila.ip=127.0.0.1", "--Voila.port_retries=0", *VOILA_ARGS,
+        sys.executable, "-m", "voila", notebook.name, "--no-browser",
+        f"--port={port}", "--Voila.ip=127.0.0.1", "--Voila.port_retries=0", *args,
     ]  # fmt: skip
-    server = _spawn("voila", cmd, home, port, "", notebook.parent)
-    server.wait_ready("")
+    server = _spawn("voila", cmd, home, port, "", notebook.parent, env)
+    server.wait_ready("voila/templates/lab/static/materialcolors.css")
     return server
+
+
+def _kernel_model(server: Server, kernel_id: str) -> dict | None:
+    try:
+        with urllib.request.urlopen(server.url(f"api/kernels/{kernel_id}"), timeout=5) as r:
+            return json.load(r)
+    except (urllib.error.URLError, OSError, ValueError):
+        return None  # shut down, or not answering yet
+
+
+def wait_voila_pool(server: Server, base: float = POOL_S) -> str:
+    """Wait until a preheated kernel has run the whole notebook and waits for a learner.
+
+    That kernel is one Voila has started and not yet handed to a page (its log says which),
+    idle, whose last activity stays the same between two looks (a cell boundary shows idle for
+    a moment; the next cell moves the activity stamp). Returns its id.
+    """
+    seen: dict[str, tuple] = {}
+    states: list[str] = []
+
+    def heated() -> str | None:
+        states.clear()
+        log = server.log.read_text(errors="replace")
+        taken = set(VOILA_TAKEN.findall(log))
+        for kid in VOILA_STARTED.findall(log):
+            if kid in taken:
+                continue
+            model = _kernel_model(server, kid)
+            if model is None:
+                continue
+            key = (model["execution_state"], model["last_activity"], model["connections"])
+            states.append(f"{kid[:8]}: {key[0]}, {key[2]} page(s)")
+            if key[0] == "idle" and key[2] == 0 and seen.get(kid) == key:
+                return kid
+            seen[kid] = key
+        return None
+
+    return wait_until(
+        heated, "a Voila kernel to finish preheating the app (idle, no page attached)", base,
+        seen=lambda: f"kernels {states or 'none started'}; log ends:\n{server.log_tail()}",
+        poll=0.5,
+    )  # fmt: skip
 
 
 # Browser ---------------------------------------------------------------------------------------
@@ -321,7 +392,8 @@ def chromium(profile: Path | None = None) -> Iterator[object]:
             viewport={"width": 1400, "height": 1000},
             service_workers="block",
         )
-        context.set_default_timeout(30_000)
+        context.set_default_timeout(budget_ms(ACTION_S))
+        context.set_default_navigation_timeout(budget_ms(ACTION_S))
         try:
             yield context
         finally:
@@ -382,7 +454,7 @@ def notebook_url(server: Server, name: str, ui: str = "lab") -> str:
 def kernel_state(server: Server, name: str) -> str | None:
     """The server's view of the notebook's kernel: its execution state, or None if none runs."""
     try:
-        with urllib.request.urlopen(server.url("api/sessions"), timeout=5) as r:
+        with urllib.request.urlopen(server.url("api/sessions"), timeout=budget_s(5)) as r:
             sessions = json.load(r)
     except (urllib.error.URLError, OSError, ValueError):
         return None
@@ -392,25 +464,30 @@ def kernel_state(server: Server, name: str) -> str | None:
     return None
 
 
-def open_notebook(page, server: Server, name: str, ui: str = "lab", timeout: float = 90) -> None:
+OPEN_S = 60  # a notebook page loaded and its kernel started, idle machine, with a margin
+
+
+def open_notebook(page, server: Server, name: str, ui: str = "lab", base: float = OPEN_S) -> None:
     """Open a notebook and wait until its kernel (trnlab) is running and idle (server and page)."""
     page.goto(notebook_url(server, name, ui), wait_until="domcontentloaded")
-    deadline = time.monotonic() + timeout
     state, indicator = None, None
-    while time.monotonic() < deadline:
+
+    def idle() -> bool:
+        nonlocal state, indicator
         state = kernel_state(server, name)
         ind = page.locator(".jp-Notebook-ExecutionIndicator")
         indicator = ind.first.get_attribute("data-status") if ind.count() else None
         cells = page.locator(".jp-Notebook .jp-Cell").count()
         if state == "idle" and indicator in ("idle", None if ui != "lab" else "idle") and cells:
-            return
+            return True
         _accept_kernel_dialog(page)
-        time.sleep(0.5)
-    raise AssertionError(
-        f"{name} ({ui}): expected the notebook open with its trnlab kernel idle within "
-        f"{timeout:.0f} s; saw kernel state {state!r} on the server, page indicator "
-        f"{indicator!r}, page title {page.title()!r}"
-    )
+        return False
+
+    wait_until(
+        idle, f"{name} ({ui}) to open with its trnlab kernel idle", base,
+        seen=lambda: f"kernel state {state!r} on the server, page indicator {indicator!r}, "
+        f"page title {page.title()!r}",
+    )  # fmt: skip
 
 
 def _accept_kernel_dialog(page) -> bool:
@@ -422,21 +499,22 @@ def _accept_kernel_dialog(page) -> bool:
     return False
 
 
-def run_all_cells(page, name: str, start_timeout: float = 30) -> None:
+def run_all_cells(page, name: str, base: float = 30) -> None:
     """Run > Run All Cells, through the menu bar as a learner would, and see it start."""
     page.get_by_role("menuitem", name="Run", exact=True).click()
     page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
-    deadline = time.monotonic() + start_timeout
-    while time.monotonic() < deadline:
+
+    def started() -> bool:
         snap = page.evaluate(_SNAPSHOT_JS)
         if snap and any(p != "[ ]:" for p in snap["prompts"]):
-            return
+            return True
         _accept_kernel_dialog(page)
-        time.sleep(0.3)
-    raise AssertionError(
-        f"{name}: Run > Run All Cells did not start within {start_timeout:.0f} s: every prompt "
-        "still shows [ ] (no cell queued or running)"
-    )
+        return False
+
+    wait_until(
+        started, f"{name}: Run > Run All Cells to start (a cell queued or running)", base,
+        seen=lambda: "every prompt still shows [ ]",
+    )  # fmt: skip
 
 
 def error_outputs(page) -> list[str]:
@@ -444,39 +522,47 @@ def error_outputs(page) -> list[str]:
     return [o["text"].strip()[:1500] for o in snap["outputs"] if _is_error(o)]
 
 
-def wait_until_run(page, server: Server, name: str, timeout: float = 240) -> int:
+RUN_ALL_S = 120  # the longest lab runs top to bottom in ~40 s on an idle 2-core machine
+
+
+def wait_until_run(page, server: Server, name: str, base: float = RUN_ALL_S) -> int:
     """Wait until every code cell shows an execution count and the kernel is idle.
 
     Fails at once (with the traceback) if an error appears: Run All stops at an error.
     Returns the number of code cells.
     """
-    deadline = time.monotonic() + timeout
     snap, state = None, None
-    while time.monotonic() < deadline:
+
+    def finished() -> int:
+        nonlocal snap, state
         snap = page.evaluate(_SNAPSHOT_JS)
-        if snap:
-            errors = [o["text"] for o in snap["outputs"] if _is_error(o)]
-            if errors:
-                raise AssertionError(f"{name}: an output shows an error:\n{errors[0][:2000]}")
-            done = [re.fullmatch(r"\[\d+\]:", p) for p in snap["prompts"]]
-            if snap["prompts"] and all(done) and snap["status"] in ("idle", None):
-                state = kernel_state(server, name)
-                if state == "idle":
-                    return len(done)
-        time.sleep(0.5)
-    raise AssertionError(
-        f"{name}: expected every code cell to show an execution count [n] and the kernel idle "
-        f"within {timeout:.0f} s; saw prompts {snap and snap['prompts']} "
-        f"(page indicator {snap and snap['status']!r}, server kernel state {state!r})"
-    )
+        if not snap:
+            return 0
+        errors = [o["text"] for o in snap["outputs"] if _is_error(o)]
+        if errors:
+            raise AssertionError(f"{name}: an output shows an error:\n{errors[0][:2000]}")
+        done = [re.fullmatch(r"\[\d+\]:", p) for p in snap["prompts"]]
+        if snap["prompts"] and all(done) and snap["status"] in ("idle", None):
+            state = kernel_state(server, name)
+            if state == "idle":
+                return len(done)
+        return 0
+
+    return wait_until(
+        finished, f"{name}: every code cell to show an execution count [n], kernel idle", base,
+        seen=lambda: f"prompts {snap and snap['prompts']} (page indicator "
+        f"{snap and snap['status']!r}, server kernel state {state!r})",
+    )  # fmt: skip
 
 
-def open_and_run(page, server: Server, name: str, ui: str = "lab", timeout: float = 240) -> float:
+def open_and_run(
+    page, server: Server, name: str, ui: str = "lab", base: float = RUN_ALL_S
+) -> float:
     """Open a notebook, Run All Cells, wait for every cell; the seconds the run took."""
     open_notebook(page, server, name, ui)
     t0 = time.monotonic()
     run_all_cells(page, name)
-    wait_until_run(page, server, name, timeout)
+    wait_until_run(page, server, name, base)
     return time.monotonic() - t0
 
 
@@ -516,17 +602,19 @@ def drawn(plot) -> str:
     return plot.first.evaluate(_FIGURE_JS)
 
 
-def wait_for_change(read, before, what: str, action: str, timeout: float = 20):
+CHANGE_S = 20  # a dashboard redraws after a control changes (well under 1 s idle)
+
+
+def wait_for_change(read, before, what: str, action: str, base: float = CHANGE_S):
     """Poll ``read()`` until it differs from ``before``; return it, or fail saying what stayed."""
-    deadline = time.monotonic() + timeout
-    now = read()
-    while now == before and time.monotonic() < deadline:
-        time.sleep(0.2)
+    now = before
+
+    def changed() -> bool:
+        nonlocal now
         now = read()
-    if now == before:
-        shown = before if len(str(before)) < 400 else str(before)[:400] + "..."
-        raise AssertionError(
-            f"after {action}, expected {what} to change on the page within {timeout:.0f} s; "
-            f"it still shows: {shown}"
-        )
+        return now != before
+
+    shown = before if len(str(before)) < 400 else str(before)[:400] + "..."
+    wait_until(changed, f"{what} to change on the page after {action}", base,
+               seen=lambda: f"it still shows: {shown}")  # fmt: skip
     return now

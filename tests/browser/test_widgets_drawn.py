@@ -13,6 +13,7 @@ import re
 import pytest
 
 from . import harness as h
+from .waiting import budget_ms
 
 STEP_TEXT = re.compile(r"^Step (\d+) of (\d+) at")
 # Errors logged by Notebook 7.6's own shell, not by trnlab code: its fonts and favicon are
@@ -35,7 +36,7 @@ def find_stepper(page, where: str):
     )
     stepper.scroll_into_view_if_needed()
     text = stepper.locator("b").filter(has_text=STEP_TEXT)
-    text.wait_for(timeout=20_000)
+    text.wait_for(timeout=budget_ms(20))  # the stepper's first step text
 
     def step() -> int:
         return int(STEP_TEXT.match(text.first.inner_text().strip()).group(1))
