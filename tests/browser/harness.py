@@ -64,6 +64,10 @@ BENIGN_CONSOLE = (
     # absent. These are the server saying "no such optional file", not a broken page.
     re.compile(r"Failed to load resource: the server responded with a status of 404"),
 )
+#: JupyterLab's own icon fonts (/static/lab/*.woff2), fetched by its CSS without the token.
+#: On a loaded machine the request can overtake the login cookie and draw a 403 (seen once in
+#: a browser-test run, the page otherwise complete): JupyterLab's glyphs, not trnlab's output.
+LAB_FONT_403 = (re.compile(r"/static/lab/[^/?]+\.woff2?(\?|$)"), "status of 403")
 
 
 # Finding the browser ---------------------------------------------------------------------------
@@ -338,6 +342,8 @@ class Watch:
         def on_console(msg):
             url = (msg.location or {}).get("url", "")
             if any(p.search(url) for p in self.allowed):
+                return
+            if LAB_FONT_403[0].search(url) and LAB_FONT_403[1] in msg.text:
                 return
             if msg.type == "error" and not any(p.search(msg.text) for p in BENIGN_CONSOLE):
                 loc = msg.location or {}

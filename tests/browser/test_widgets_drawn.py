@@ -13,7 +13,7 @@ import re
 import pytest
 
 from . import harness as h
-from .waiting import budget_ms
+from .waiting import budget_ms, wait_until
 
 STEP_TEXT = re.compile(r"^Step (\d+) of (\d+) at")
 # Errors logged by Notebook 7.6's own shell, not by trnlab code: its fonts and favicon are
@@ -39,7 +39,13 @@ def find_stepper(page, where: str):
     text.wait_for(timeout=budget_ms(20))  # the stepper's first step text
 
     def step() -> int:
-        return int(STEP_TEXT.match(text.first.inner_text().strip()).group(1))
+        # The text is re-drawn as the stepper moves: read it once it shows a step again.
+        def read():
+            m = STEP_TEXT.match((text.first.text_content() or "").strip())
+            return m and int(m.group(1)) + 1  # + 1: step 0 must read as found
+
+        return wait_until(read, f"{where}: the stepper's 'Step N of M' text", 20,
+                          seen=lambda: text.first.text_content()) - 1  # fmt: skip
 
     return stepper, step
 
@@ -198,6 +204,8 @@ def test_scale_explorer_redraws_when_the_sequence_changes(executed):
 def test_collective_explorer_sliders_redraw(executed):
     page, watch, _ = executed.get("07_neuronlink_and_collectives.ipynb")
     explorer = h.dashboard(page, page.locator("text.gtitle", has_text="Ring all-reduce"))
+    wait_until(lambda: explorer.count(), "lab 07's CollectiveExplorer ('Ring all-reduce') drawn",
+               20, seen=lambda: f"{explorer.count()} such outputs")  # fmt: skip
     assert explorer.count() == 1, "lab 07: expected one CollectiveExplorer ('Ring all-reduce')"
     explorer.scroll_into_view_if_needed()
     ring = h.figure(explorer, "Ring all-reduce")
