@@ -57,6 +57,11 @@ class TileIndexError(KernelArgumentError, IndexError):
     not an integer or a slice (trnlab never clips a slice; also an ``IndexError``)."""
 
 
+class KernelSignatureError(KernelArgumentError, TypeError):
+    """A kernel called with arguments its parameters cannot take (also a ``TypeError``, as
+    calling the function itself would raise)."""
+
+
 class UnknownFigureError(KernelArgumentError, KeyError):
     """A core figure asked for by a name the core does not have (also a ``KeyError``)."""
 

@@ -247,11 +247,9 @@ def _call(kernel: Callable, args: list, kind: str = "matmul"):
         try:
             return nki.profile(kernel, chip=CHIP)(*args), None
         except core.KernelArgumentError as err:
-            if err.__cause__ is not None:  # the learner's own code raised: say what it raised
-                raise err.__cause__ from None
-            if "cannot take" in str(err):  # its parameters do not take (a_t, b)
-                raise TypeError(str(err)) from None
-            raise
+            if err.__cause__ is None:  # a KernelSignatureError is also a TypeError (below)
+                raise
+            raise err.__cause__ from None  # the learner's own code raised: say what it raised
     except core.HardwareRuleError as err:
         return None, f"the NeuronCore refused your kernel: {err}"
     except nki.NotModelledError as err:

@@ -38,6 +38,7 @@ from trnlab.core import (
     InstructionLimitError,
     KernelArgumentError,
     KernelContext,
+    KernelSignatureError,
     Run,
 )
 from trnlab.core import simulate as _schedule
@@ -198,7 +199,7 @@ def _bind(k: Kernel, args, kwargs) -> None:
     try:
         inspect.signature(k.fn).bind(*args, **kwargs)
     except TypeError as exc:
-        raise KernelArgumentError(
+        raise KernelSignatureError(
             f"kernel {k.__name__}{inspect.signature(k.fn)} cannot take {len(args)} "
             f"positional argument(s) and {sorted(kwargs) or 'no'} keyword(s): {exc}"
         ) from None
