@@ -2462,3 +2462,45 @@ model_target(
     **collective_settings,
 )
 view_targets("trnlab.widgets.CollectiveExplorer", widgets.CollectiveExplorer, collective_settings)
+
+# DashboardTabs (the classroom app): the tab list, and opening a tab by its title
+_chips_view = cache(lambda: widgets.ChipExplorer(metric="peak.fp8"))
+target(
+    "trnlab.widgets.DashboardTabs",
+    lambda pages: widgets.DashboardTabs(pages).attached(),
+    examples=8,
+    pages=Arg(
+        st.just(None).map(lambda _: [("Chips", "One figure per generation.", _chips_view())]),
+        st.sampled_from(
+            [
+                [],
+                "Chips",
+                None,
+                [("Chips", "x")],
+                [("", "x", None)],
+                [("Chips", 3, None)],
+                [("Chips", "x", "ChipExplorer")],
+                [(None, "x", None)],
+                5,
+            ]
+        )
+        | st.just(None).map(
+            lambda _: [("Chips", "a", _chips_view()), ("chips", "b", _chips_view())]
+        ),
+        ("pages", "tab", "tabs", "title", "dashboard"),
+    ),
+)
+
+
+def _tabs():
+    return widgets.DashboardTabs(
+        [("Chips", "a", _chips_view()), ("More chips", "b", _chips_view())]
+    )
+
+
+target(
+    "trnlab.widgets.DashboardTabs.open",
+    lambda title: _tabs().open(title).model.metric,
+    examples=8,
+    title=F.name(["Chips", "More chips"], ("tab",)),
+)

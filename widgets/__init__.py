@@ -10,6 +10,7 @@ from .chip_explorer import ChipExplorer
 from .chip_model import METRICS, ChipComparison
 from .collective_explorer import CollectiveExplorer
 from .collective_model import CollectiveModel
+from .dashboard_tabs import DashboardTabs
 from .format_explorer import FormatExplorer
 from .format_model import FormatComparison
 from .kernel_profile import KernelProfile
@@ -26,6 +27,7 @@ __all__ = [
     "ChipExplorer",
     "CollectiveExplorer",
     "CollectiveModel",
+    "DashboardTabs",
     "FormatComparison",
     "FormatExplorer",
     "KernelProfile",
