@@ -60,7 +60,7 @@ LABS = Path(__file__).resolve().parents[2] / "labs"
 
 KINDS = ("numeric", "predict", "choice", "kernel")
 _CHECK = re.compile(r"\b(lab\d\d)\.(\w+)\.check\(")
-_WORD = re.compile(r"\S+")
+_WORD = re.compile(r"\S*[^\W_]\S*")  # a token with a letter or digit (not "|", "#", "---")
 _PLOTLY = "application/vnd.plotly.v1+json"
 
 
@@ -160,7 +160,9 @@ def _seconds(cell) -> float:
 
 def _printed_lines(cell) -> int:
     return sum(
-        len(o.get("text", "").splitlines()) for o in cell.get("outputs", ()) if o.get("output_type") == "stream"
+        len(o.get("text", "").splitlines())
+        for o in cell.get("outputs", ())
+        if o.get("output_type") == "stream"
     )
 
 
@@ -289,7 +291,9 @@ def cli(argv: list[str] | None = None) -> int:
         prog="python -m trnlab.course pace",
         description="Estimate each lab's time from its notebook and compare it with the syllabus.",
     )
-    parser.add_argument("--labs", default=str(LABS), help="folder of executed labs (default: labs/)")
+    parser.add_argument(
+        "--labs", default=str(LABS), help="folder of executed labs (default: labs/)"
+    )
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     print(text_table(table(args.labs)))
     return 0
