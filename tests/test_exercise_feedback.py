@@ -3,7 +3,9 @@ significant figures, or as a natural unit string), an untouched answer is "not a
 plausible wrong answers get the diagnosis of the slip that produced them. Over all exercises, no
 message says 0% or a percentage of 10,000% or more (hypothesis).
 
-Lab 04 is left out: its exercises are kernels, checked by running them (tests/test_kernel_*).
+Lab 04's kernel exercises are checked by running them (tests/test_kernel_profile_lab04.py, which
+also holds their wrong kernels); its one numeric exercise, the predict-then-run latency, is in the
+hypothesis test here too.
 """
 
 from __future__ import annotations
@@ -373,6 +375,24 @@ def test_no_message_says_zero_percent_or_a_huge_percentage(key, ratio, sign):
     _assert_reasonable(result.message)
 
 
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    ratio=st.one_of(
+        st.floats(min_value=1e-20, max_value=1e20),
+        st.floats(min_value=0.5, max_value=2.0),
+        st.sampled_from([1.0, 1e3, 1e-3, 1e6, 1e-6, 2.0, 0.5, 1 + 1e-7, 1 - 1e-7, 1.25, 0.75]),
+    ),
+    sign=st.sampled_from([1, 1, 1, -1]),
+)
+def test_lab04_prediction_never_says_zero_percent_or_a_huge_percentage(ratio, sign):
+    """Lab 04's numeric exercise: its check and the explanation printed after it."""
+    from trnlab.exercises import lab04
+
+    answer = sign * ratio * lab04.predict_tiled.reference()
+    _assert_reasonable(lab04.predict_tiled.check(answer).message)
+    _assert_reasonable(lab04.explain_prediction(answer))
+
+
 @settings(max_examples=150, deadline=None)
 @given(
     key=st.sampled_from(sorted(WRONG)),
@@ -399,3 +419,23 @@ def _all_cached() -> dict[str, Exercise]:
     if not _CACHE:
         _CACHE.update(_all())
     return _CACHE
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    text=st.one_of(
+        st.text(max_size=12),
+        st.builds(
+            lambda v, u: f"{v:g} {u}",
+            st.floats(min_value=1e-6, max_value=1e9),
+            st.sampled_from(["us", "ms", "ns", "s", "GB", "%", "x"]),
+        ),
+    ),
+)
+def test_lab04_prediction_reads_any_string(text):
+    from trnlab.exercises import lab04
+
+    result = lab04.predict_tiled.check(text)
+    assert "could not read your answer" not in result.message, result.message
+    _assert_reasonable(result.message)
+    _assert_reasonable(lab04.explain_prediction(text))

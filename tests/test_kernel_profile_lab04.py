@@ -5,6 +5,8 @@ HBM), wrong values, NaN from reading memory never written."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -456,8 +458,85 @@ def test_the_prediction_names_the_slip_and_explains_the_gap():
     assert "microseconds" in _message(lab04.predict_tiled, model * 1e-6)
     assert "two DMA queues" in _message(lab04.predict_tiled, 2 * model)
     far = _message(lab04.predict_tiled, 10 * model)
-    assert "about 10.0x too high" in far
+    assert "about 10x too high" in far
     for m in (far, _message(lab04.predict_tiled, model / 3)):
         assert "%" not in m
     text = lab04.explain_prediction(30)
     assert "You predicted 30 us" in text and f"{model:.1f} us" in text
+
+
+# --- issue 14 acceptance 2, lab 04: each exercise's right answer, its right answer rounded
+# (the numeric one), at least two plausible wrong answers with their diagnosis, an untouched
+# answer; no message with 0%, a percentage of 10,000% or more, or a 10-digit number ----------
+@nki.jit
+def transposed_c(a_t, b):
+    """C's transpose, B.T @ A.T = (A @ B).T (B as the stationary operand): right values,
+    wrong shape."""
+    return _tiled(b, a_t)
+
+
+_PERCENT = re.compile(r"(?<![\d.,])(\d[\d,]*(?:\.\d+)?)\s*%")
+
+
+def _reasonable(message: str) -> None:
+    for pct in _PERCENT.findall(message):
+        assert 0 < float(pct.replace(",", "")) < 10_000, message
+    assert not re.search(r"\d{10,}", message.replace(",", "")), message
+
+
+# exercise -> plausible wrong kernels with a piece of the diagnosis each must get
+WRONG_KERNELS = {
+    "correct_matmul": [
+        (overwrites_psum, "only the last K tile"),
+        (accumulates_from_the_start, "never written"),
+        (reads_unloaded_rows, "[:ks, :ms]"),
+        (transposed_c, "C has shape (700, 200), expected (200, 700)"),
+        (small_n_tiles, "times over"),
+    ],
+    "fits_sbuf": [
+        (hoisted, "chunks"),
+        (streamed_reloading_a, "a_t 2.0 times over"),
+        (lab04.reference_tiled, "times over"),
+    ],
+    "fast": [
+        (padded, "3.0x the FLOPs the product needs"),
+        (lab04.reference_tiled, "55%"),
+        (lab04.reference_streamed, "b 4.0 times over"),  # fits SBUF, but B is re-read per M group
+    ],
+    "epilogue": [
+        (two_pass_on_chip, "went through 2 engine instructions"),
+        (two_pass_through_hbm, "back from HBM"),
+        (no_bias, "values are wrong"),
+    ],
+}
+
+
+def test_every_lab04_exercise_is_audited():
+    found = {v.key for v in vars(lab04).values() if isinstance(v, exercises.Exercise)}
+    assert found == {f"lab04.{k}" for k in WRONG_KERNELS} | {"lab04.predict_tiled"}
+    assert all(len(cases) >= 2 for cases in WRONG_KERNELS.values())
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_KERNELS))
+def test_each_kernel_exercise_diagnoses_its_plausible_wrong_kernels(name):
+    ex = getattr(lab04, name)
+    for answer in (None, ...):  # the template's placeholder, and an Ellipsis left in
+        assert ex.check(answer).status == exercises.NOT_ATTEMPTED
+    for kernel, says in WRONG_KERNELS[name]:
+        msg = _message(ex, kernel)
+        assert says in msg, (kernel.__name__, msg)
+        _reasonable(msg)
+
+
+def test_the_prediction_passes_rounded_and_with_its_unit_and_reads_as_a_person_says():
+    ex = lab04.predict_tiled
+    model = ex.reference()
+    for answer in (model, float(f"{model:.3g}"), f"{model:.3g} us", f"{model / 1e3:.3g} ms"):
+        assert ex.check(answer).status == exercises.PASSED, answer
+    assert ex.check(...).status == exercises.NOT_ATTEMPTED
+    assert "time" in _message(ex, f"{model:.3g} GB")  # a size is not a latency
+    # an exact prediction: no "0%" in the explanation (was "slightly too low (0%)")
+    for p in (model, model * (1 + 1e-9), f"{model:.3g} us"):
+        text = lab04.explain_prediction(p)
+        assert text.startswith("You predicted"), text
+        _reasonable(text)

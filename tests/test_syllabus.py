@@ -90,8 +90,9 @@ def test_paths_include_their_prerequisites():
         for n in p.labs:
             assert set(COURSE.lab(n).requires) <= set(p.labs), (p.name, n)
     taster = next(p for p in COURSE.paths if p.name == "Taster")
-    # "one sitting of a little over two hours" (measured, issue 14: 30 + 45 + 55 minutes)
-    assert COURSE.minutes(taster.labs) <= 135
+    # "one sitting of a little over two hours": 40 + 45 + 55 minutes after issue 14's
+    # walkthrough (docs/pacing.md; lab 00 went from 30 to 40)
+    assert COURSE.minutes(taster.labs) <= 150
 
 
 def test_committed_course_page_equals_the_generated_one():

@@ -12,6 +12,7 @@ import sys
 COMMANDS = {
     "doctor": ("doctor", "check this environment and say what is missing"),
     "syllabus": ("syllabus", "print the course map: labs, times, outcomes"),
+    "pace": ("pace", "each lab's stated minutes against the pacing model's estimate"),
     "editions": ("editions", "regenerate (or --check) the instructor edition from labs/"),
     "variants": ("variants", "write per-student variants of a lab from a roster and a seed"),
     "grade": ("grading", "run a folder of submitted notebooks and write a CSV of checks"),

@@ -21,7 +21,6 @@ returns; the epilogue kernel is ``kernel(w, x_t, bias) -> y_t`` computing
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from functools import lru_cache
 
@@ -31,7 +30,9 @@ import trnlab.nki as nki
 import trnlab.nki.isa as nisa
 import trnlab.nki.language as nl
 
+from ._checks import read_number
 from ._exercise import Exercise
+from ._slips import how_far
 
 __all__ = [
     "EPILOGUE_SHAPE",
@@ -677,17 +678,6 @@ def _tiled_us() -> float:
     return _reference_run("tiled", TILED_SHAPE).latency * 1e6
 
 
-def _how_far(ratio: float) -> str:
-    """An answer's distance from the right one, as a person says it."""
-    if ratio >= 1.5:
-        return f"about {ratio:.1f}x too high"
-    if ratio <= 1 / 1.5:
-        return f"about {1 / ratio:.1f}x too low"
-    pct = abs(ratio - 1) * 100
-    word = "high" if ratio > 1 else "low"
-    return f"about {pct:.0f}% too {word}" if pct >= 1 else f"slightly too {word} ({pct:.1g}%)"
-
-
 def _prediction_parts() -> dict[str, float]:
     """The model's figures a prediction is compared with (us)."""
     run = _reference_run("tiled", TILED_SHAPE)
@@ -722,22 +712,20 @@ def explain_prediction(predicted=None) -> str:
     )
     if predicted is None:
         return why[0].upper() + why[1:]
-    try:
-        p = float(predicted)
-    except (TypeError, ValueError):
-        return f"A prediction is a number of microseconds, not {predicted!r}; {why}"
-    if not math.isfinite(p) or p <= 0:
-        return f"A latency is a positive number of microseconds, not {predicted!r}; {why}"
-    return f"You predicted {p:,.3g} us ({_how_far(p / f['latency'])}); {why}"
+    p = read_number(predicted, "us", "a prediction")  # a number, or "45 us", "0.04 ms"
+    if isinstance(p, str):
+        return f"A prediction is a number of microseconds ({p}); {why}"
+    if p <= 0:
+        return f"A latency is a positive number of microseconds, not {p:,.3g}; {why}"
+    return f"You predicted {p:,.3g} us ({how_far(p / f['latency'])}); {why}"
 
 
 def _check_prediction(answer) -> str | None:
-    try:
-        p = float(answer)
-    except (TypeError, ValueError):
-        return f"answer with a number of microseconds, not {answer!r}"
-    if not math.isfinite(p) or p <= 0:
-        return f"a latency is a positive number of microseconds, not {answer!r}"
+    p = read_number(answer, "us", "your prediction")  # a number, or "45 us", "0.04 ms"
+    if isinstance(p, str):
+        return p
+    if p <= 0:
+        return f"a latency is a positive number of microseconds, not {p:,.3g}"
     f = _prediction_parts()
     model = f["latency"]
     if abs(p / model - 1) <= PREDICTION_WITHIN:
@@ -755,9 +743,9 @@ def _check_prediction(answer) -> str | None:
     )  # fmt: skip
     for value, says in slips:
         if abs(p / value - 1) <= 0.15:
-            return f"{_how_far(p / model)}: {says}."
+            return f"{how_far(p / model)}: {says}."
     return (
-        f"{_how_far(p / model)}. Count the loads per queue (one A tile and one B tile per "
+        f"{how_far(p / model)}. Count the loads per queue (one A tile and one B tile per "
         f"matmul, on two queues) and the time a queue spends on each transfer (the question "
         f"gives it)."
     )
