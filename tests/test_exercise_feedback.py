@@ -184,6 +184,7 @@ WRONG = {
         (lambda r: 75, "counts the weights removed, not their size"),
         (lambda r: 10, "Small weights are not nothing"),
         (lambda r: r / 100, "that looks like a fraction"),
+        (lambda r: round(r) / 100, "that looks like a fraction"),  # a rounded fraction: 0.43
     ],
     "lab07.ring_time": [
         (lambda r: r / 2, "a reduce-scatter and then an all-gather"),
@@ -212,6 +213,7 @@ WRONG = {
     "lab08.min_chips": [
         (lambda r: r - 1, "round up"),
         (lambda r: 13, "reads 96 GiB as 96 x 10^9 bytes"),
+        (lambda r: 11.53, "that is the quotient"),
     ],
     "lab08.bubble": [
         (lambda r: 3 / 16, "(p-1)/m, the bubble measured against the ideal"),
@@ -220,7 +222,7 @@ WRONG = {
     ],
     "lab08.zero3_memory": [
         (lambda r: 16.4, "leaves the activations out"),
-        (lambda r: r * 2**30 / 1e9, "that mixes GiB"),
+        (lambda r: r * 1024, "it looks like MiB"),
     ],
     "lab09.compute_ratio": [
         (lambda r: 4.4, "that is AWS's claim"),

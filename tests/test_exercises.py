@@ -262,9 +262,25 @@ def test_a_prediction_compares_explains_and_never_fails_on_the_models_side():
     # a unit slip is pointed out without giving the model's figure away
     slip = p.check(0.025)
     assert "it looks like ms" in slip.message and "25.0" not in slip.message
+    # ... also when the prediction, read in the right unit, is good but not exact (30 us -> 0.030)
+    near = p.check(0.030)
+    assert near.status == exs.FAILED and "it looks like ms" in near.message
+    # ... but not when it is out by more than the prediction's own tolerance (0.3)
+    assert "it looks like ms" not in p.check(0.040).message
     assert p.check(-3).status == exs.FAILED and "cannot be" in p.check(-3).message
     assert p.check(None).status == exs.NOT_ATTEMPTED
     assert p.reference() == 25.0 and p.unit == "us"
+
+
+def test_a_good_prediction_passes_even_where_a_small_unit_slip_would_fit():
+    """GB for GiB is a 7% slip; a prediction 7% off is a good prediction, not a slip."""
+    p = Prediction(
+        "t.memory", "Predict the memory.", lambda: 100.0, what="the memory", unit="GiB",
+        explain=lambda pred, m: "state plus activations", within=0.25,
+        slips=slips.binary_prefixes("GiB"),
+    )  # fmt: skip
+    assert p.check(100 * 2**30 / 1e9).status == exs.PASSED
+    assert p.check(100 * 1024).status == exs.FAILED
 
 
 def test_published_results_are_hidden_in_the_learner_edition_and_round_trip():

@@ -17,6 +17,7 @@ prediction was close or not: a prediction within ``within`` (relative) passes.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from ._checks import close_to, read_number
@@ -94,21 +95,28 @@ class Prediction(Exercise):
             return FAILED, got
         model = check.value()
         said = _shown(got, check.unit)
-        if got != 0 and model != 0:
-            fit = best_fit(got / model, [s for s in check.expected_slips() if s.kind == "unit"])
-            if fit is not None:
-                return FAILED, f"your prediction {said}: {fit[0]}"
         gives = _shown(model, check.unit)
-        if got <= 0 < model:
-            why = self._explain(got, model)
-            return FAILED, f"{check.what} cannot be {said}; the model gives {gives}. Why: {why}"
-        why = self._explain(got, model)
-        gap = how_far(got / model) if got != model else "exactly right"
-        if abs(got - model) <= check.tolerance(model):
+        if got > 0 and abs(got - model) <= check.tolerance(model):
+            gap = how_far(got / model) if got != model else "exactly right"
             return PASSED, (
                 f"a good prediction: you said {said}, the model gives {gives} (yours is {gap}). "
-                f"Why: {why}"
+                f"Why: {self._explain(got, model)}"
             )
+        if got != 0 and model != 0:
+            # A unit slip is named when the answer, read in the right unit, would have been a
+            # good prediction (0.42 for 42%): the prediction's own tolerance, not the slip's.
+            units = [
+                replace(s, rtol=max(s.rtol, self.within))
+                for s in check.expected_slips()
+                if s.kind == "unit"
+            ]
+            fit = best_fit(got / model, units)
+            if fit is not None:
+                return FAILED, f"your prediction {said}: {fit[0]}"
+        why = self._explain(got, model)
+        if got <= 0 < model:
+            return FAILED, f"{check.what} cannot be {said}; the model gives {gives}. Why: {why}"
+        gap = how_far(got / model)
         return FAILED, (
             f"you predicted {said}; the model gives {gives}, so your prediction is {gap}. "
             f"Why: {why}"

@@ -65,8 +65,10 @@ def _min_chips() -> int:
 
 def _min_chips_known() -> dict[float, str]:
     state = 16 * scale.model("llama3-70b").params
+    usable = catalog.chip("trn2").hbm_bytes * scale._plan.USABLE_HBM
     found: dict[float, list[str]] = {}
     for count, says in (
+        (state / usable, "that is the quotient; a fraction of a chip does not exist: round up"),
         (_min_chips() - 1, "that rounds down, and the state would not fit: round up"),
         (math.ceil(state / (96 * 2**30)), "that counts all 96 GiB; only 95% is usable"),
         (math.ceil(state / (0.95 * 96e9)), "that reads 96 GiB as 96 x 10^9 bytes; a GiB is 2^30"),
