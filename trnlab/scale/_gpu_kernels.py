@@ -191,13 +191,14 @@ def flash_attention_rate(
     c = _chip(chip)
     _whole("sequence length", seq_len)
     _whole("head dimension", head_dim)
-    if not isinstance(direction, str) or direction.lower() not in _DIRECTIONS:
+    if not isinstance(direction, str) or direction.strip().lower() not in _DIRECTIONS:
         raise WorkloadError(f"direction is 'forward' or 'backward', not {short(direction)}")
+    direction = direction.strip().lower()
     try:
         dt = catalog.dtype_name(dtype)
     except CatalogError as err:
         raise WorkloadError(str(err)) from None
-    fig = c.figures.get(f"flash_attention_{direction.lower()}")
+    fig = c.figures.get(f"flash_attention_{direction}")
     if fig is None:
         have = [k.key for k in catalog.chips() if "flash_attention_forward" in k.figures]
         raise WorkloadError(
@@ -215,6 +216,6 @@ def flash_attention_rate(
             f"{head_dim}; the planner runs other head dimensions at the GEMM rate"
         )
     rates = _fa_rates(c.key, dt, int(seq_len), hd)
-    value = rates[_DIRECTIONS.index(direction.lower())]
+    value = rates[_DIRECTIONS.index(direction)]
     where = f"{fig.extra.get('kernel', 'fused attention')}, head dim {hd} ({fig.sources[0].key})"
     return value, where

@@ -40,15 +40,22 @@ _TP16 = (
 )
 
 _MCORE = (
-    "too fast: Megatron-Core on H100 (2024) reaches 41-49% MFU; the model, with tensor-parallel "
-    "communication exposed (these runs overlap it, which would make the model faster still) and "
-    "GEMMs at the H100 ceiling (MAMF, 80% of peak, which plain 4k-8k products also reach), "
-    "predicts 53-70%: about 1.25x too fast from 32B up, 1.5-1.7x for the 1.7B and 7.1B models, "
-    "whose layers are small. Not in the model, and not published for these runs: "
-    "FlashAttention's own rate on H100 (the model runs attention at the GEMM ceiling; it is a "
-    "fifth of the 1.7B model's FLOPs at 4k context), launch and synchronisation gaps between "
-    "small kernels, clocks under sustained power. The Llama 3 405B runs on the same GPUs land "
-    "within 10% because the plans that fit them recompute every layer."
+    "too fast: Megatron-Core on H100 (2024) reaches 41-49% MFU; the model predicts 52-71%: "
+    "about 1.2x too fast from 32B up, 1.3-1.7x for the 1.7B, 7.1B and 16B models, whose "
+    "layers are small. Checked and not the cause: wave quantization (these GEMMs fill "
+    "97-99% of the H100's tile slots: 4096-16384 token rows by 2048-9216 columns), "
+    "attention (cuDNN's published rates with the causal half skipped make it slightly faster "
+    "than the GEMM ceiling, not slower; FlashAttention-2's would add ~12% to the 1.7B step), "
+    "memory-bound kernels (charged at the HBM roofline: 12% of the 1.7B step). Tensor-"
+    "parallel communication is charged exposed although these runs overlap it "
+    "(--tp-comm-overlap), which would make the model faster still. Not in the model, and not "
+    "published for these runs: a per-kernel fixed cost (launch, pipeline fill and drain of "
+    "short-K GEMMs: the 1.7B model's K is 2048) that weighs most where kernels are small, "
+    "SMs taken by the overlapped NCCL kernels, clocks under sustained power. The Megatron "
+    "README itself names GEMM size ('larger GEMMs have higher arithmetic intensity') as the "
+    "cause; no published H100 curve of cuBLAS rate against these shapes was found to source "
+    "it. The Llama 3 405B runs on the same GPUs land within 10% because the plans that fit "
+    "them recompute every layer."
 )
 
 #: Why a case lands outside the band, by case key (or run key for collective points).
@@ -256,10 +263,17 @@ def validation_markdown(rows) -> str:
         "above), NVLink as NCCL achieves it (230 of 300 GB/s per direction on A100, 370 of 450 "
         "on H100: NCCL's maintainer, nccl-tests issues 149 and 212), GPU matmul rates (A100: "
         "230 TFLOPS measured on the 2022 stack of its Megatron runs; H100: the MAMF ceiling), "
-        "every bandwidth and peak in the catalogue.",
+        "GPU SM counts (A100 108, H100 132) and the 256x128 / 128x256 output tiles of NVIDIA's "
+        "matmul guide, H100's fused-attention rates (cuDNN, head dim 128: FlashAttention-3 "
+        "paper), every bandwidth and peak in the catalogue.",
         "",
-        "Mechanisms every training case goes through: matmuls at the chip's rate (unfused "
-        "attention-score GEMMs at their memory roofline); the layer's memory-bound kernels "
+        "Mechanisms every training case goes through: every GEMM of the layer (forward, input "
+        "and weight gradients) at its own shape: the chip's rate, on GPUs held to the share of "
+        "tile slots its waves fill over the SMs (wave and tile quantization), on any chip to "
+        "the GEMM's memory roofline (unfused attention-score GEMMs included); FlashAttention "
+        "where the chip has a published fused-attention rate (H100) at that rate, the causal "
+        "mask's half skipped, its backward 2.5x the forward's FLOPs; the layer's memory-bound "
+        "kernels "
         "(norms, activation, dropout, residual adds, rotary embeddings, the softmax over stored "
         "scores, the loss) and the optimizer step as bytes at the chip's streaming bandwidth "
         "(trnlab.scale._memory_bound; A100: 1,616 GB/s measured, other chips their HBM "
