@@ -29,6 +29,7 @@ held at the nearest end (the curves flatten above 8k).
 
 from __future__ import annotations
 
+import itertools
 import math
 from functools import lru_cache
 
@@ -141,7 +142,7 @@ def _interp(points, s: float) -> float:
         return pts[0][1]
     if s >= pts[-1][0]:
         return pts[-1][1]
-    for (s0, r0), (s1, r1) in zip(pts, pts[1:], strict=False):
+    for (s0, r0), (s1, r1) in itertools.pairwise(pts):
         if s0 <= s <= s1:
             w = (math.log2(s) - math.log2(s0)) / (math.log2(s1) - math.log2(s0))
             return r0 + w * (r1 - r0)
@@ -156,7 +157,10 @@ def _fa_rates(chip_key: str, dtype: str, seq_len: int, head_dim: int):
     bwd = chip.figures.get("flash_attention_backward")
     if fwd is None or bwd is None or dtype not in ("bf16", "fp16"):
         return None
-    if int(fwd.extra.get("head_dim", 0)) != head_dim or int(bwd.extra.get("head_dim", 0)) != head_dim:
+    if (
+        int(fwd.extra.get("head_dim", 0)) != head_dim
+        or int(bwd.extra.get("head_dim", 0)) != head_dim
+    ):
         return None
     return _interp(fwd.value, seq_len), _interp(bwd.value, seq_len)
 

@@ -5,9 +5,11 @@ parallel innermost, then context, then pipeline, then data parallel outermost (e
 parallelism takes the innermost part of the data-parallel ranks); each group's collectives run
 on the part of the fabric it occupies, :func:`trnlab.fabric.group`, timed by
 :func:`trnlab.fabric.collective` (one topology model: the fabric's). Matmuls run at the rate
-the chip achieves (:func:`achieved_flops_per_chip`; unfused attention-score GEMMs at their
-memory roofline); the layer's other kernels and the optimizer step move their bytes at the
-HBM bandwidth (:mod:`trnlab.scale._memory_bound`).
+the chip achieves (:func:`achieved_flops_per_chip`), each GEMM of the layer at its own shape
+(wave quantization on GPUs, the memory roofline everywhere; unfused attention-score GEMMs at
+theirs); FlashAttention at the chip's published fused-attention rate where it has one
+(:mod:`trnlab.scale._gpu_kernels`); the layer's other kernels and the optimizer step move
+their bytes at the HBM bandwidth (:mod:`trnlab.scale._memory_bound`).
 
 Step time (per pipeline of m micro-batches, p stages, v virtual stages per stage):
   each micro-batch on stage i costs t_i = matmuls + memory-bound kernels + tensor-, context-
@@ -304,9 +306,11 @@ def achieved_flops_per_chip(
     Neuron chips: the NeuronCore model's ``blocked_mnk`` kernel on a 2048^3 GEMM (timing
     only), times the chip's cores. GPUs: the datasheet peak times the chip's measured
     ``matmul_efficiency`` (the Maximum Achievable Matmul FLOPS of a shape search, a sourced
-    figure). With ``shape = (M, N, K)`` the GEMM is also held to its memory roofline on
-    either kind of chip (:func:`_roofline`), so small or thin GEMMs (decode, the batched
-    attention-score GEMMs of unfused attention) come out slower than the large-shape rate.
+    figure). With ``shape = (M, N, K)`` a GPU GEMM keeps the share of that rate its output
+    tiles' waves fill over the SMs (:func:`trnlab.scale.gemm_wave_efficiency`), and on
+    either kind of chip the GEMM is held to its memory roofline (:func:`_roofline`), so
+    small or thin GEMMs (decode, the batched attention-score GEMMs of unfused attention)
+    come out slower than the large-shape rate.
     """
     if shape is not None:
         if not isinstance(shape, tuple) or len(shape) != 3:
@@ -821,7 +825,9 @@ def _passes(chip_key: str, dtype: str, m: int, n: int, k: int) -> tuple[float, f
     is the input gradient (m x k, reducing over n) and the weight gradient (k x n, reducing
     over the m rows), each at its own shape."""
     fwd = _achieved(chip_key, dtype, (m, n, k))[0]
-    t_bwd = 1 / _achieved(chip_key, dtype, (m, k, n))[0] + 1 / _achieved(chip_key, dtype, (k, n, m))[0]
+    t_bwd = (
+        1 / _achieved(chip_key, dtype, (m, k, n))[0] + 1 / _achieved(chip_key, dtype, (k, n, m))[0]
+    )
     return fwd, 2 / t_bwd
 
 
