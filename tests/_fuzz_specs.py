@@ -2013,6 +2013,26 @@ target(
         ("shape", "GEMM"),
     ),
 )
+_GEMM_SHAPES = Arg(
+    st.sampled_from([(64, 64, 64), (1, 8192, 8192), (4096, 6144, 2048)]),
+    st.sampled_from([(0, 1, 1), (-1, 2, 2), (1, 2), (1.5, 2, 2), "64", [64, 64, 64], None]),
+    ("shape", "GEMM"),
+)
+target(
+    "trnlab.scale.gemm_wave_efficiency",
+    scale.gemm_wave_efficiency,
+    chip=F.name(["h100", "a100"], ("chip", "SM count"), extra_bad=("trn2", "h200")),
+    shape=_GEMM_SHAPES,
+)
+target(
+    "trnlab.scale.flash_attention_rate",
+    scale.flash_attention_rate,
+    chip=F.name(["h100"], ("chip", "fused-attention"), extra_bad=("trn2", "a100")),
+    seq_len=F.whole(1, 200_000, ("sequence length",)),
+    head_dim=F.choice([128], [64, 0, -1, 1.5, None, "128"], ("head dimension", "head_dim")),
+    direction=F.name(["forward", "backward"], ("direction",)),
+    dtype=F.name(["bf16", "fp16"], ("dtype", "data type", "BF16/FP16"), extra_bad=("fp8",)),
+)
 target("trnlab.scale.decode_layer_overhead", scale.decode_layer_overhead, chip_key=chip_arg)
 target(
     "trnlab.scale.collective_time",

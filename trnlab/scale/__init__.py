@@ -6,6 +6,7 @@ serving (:func:`inference`, :func:`serving_curve`, :func:`tokens_per_megawatt_at
 runs the model is checked against live in ``_published`` (see docs/validation.md).
 """
 
+from ._gpu_kernels import flash_attention_rate, gemm_wave_efficiency
 from ._inference import (
     InferenceResult,
     ServingPoint,
@@ -55,6 +56,8 @@ __all__ = [
     "bytes_per_value",
     "collective_time",
     "decode_layer_overhead",
+    "flash_attention_rate",
+    "gemm_wave_efficiency",
     "inference",
     "inference_memory",
     "model",

@@ -5,9 +5,11 @@ parallel innermost, then context, then pipeline, then data parallel outermost (e
 parallelism takes the innermost part of the data-parallel ranks); each group's collectives run
 on the part of the fabric it occupies, :func:`trnlab.fabric.group`, timed by
 :func:`trnlab.fabric.collective` (one topology model: the fabric's). Matmuls run at the rate
-the chip achieves (:func:`achieved_flops_per_chip`; unfused attention-score GEMMs at their
-memory roofline); the layer's other kernels and the optimizer step move their bytes at the
-HBM bandwidth (:mod:`trnlab.scale._memory_bound`).
+the chip achieves (:func:`achieved_flops_per_chip`), each GEMM of the layer at its own shape
+(wave quantization on GPUs, the memory roofline everywhere; unfused attention-score GEMMs at
+theirs); FlashAttention at the chip's published fused-attention rate where it has one
+(:mod:`trnlab.scale._gpu_kernels`); the layer's other kernels and the optimizer step move
+their bytes at the HBM bandwidth (:mod:`trnlab.scale._memory_bound`).
 
 Step time (per pipeline of m micro-batches, p stages, v virtual stages per stage):
   each micro-batch on stage i costs t_i = matmuls + memory-bound kernels + tensor-, context-
@@ -31,6 +33,7 @@ from trnlab.catalog import CatalogError, System
 from trnlab.fabric import FabricError
 from trnlab.fabric._collective import _op as collective_name
 
+from ._gpu_kernels import FA_BACKWARD_FLOPS, _fa_rates, _quantization
 from ._memory import (
     MemoryBreakdown,
     _check_degrees,
@@ -303,9 +306,11 @@ def achieved_flops_per_chip(
     Neuron chips: the NeuronCore model's ``blocked_mnk`` kernel on a 2048^3 GEMM (timing
     only), times the chip's cores. GPUs: the datasheet peak times the chip's measured
     ``matmul_efficiency`` (the Maximum Achievable Matmul FLOPS of a shape search, a sourced
-    figure). With ``shape = (M, N, K)`` the GEMM is also held to its memory roofline on
-    either kind of chip (:func:`_roofline`), so small or thin GEMMs (decode, the batched
-    attention-score GEMMs of unfused attention) come out slower than the large-shape rate.
+    figure). With ``shape = (M, N, K)`` a GPU GEMM keeps the share of that rate its output
+    tiles' waves fill over the SMs (:func:`trnlab.scale.gemm_wave_efficiency`), and on
+    either kind of chip the GEMM is held to its memory roofline (:func:`_roofline`), so
+    small or thin GEMMs (decode, the batched attention-score GEMMs of unfused attention)
+    come out slower than the large-shape rate.
     """
     if shape is not None:
         if not isinstance(shape, tuple) or len(shape) != 3:
@@ -355,6 +360,11 @@ def _achieved(chip_key: str, dtype: str, shape: tuple[int, int, int] | None) -> 
         rate = run.achieved_flops * chip.cores
         where = f"NeuronCore model, blocked_mnk {_GEMM}^3 ({run.utilisation:.0%} of core peak)"
     if shape is not None:
+        # Wave and tile quantization of the GEMM's output tiles over the GPU's SMs.
+        q = _quantization(chip.key, shape)
+        if q is not None and q < 1.0:
+            rate *= q
+            where = f"{where}, {q:.1%} after wave quantization of {shape[0]}x{shape[1]}"
         roof, what = _roofline(chip, shape)
         if roof < rate:
             rate, where = roof, f"{where}, held to the {what}"
@@ -684,16 +694,12 @@ def _step_time(m: ModelSpec, sysobj: System, p: Parallelism, dtype: str, s: int,
                stages: tuple[int, ...], overlap_dp: bool):  # fmt: skip
     st = p.strides()
     b, h = p.micro_batch, m.hidden
-    # The layer's largest GEMM for one micro-batch on one chip: tokens x hidden x ffn / tp.
-    gemm = (b * s // p.cp, m.ffn // p.tp, h)
-    flops_per_chip, source = _achieved(sysobj.chip.key, dtype, gemm)
-    # The attention core's GEMMs (QK^T, then the probabilities times V), per head: s/cp
-    # queries x s keys x head_dim. Unfused (no FlashAttention) they write and read the scores
-    # through HBM and run at that GEMM's roofline; FlashAttention keeps them on chip.
-    attn_rate = flops_per_chip
-    if not p.flash_attention:
-        scores = (b * s // p.cp, s, m.head_dim)
-        attn_rate = achieved_flops_per_chip(sysobj.chip.key, dtype, scores)[0]
+    chip_key = sysobj.chip.key
+    rows = max(1, b * s // p.cp)  # tokens of one micro-batch on one chip of the cp slice
+    # Every GEMM of the layer at its own shape (wave quantization on GPUs, the roofline on
+    # any chip): forward, and backward (input and weight gradients).
+    fwd_rate, bwd_rate, source = _layer_rates(m, p, chip_key, dtype, rows)
+    head_fwd_rate, head_bwd_rate = _passes(chip_key, dtype, rows, math.ceil(m.vocab / p.tp), h)
     tokens = b * s  # per micro-batch per pipeline
     # Forward FLOPs per token of one layer: its matmuls (attention projections, the top_k
     # experts a token visits, the router) and the attention scores (PaLM's accounting).
@@ -703,12 +709,31 @@ def _step_time(m: ModelSpec, sysobj: System, p: Parallelism, dtype: str, s: int,
     linear = 2 * layer_params
     head_fwd = 2 * m.vocab * h  # the output projection, on the last stage
     split = p.tp * p.cp
+    rerun = p.recompute != "none"
+    # The attention core. FlashAttention on a chip with a published fused-attention rate: the
+    # kernel skips the causal mask's half of the blocks, its backward does 2.5x the forward's
+    # FLOPs (trnlab.scale._gpu_kernels). Otherwise its GEMMs run at the layer's rate; unfused
+    # (no FlashAttention) they write and read the scores through HBM and run at the roofline
+    # of the s/cp queries x s keys x head_dim GEMM.
+    fa = _fa_rates(chip_key, dtype, s, m.head_dim) if p.flash_attention else None
+    if fa is not None:
+        work = attn / 2
+        attn_fwd = work / fa[0]
+        attn_s = attn_fwd + FA_BACKWARD_FLOPS * work / fa[1] + (attn_fwd if rerun else 0.0)
+    else:
+        attn_rate = fwd_rate
+        if not p.flash_attention:
+            scores = (b * s // p.cp, s, m.head_dim)
+            attn_rate = achieved_flops_per_chip(chip_key, dtype, scores)[0]
+        attn_fwd = attn / attn_rate
+        attn_s = (3 * attn + (attn if rerun else 0.0)) / attn_rate
     # Seconds per token of one layer's matmuls on one chip, forward + backward (2x forward)
     # + what recomputation reruns.
-    layer_s = (3 * linear + {"full": linear}.get(p.recompute, 0.0)) / flops_per_chip
-    layer_s += (3 * attn + (0.0 if p.recompute == "none" else attn)) / attn_rate
-    layer_s /= split
-    layer_fwd_s = (linear / flops_per_chip + attn / attn_rate) / split
+    linear_fwd = linear / fwd_rate
+    layer_s = linear_fwd + 2 * linear / bwd_rate + (linear_fwd if p.recompute == "full" else 0.0)
+    layer_s = (layer_s + attn_s) / split
+    layer_fwd_s = (linear_fwd + attn_fwd) / split
+    head_s = 1 / head_fwd_rate + 2 / head_bwd_rate  # seconds per FLOP of forward, fwd + bwd
     # Memory-bound kernels (norms, activation, dropout, residuals, softmax over stored
     # scores, the loss) at the HBM bandwidth, per token on one chip of the cp slice.
     hbm = stream_bandwidth(sysobj.chip)
@@ -736,7 +761,7 @@ def _step_time(m: ModelSpec, sysobj: System, p: Parallelism, dtype: str, s: int,
     for i, n_layers in enumerate(stages):
         last = i == p.pp - 1
         head = tokens * (head_fwd if last else 0) / split
-        matmul = tokens * n_layers * layer_s + 3 * head / flops_per_chip
+        matmul = tokens * n_layers * layer_s + head * head_s
         memory = n_layers * layer_mem + (loss_mem if last else 0.0)
         comm = {
             "tensor parallel": n_layers * tp_ops,
@@ -744,7 +769,7 @@ def _step_time(m: ModelSpec, sysobj: System, p: Parallelism, dtype: str, s: int,
             "expert all-to-all": n_layers * ep_layer,
             "pipeline sends": pp_send,
         }
-        forward = tokens * n_layers * layer_fwd_s + head / flops_per_chip
+        forward = tokens * n_layers * layer_fwd_s + head / head_fwd_rate
         forward += chip_tokens * n_layers * traffic.forward / hbm
         per_stage.append((matmul, memory, comm, forward))
     totals = [c + mem + sum(x.values()) for c, mem, x, _ in per_stage]
@@ -793,6 +818,43 @@ def _step_time(m: ModelSpec, sysobj: System, p: Parallelism, dtype: str, s: int,
     updated += experts / (max(1, p.dp * p.cp // p.ep) if p.zero >= 1 else 1)
     step["optimizer step"] = updated * optimizer_bytes_per_param(grad_bytes) / hbm
     return step, source
+
+
+def _passes(chip_key: str, dtype: str, m: int, n: int, k: int) -> tuple[float, float]:
+    """(forward, backward) FLOP/s of a GEMM of m rows x n outputs x k inputs: the backward
+    is the input gradient (m x k, reducing over n) and the weight gradient (k x n, reducing
+    over the m rows), each at its own shape."""
+    fwd = _achieved(chip_key, dtype, (m, n, k))[0]
+    t_bwd = (
+        1 / _achieved(chip_key, dtype, (m, k, n))[0] + 1 / _achieved(chip_key, dtype, (k, n, m))[0]
+    )
+    return fwd, 2 / t_bwd
+
+
+def _layer_rates(m: ModelSpec, p: Parallelism, chip_key: str, dtype: str, rows: int):
+    """(forward, backward) FLOP/s over one layer's GEMMs on one chip, each GEMM at its shape
+    and weighted by its FLOPs (QKV, attention output, the two or three FFN products of the
+    experts a chip holds), and the source line of the largest (the FFN's first)."""
+    up = m.ffn * (2 if m.gated_ffn else 1)
+    e_rows, held = rows, 1  # rows per expert (the tokens of the ep ranks routed to it), experts
+    if m.is_moe:
+        e_rows = max(1, math.ceil(rows * m.top_k * p.ep / m.experts))
+        held = max(1, m.experts // p.ep)
+    gemms = [  # (rows, outputs, inputs, count)
+        (rows, math.ceil((m.heads + 2 * m.kv_heads) * m.head_dim / p.tp), m.hidden, 1),
+        (rows, m.hidden, math.ceil(m.heads * m.head_dim / p.tp), 1),
+        (e_rows, math.ceil(up / p.tp), m.hidden, held),
+        (e_rows, m.hidden, math.ceil(m.ffn / p.tp), held),
+    ]
+    flops = t_fwd = t_bwd = 0.0
+    for r, n, k, count in gemms:
+        f = 2.0 * r * n * k * count
+        fwd, bwd = _passes(chip_key, dtype, r, n, k)
+        flops += f
+        t_fwd += f / fwd
+        t_bwd += f / bwd
+    source = _achieved(chip_key, dtype, gemms[2][:3])[1]
+    return flops / t_fwd, flops / t_bwd, source
 
 
 def _stage_param_split(m: ModelSpec, p: Parallelism, layers: int, first: bool, last: bool):
