@@ -26,6 +26,25 @@ NOTEBOOK7_SHELL = re.compile(
 )
 
 
+def step_reader(dash, where: str):
+    """A function reading the step number a stepping dashboard (MatmulStepper, KernelProfile)
+    shows in its 'Step N of M at ...' text, once that text is drawn."""
+    text = dash.locator("b").filter(has_text=STEP_TEXT)
+    text.wait_for(timeout=budget_ms(20))  # the dashboard's first step text
+
+    def step() -> int:
+        # The text is re-drawn as the cursor moves: read it once it shows a step again.
+        def read():
+            m = STEP_TEXT.match((text.first.text_content() or "").strip())
+            return m and int(m.group(1)) + 1  # + 1: step 0 must read as found
+
+        return wait_until(read, f"{where}: the 'Step N of M' text", 20,
+                          seen=lambda: text.first.text_content()) - 1  # fmt: skip
+
+    step.text = lambda: (text.first.text_content() or "").strip()
+    return step
+
+
 def find_stepper(page, where: str):
     """The MatmulStepper's output area, and a function reading the step number it shows."""
     # KernelProfile has the same step buttons; only the stepper has tile-size controls.
@@ -35,36 +54,46 @@ def find_stepper(page, where: str):
         f"found {stepper.count()}"
     )
     stepper.scroll_into_view_if_needed()
-    text = stepper.locator("b").filter(has_text=STEP_TEXT)
-    text.wait_for(timeout=budget_ms(20))  # the stepper's first step text
-
-    def step() -> int:
-        # The text is re-drawn as the stepper moves: read it once it shows a step again.
-        def read():
-            m = STEP_TEXT.match((text.first.text_content() or "").strip())
-            return m and int(m.group(1)) + 1  # + 1: step 0 must read as found
-
-        return wait_until(read, f"{where}: the stepper's 'Step N of M' text", 20,
-                          seen=lambda: text.first.text_content()) - 1  # fmt: skip
-
-    return stepper, step
+    return stepper, step_reader(stepper, where)
 
 
-def check_matmul_stepper(page, watch, where: str) -> None:
-    """Step forward and back with the buttons; the step text, cursor and HBM picture follow."""
+def find_profile(page, where: str, first: re.Pattern):
+    """The first KernelProfile on the page, moved to its first step (a profile opens at the
+    end of the run), and its step reader; its first step must describe the instruction
+    ``first`` matches (which kernel's profile it is: tiles are named as in the source)."""
+    profiles = h.dashboard(page, page.get_by_title("end of the run")).filter(
+        has_not=page.get_by_label("tile N", exact=True)
+    )
+    wait_until(lambda: profiles.count(), f"{where}: a KernelProfile drawn", 20,
+               seen=lambda: f"{profiles.count()} such outputs")  # fmt: skip
+    profile = profiles.first
+    profile.scroll_into_view_if_needed()
+    profile.get_by_title("first step").click()
+    step = step_reader(profile, where)
+    assert step() == 1, f"{where}: '|<' should show step 1, shows {step.text()!r}"
+    assert first.search(step.text()), (
+        f"{where}: expected the first KernelProfile's first step to be {first.pattern!r}; "
+        f"it is {step.text()!r}"
+    )
+    return profile, step
+
+
+def timeline_cursor(dash, where: str):
+    """A function reading the dashed cursor line drawn on the dashboard's engine timeline."""
+    gantt = h.figure(dash, "Engine timeline")
+    assert gantt.count() == 1, f"{where}: expected one 'Engine timeline' chart"
+    return lambda: gantt.locator(".shapelayer path").first.get_attribute("d") or ""
+
+
+def check_stepping(page, watch, where: str, dash, step, shown, what: str) -> None:
+    """Step forward and back with the buttons; the step text, the timeline cursor and what
+    ``shown()`` reads off the page (``what`` it is: a picture, a counter) follow."""
     before = len(watch.problems())
     forward_title, back_title = "one step forward", "one step back"
-    stepper, step = find_stepper(page, where)
+    cursor = timeline_cursor(dash, where)
+    forward, back = dash.get_by_title(forward_title), dash.get_by_title(back_title)
 
-    gantt = h.figure(stepper, "Engine timeline")
-    assert gantt.count() == 1, f"{where}: expected the stepper's 'Engine timeline' chart"
-
-    def cursor() -> str:  # the dashed line drawn at the cursor's time: its SVG path
-        return gantt.locator(".shapelayer path").first.get_attribute("d") or ""
-
-    forward, back = stepper.get_by_title(forward_title), stepper.get_by_title(back_title)
-
-    s0, x0, hbm0 = step(), cursor(), h.drawn(h.figure(stepper, "in HBM"))
+    s0, x0, shown0 = step(), cursor(), shown()
     forward.click()
     h.wait_for_change(step, s0, "the step text", f"clicking '>' ({forward_title})")
     assert step() == s0 + 1, f"{where}: '>' should move one step: {s0} -> {step()}"
@@ -78,10 +107,7 @@ def check_matmul_stepper(page, watch, where: str) -> None:
         f"{where}: after {step() - s0} steps forward the drawn cursor line on the engine "
         f"timeline did not move (path {x0!r})"
     )
-    h.wait_for_change(
-        lambda: h.drawn(h.figure(stepper, "in HBM")), hbm0, "the A/B/C-in-HBM picture",
-        f"stepping to step {step()}",
-    )  # fmt: skip
+    h.wait_for_change(shown, shown0, what, f"stepping to step {step()}")
 
     s = step()
     back.click()
@@ -92,19 +118,21 @@ def check_matmul_stepper(page, watch, where: str) -> None:
     assert not problems, f"{where}: while stepping:\n" + "\n".join(problems)
 
 
-def check_stepper_keyboard(page, watch, where: str) -> None:
-    """Focus the stepper's 'Step' slider; ArrowRight / ArrowLeft move one step each way."""
-    before = len(watch.problems())
+def check_matmul_stepper(page, watch, where: str) -> None:
+    """Step the MatmulStepper with its buttons; the step text, cursor and HBM picture follow."""
     stepper, step = find_stepper(page, where)
+    hbm = h.figure(stepper, "in HBM")
+    check_stepping(page, watch, where, stepper, step, lambda: h.drawn(hbm),
+                   "the A/B/C-in-HBM picture")  # fmt: skip
 
-    gantt = h.figure(stepper, "Engine timeline")
 
-    def cursor() -> str:
-        return gantt.locator(".shapelayer path").first.get_attribute("d") or ""
-
-    handle = h.slider(stepper, "Step")
-    assert handle.count() == 1, f"{where}: expected one slider described 'Step' in the stepper"
-    s = step()
+def check_slider_keys(page, watch, where: str, dash, step) -> None:
+    """Focus the dashboard's 'Step' slider; ArrowRight / ArrowLeft move one step each way."""
+    before = len(watch.problems())
+    cursor = timeline_cursor(dash, where)
+    handle = h.slider(dash, "Step")
+    assert handle.count() == 1, f"{where}: expected one slider described 'Step'"
+    s, x = step(), cursor()
     handle.focus()
     page.keyboard.press("ArrowRight")
     h.wait_for_change(step, s, "the step text", "ArrowRight on the focused 'Step' slider")
@@ -112,10 +140,17 @@ def check_stepper_keyboard(page, watch, where: str) -> None:
     page.keyboard.press("ArrowLeft")
     h.wait_for_change(step, s + 1, "the step text", "ArrowLeft on the focused 'Step' slider")
     assert step() == s, f"{where}: ArrowLeft should come back to step {s}, shows {step()}"
-    h.wait_for_change(cursor, "", "the cursor line", "stepping back")  # still drawn
+    wait_until(lambda: cursor() == x, f"{where}: the timeline cursor back where it was at "
+               f"step {s} after ArrowLeft", 20, seen=cursor)  # fmt: skip
 
     problems = watch.problems()[before:]
     assert not problems, f"{where}: while stepping:\n" + "\n".join(problems)
+
+
+def check_stepper_keyboard(page, watch, where: str) -> None:
+    """The MatmulStepper's 'Step' slider answers the arrow keys."""
+    stepper, step = find_stepper(page, where)
+    check_slider_keys(page, watch, where, stepper, step)
 
 
 def choose_another(select) -> str:
@@ -131,6 +166,20 @@ def test_matmul_stepper_steps_in_jupyterlab(executed):
     page, watch, _ = executed.get("03_tiled_matmul.ipynb")
     check_matmul_stepper(page, watch, "lab 03 in JupyterLab")
     check_stepper_keyboard(page, watch, "lab 03 in JupyterLab")
+
+
+@pytest.mark.browser
+def test_nki_kernel_profile_steps_in_jupyterlab(executed):
+    """Lab 04's first NKI kernel (``scale_relu``, written in the lab with ``@nki.jit``), profiled
+    and stepped: buttons and arrow keys move the step text and the timeline cursor."""
+    where = "lab 04's scale_relu KernelProfile in JupyterLab"
+    page, watch, _ = executed.get("04_write_a_kernel.ipynb")
+    # scale_relu's first instruction: the DMA of its argument x into its SBUF tile t
+    profile, step = find_profile(page, where, re.compile(r"dma_load on .*: t\[.*\] <- x\["))
+    moved = profile.locator("tr", has_text="HBM bytes moved")  # the counters beside the charts
+    check_stepping(page, watch, where, profile, step, moved.inner_text,
+                   "the 'HBM bytes moved' counter")  # fmt: skip
+    check_slider_keys(page, watch, where, profile, step)
 
 
 @pytest.mark.browser
