@@ -15,6 +15,7 @@ from .format_explorer import FormatExplorer
 from .format_model import FormatComparison
 from .kernel_profile import KernelProfile
 from .matmul_stepper import MatmulStepper
+from .memory_traffic import MemoryTraffic
 from .scale_explorer import ScaleExplorer
 from .scale_model import ScaleModel
 
@@ -32,6 +33,7 @@ __all__ = [
     "FormatExplorer",
     "KernelProfile",
     "MatmulStepper",
+    "MemoryTraffic",
     "ScaleExplorer",
     "ScaleModel",
     "SettingError",
