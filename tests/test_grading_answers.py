@@ -24,7 +24,7 @@ import trnlab.nki.language as nl
 from tests.grading_helpers import TILED_KERNEL
 from trnlab import core
 from trnlab.course import answers as A
-from trnlab.exercises import Exercise, lab01, lab04
+from trnlab.exercises import Exercise, lab01, lab04, lab10
 
 
 def _trip(x, recorder=None):
@@ -177,6 +177,7 @@ REFERENCES = [
     (lab04.fits_sbuf, lab04.reference_streamed),
     (lab04.fast, lab04.reference_blocked),
     (lab04.epilogue, lab04.reference_epilogue),
+    *((p, p.kernel) for p in lab10.PUZZLES),
 ]
 
 

@@ -1,0 +1,548 @@
+"""The kernel-puzzle lab's checks: every reference solution passes and meets its stated
+constraint, the constraint is what the reference and the hardware rule give (bytes: the
+minimum; instructions: the reference's count; time: the reference's plus about 20%), an
+untouched template is "not attempted", and plausible wrong kernels (at least two per puzzle)
+get the diagnosis of their slip.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import trnlab.nki as nki
+import trnlab.nki.isa as nisa
+import trnlab.nki.language as nl
+from trnlab import core, exercises
+from trnlab.exercises import lab10 as pz
+from trnlab.exercises._puzzle import _inputs
+
+IDS = [p.key for p in pz.PUZZLES]
+
+
+@pytest.fixture(autouse=True)
+def _lenient():
+    before = exercises.settings()
+    exercises.configure(strict=False, solutions=False)
+    yield
+    exercises.configure(**before)
+
+
+def _says(puzzle, kernel) -> str:
+    result = puzzle.check(kernel)
+    assert result.status == exercises.FAILED, f"{puzzle.key}: a wrong kernel passed"
+    return result.message
+
+
+@pytest.mark.parametrize("puzzle", pz.PUZZLES, ids=IDS)
+def test_reference_passes_and_untouched_is_not_attempted(puzzle):
+    assert puzzle.check(puzzle.kernel).status == exercises.PASSED
+    assert puzzle.check(None).status == exercises.NOT_ATTEMPTED
+    assert "Constraint: at most" in puzzle.question
+
+
+@pytest.mark.parametrize("puzzle", pz.PUZZLES, ids=IDS)
+def test_constraints_come_from_the_reference_and_the_rule(puzzle):
+    c = puzzle.spec.constraint
+    run = puzzle.reference_run()
+    traffic = core.hbm_traffic(run)
+    # bytes: each input and the output cross HBM exactly once (their sizes), no more
+    minimum = sum(t["size"] for t in traffic.values())
+    assert c.hbm_bytes == minimum
+    assert sum(t["loaded"] + t["stored"] for t in traffic.values()) == minimum
+    if c.instructions is not None:
+        assert c.instructions == len(run.program)
+    if c.latency_us is not None:  # the reference's time plus ~20%, up to the half us
+        assert c.latency_us == math.ceil(run.latency * 1e6 * 1.2 * 2) / 2
+    assert c.instructions is not None or c.latency_us is not None
+
+
+def test_a_kernel_that_is_not_a_kernel_is_told():
+    assert "decorated with @nki.jit" in _says(pz.vector_add, lambda a, b: a + b)
+
+
+# 1. vector add ---------------------------------------------------------------------------------
+@nki.jit
+def add_256_partitions(a, b):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    ta = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=ta, src=a)
+    return out
+
+
+@nki.jit
+def add_in_column_halves(a, b):
+    R, C = a.shape
+    out = nl.ndarray((R, C), dtype=a.dtype, buffer=nl.shared_hbm)
+    for r0 in nl.affine_range(0, R, 128):
+        for c0 in nl.affine_range(0, C, C // 2):
+            ta = nl.ndarray((128, C // 2), dtype=a.dtype, buffer=nl.sbuf)
+            tb = nl.ndarray((128, C // 2), dtype=a.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=ta, src=a[r0 : r0 + 128, c0 : c0 + C // 2])
+            nisa.dma_copy(dst=tb, src=b[r0 : r0 + 128, c0 : c0 + C // 2])
+            nisa.tensor_tensor(dst=ta, data1=ta, data2=tb, op=nl.add)
+            nisa.dma_copy(dst=out[r0 : r0 + 128, c0 : c0 + C // 2], src=ta)
+    return out
+
+
+@nki.jit
+def add_a_twice(a, b):
+    R, C = a.shape
+    out = nl.ndarray((R, C), dtype=a.dtype, buffer=nl.shared_hbm)
+    for r0 in nl.affine_range(0, R, 128):
+        ta = nl.ndarray((128, C), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=ta, src=a[r0 : r0 + 128])
+        nisa.tensor_tensor(dst=ta, data1=ta, data2=ta, op=nl.add)
+        nisa.dma_copy(dst=out[r0 : r0 + 128], src=ta)
+    return out
+
+
+@nki.jit
+def add_first_block_only(a, b):
+    R, C = a.shape
+    out = nl.ndarray((R, C), dtype=a.dtype, buffer=nl.shared_hbm)
+    ta = nl.ndarray((128, C), dtype=a.dtype, buffer=nl.sbuf)
+    tb = nl.ndarray((128, C), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=ta, src=a[0:128])
+    nisa.dma_copy(dst=tb, src=b[0:128])
+    nisa.tensor_tensor(dst=ta, data1=ta, data2=tb, op=nl.add)
+    nisa.dma_copy(dst=out[0:128], src=ta)
+    return out
+
+
+def test_vector_add_slips():
+    m = _says(pz.vector_add, add_256_partitions)
+    assert "256 partitions" in m and "blocks of 128" in m
+    m = _says(pz.vector_add, add_in_column_halves)
+    assert "issues 16 instructions" in m and "the limit is 8" in m
+    assert "it is 2a" in _says(pz.vector_add, add_a_twice)
+    assert "NaN" in _says(pz.vector_add, add_first_block_only)
+
+
+# 2. bias ---------------------------------------------------------------------------------------
+@nki.jit
+def bias_as_scalar_operand(x, bias):
+    R, C = x.shape
+    out = nl.ndarray((R, C), dtype=x.dtype, buffer=nl.shared_hbm)
+    row = nl.ndarray((1, C), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=row, src=bias)
+    for r0 in nl.affine_range(0, R, 128):
+        t = nl.ndarray((128, C), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x[r0 : r0 + 128])
+        nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=row)
+        nisa.dma_copy(dst=out[r0 : r0 + 128], src=t)
+    return out
+
+
+@nki.jit
+def bias_per_block(x, bias):
+    R, C = x.shape
+    out = nl.ndarray((R, C), dtype=x.dtype, buffer=nl.shared_hbm)
+    for r0 in nl.affine_range(0, R, 128):
+        row = nl.ndarray((1, C), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=row, src=bias)
+        full = nl.broadcast_to(row, (128, C))
+        t = nl.ndarray((128, C), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x[r0 : r0 + 128])
+        nisa.tensor_tensor(dst=t, data1=t, data2=full, op=nl.add)
+        nisa.dma_copy(dst=out[r0 : r0 + 128], src=t)
+    return out
+
+
+@nki.jit
+def bias_per_partition(x, bias):
+    R, C = x.shape
+    out = nl.ndarray((R, C), dtype=x.dtype, buffer=nl.shared_hbm)
+    full = nl.ndarray((128, C), dtype=x.dtype, buffer=nl.sbuf)
+    for p in range(128):  # one DMA of the bias row per partition
+        nisa.dma_copy(dst=full[p : p + 1], src=bias)
+    for r0 in nl.affine_range(0, R, 128):
+        t = nl.ndarray((128, C), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x[r0 : r0 + 128])
+        nisa.tensor_tensor(dst=t, data1=t, data2=full, op=nl.add)
+        nisa.dma_copy(dst=out[r0 : r0 + 128], src=t)
+    return out
+
+
+def test_bias_slips():
+    m = _says(pz.bias, bias_as_scalar_operand)
+    assert "[128, 1]" in m and "nl.broadcast_to" in m
+    m = _says(pz.bias, bias_per_block)
+    assert "bias crossed HBM 2.0 times over" in m and "once, before the loop" in m
+    assert "bias crossed HBM 128.0 times over" in _says(pz.bias, bias_per_partition)
+
+
+# 3. row sums -----------------------------------------------------------------------------------
+@nki.jit
+def sums_by_halves(x):
+    R, C = x.shape
+    out = nl.ndarray((R, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    for r0 in nl.affine_range(0, R, 128):
+        t = nl.ndarray((128, C), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x[r0 : r0 + 128])
+        h = nl.ndarray((128, C // 2), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=h, data1=t[:, : C // 2], data2=t[:, C // 2 :], op=nl.add)
+        s = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_reduce(dst=s, op=nl.add, data=h, axis=1)
+        nisa.dma_copy(dst=out[r0 : r0 + 128], src=s)
+    return out
+
+
+@nki.jit
+def row_means(x):
+    R, C = x.shape
+    out = nl.ndarray((R, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    for r0 in nl.affine_range(0, R, 128):
+        t = nl.ndarray((128, C), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x[r0 : r0 + 128])
+        s = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_reduce(dst=s, op=nl.add, data=t, axis=1)
+        nisa.tensor_scalar(dst=s, data=s, op0=nl.multiply, operand0=1.0 / C)
+        nisa.dma_copy(dst=out[r0 : r0 + 128], src=s)
+    return out
+
+
+def test_row_sums_slips():
+    m = _says(pz.row_sums, sums_by_halves)
+    assert "issues 8 instructions" in m and "tensor_reduce(op=nl.add, axis=1)" in m
+    assert "each row's mean" in _says(pz.row_sums, row_means)
+
+
+# 4. column sums --------------------------------------------------------------------------------
+@nki.jit
+def column_sums_one_matmul(x):
+    P, C = x.shape
+    out = nl.ndarray((1, C), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((P, C), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    ones = nl.ndarray((P, 1), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=ones, value=1.0)
+    acc = nl.ndarray((1, C), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=acc, stationary=ones, moving=t)
+    return out
+
+
+@nki.jit
+def column_sums_store_psum(x):
+    P, C = x.shape
+    out = nl.ndarray((1, C), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((P, C), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    ones = nl.ndarray((P, 1), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=ones, value=1.0)
+    for c0 in nl.affine_range(0, C, 512):
+        acc = nl.ndarray((1, 512), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=acc, stationary=ones, moving=t[:, c0 : c0 + 512])
+        nisa.dma_copy(dst=out[:, c0 : c0 + 512], src=acc)
+    return out
+
+
+@nki.jit
+def column_sums_gpsimd(x):
+    P, C = x.shape
+    out = nl.ndarray((1, C), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((P, C), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    s = nl.ndarray((1, C), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_partition_reduce(dst=s, op=nl.add, data=t)
+    nisa.dma_copy(dst=out, src=s)
+    return out
+
+
+def test_column_sums_slips():
+    m = _says(pz.column_sums, column_sums_one_matmul)
+    assert "PSUM bank" in m and "two matmuls of 512" in m
+    m = _says(pz.column_sums, column_sums_store_psum)
+    assert "in PSUM" in m and "nisa.tensor_copy" in m
+    m = _says(pz.column_sums, column_sums_gpsimd)
+    assert "1 gpsimd instruction" in m and "column of ones" in m
+
+
+# 5. transpose ----------------------------------------------------------------------------------
+@nki.jit
+def transpose_store_psum(x):
+    R, C = x.shape
+    y = nl.ndarray((C, R), dtype=x.dtype, buffer=nl.shared_hbm)
+    for r0 in nl.affine_range(0, R, 128):
+        t = nl.ndarray((128, C), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x[r0 : r0 + 128])
+        p = nl.ndarray((C, 128), dtype=x.dtype, buffer=nl.psum)
+        nisa.nc_transpose(dst=p, data=t)
+        nisa.dma_copy(dst=y[:, r0 : r0 + 128], src=p)
+    return y
+
+
+@nki.jit
+def transpose_whole(x):
+    R, C = x.shape
+    y = nl.ndarray((C, R), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((R, C), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    return y
+
+
+@nki.jit
+def transpose_reloading(x):
+    R, C = x.shape
+    y = nl.ndarray((C, R), dtype=x.dtype, buffer=nl.shared_hbm)
+    for r0 in nl.affine_range(0, R, 128):
+        for half in nl.affine_range(2):  # each 128-row block loaded twice, once per half of y
+            t = nl.ndarray((128, C), dtype=x.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=x[r0 : r0 + 128])
+            p = nl.ndarray((C, 128), dtype=x.dtype, buffer=nl.psum)
+            nisa.nc_transpose(dst=p, data=t)
+            o = nl.ndarray((C, 128), dtype=x.dtype, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=o, src=p)
+            h0 = half * (C // 2)
+            nisa.dma_copy(dst=y[h0 : h0 + C // 2, r0 : r0 + 128], src=o[h0 : h0 + C // 2])
+    return y
+
+
+def test_transpose_slips():
+    m = _says(pz.transpose, transpose_store_psum)
+    assert "in PSUM" in m and "tensor_copy" in m
+    m = _says(pz.transpose, transpose_whole)
+    assert "256 partitions" in m and "blocks of 128 rows" in m
+    assert "x crossed HBM 2.0 times over" in _says(pz.transpose, transpose_reloading)
+
+
+# 6. softmax ------------------------------------------------------------------------------------
+@nki.jit
+def softmax_no_max(x):
+    P, C = x.shape
+    out = nl.ndarray((P, C), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((P, C), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    e = nl.ndarray((P, C), dtype=nl.float32, buffer=nl.sbuf)
+    s = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation(dst=e, op=nl.exp, data=t, reduce_op=nl.add, reduce_res=s)
+    nisa.reciprocal(dst=s, data=s)
+    nisa.tensor_scalar(dst=e, data=e, op0=nl.multiply, operand0=s)
+    nisa.dma_copy(dst=out, src=e)
+    return out
+
+
+@nki.jit
+def softmax_two_pass(x):
+    P, C = x.shape
+    out = nl.ndarray((P, C), dtype=x.dtype, buffer=nl.shared_hbm)
+    first = nl.ndarray((P, C), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=first, src=x)
+    m = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_reduce(dst=m, op=nl.maximum, data=first, axis=1, negate=True)
+    again = nl.ndarray((P, C), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=again, src=x)  # the second pass reads x from HBM again
+    e = nl.ndarray((P, C), dtype=nl.float32, buffer=nl.sbuf)
+    s = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation(dst=e, op=nl.exp, data=again, bias=m, reduce_op=nl.add, reduce_res=s)
+    nisa.reciprocal(dst=s, data=s)
+    nisa.tensor_scalar(dst=e, data=e, op0=nl.multiply, operand0=s)
+    nisa.dma_copy(dst=out, src=e)
+    return out
+
+
+@nki.jit
+def softmax_separate_sum(x):
+    P, C = x.shape
+    out = nl.ndarray((P, C), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((P, C), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    m = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_reduce(dst=m, op=nl.maximum, data=t, axis=1, negate=True)
+    e = nl.ndarray((P, C), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation(dst=e, op=nl.exp, data=t, bias=m)
+    s = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_reduce(dst=s, op=nl.add, data=e, axis=1)
+    nisa.reciprocal(dst=s, data=s)
+    nisa.tensor_scalar(dst=e, data=e, op0=nl.multiply, operand0=s)
+    nisa.dma_copy(dst=out, src=e)
+    return out
+
+
+def test_softmax_slips():
+    assert "subtract each row's maximum" in _says(pz.softmax, softmax_no_max)
+    m = _says(pz.softmax, softmax_two_pass)
+    assert "x crossed HBM 2.0 times over" in m and "Two passes over x" in m
+    m = _says(pz.softmax, softmax_separate_sum)
+    assert "the limit is 6" in m and "reduce_op=nl.add" in m and "op0=nl.divide" in m
+
+
+# 7. RMSNorm ------------------------------------------------------------------------------------
+def _rms_kernel(gamma_in_loop=False, use_gamma=True, mean=True):
+    @nki.jit
+    def rms(x, gamma):
+        R, C = x.shape
+        out = nl.ndarray((R, C), dtype=x.dtype, buffer=nl.shared_hbm)
+
+        def weights():
+            row = nl.ndarray((1, C), dtype=gamma.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=row, src=gamma)
+            return nl.broadcast_to(row, (128, C))
+
+        g = None if gamma_in_loop else weights()
+        for r0 in nl.affine_range(0, R, 128):
+            gg = weights() if gamma_in_loop else g
+            t = nl.ndarray((128, C), dtype=x.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=x[r0 : r0 + 128])
+            sq = nl.ndarray((128, C), dtype=nl.float32, buffer=nl.sbuf)
+            ss = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.activation(dst=sq, op=nl.square, data=t, reduce_op=nl.add, reduce_res=ss)
+            nisa.tensor_scalar(dst=ss, data=ss, op0=nl.multiply, operand0=1.0 / C if mean else 1.0,
+                               op1=nl.add, operand1=pz.RMS_EPS)  # fmt: skip
+            nisa.activation(dst=ss, op=nl.rsqrt, data=ss)
+            y = nl.ndarray((128, C), dtype=x.dtype, buffer=nl.sbuf)
+            nisa.tensor_scalar(dst=y, data=t, op0=nl.multiply, operand0=ss)
+            if use_gamma:
+                nisa.tensor_tensor(dst=y, data1=y, data2=gg, op=nl.multiply)
+            nisa.dma_copy(dst=out[r0 : r0 + 128], src=y)
+        return out
+
+    return rms
+
+
+def test_rmsnorm_slips():
+    assert "gamma is missing" in _says(pz.rmsnorm, _rms_kernel(use_gamma=False))
+    assert "uses their mean" in _says(pz.rmsnorm, _rms_kernel(mean=False))
+    m = _says(pz.rmsnorm, _rms_kernel(gamma_in_loop=True))
+    assert "gamma crossed HBM 2.0 times over" in m and "Load gamma once" in m
+
+
+# 8. linear + silu ------------------------------------------------------------------------------
+def _linear_kernel(fused=True, op=nl.silu, with_bias=True):
+    @nki.jit
+    def layer(w, x_t, bias):
+        K, N = w.shape
+        M = x_t.shape[1]
+        y_t = nl.ndarray((N, M), dtype=nl.float32, buffer=nl.shared_hbm)
+        wt = nl.ndarray((K, N), dtype=w.dtype, buffer=nl.sbuf)
+        xt = nl.ndarray((K, M), dtype=x_t.dtype, buffer=nl.sbuf)
+        bt = nl.ndarray((N, 1), dtype=bias.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=wt, src=w)
+        nisa.dma_copy(dst=xt, src=x_t)
+        nisa.dma_copy(dst=bt, src=bias)
+        acc = nl.ndarray((N, M), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=acc, stationary=wt, moving=xt)
+        y = nl.ndarray((N, M), dtype=nl.float32, buffer=nl.sbuf)
+        if fused:
+            nisa.activation(dst=y, op=op, data=acc, bias=bt if with_bias else None)
+        else:
+            nisa.tensor_copy(dst=y, src=acc)
+            nisa.activation(dst=y, op=op, data=y, bias=bt)
+        nisa.dma_copy(dst=y_t, src=y)
+        return y_t
+
+    return layer
+
+
+def test_linear_silu_slips():
+    m = _says(pz.linear_silu, _linear_kernel(fused=False))
+    assert "issues 7 instructions" in m and "Fuse" in m
+    assert "that is relu" in _says(pz.linear_silu, _linear_kernel(op=nl.relu))
+    assert "the bias is missing" in _says(pz.linear_silu, _linear_kernel(with_bias=False))
+
+
+# 9. double-buffered matmul ---------------------------------------------------------------------
+@nki.jit
+def matmul_one_buffer(a_t, b):
+    K, M = a_t.shape
+    N = b.shape[1]
+    c = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.psum)
+    a_tile = nl.ndarray((128, M), dtype=a_t.dtype, buffer=nl.sbuf)
+    b_tile = nl.ndarray((128, N), dtype=b.dtype, buffer=nl.sbuf)
+    for k0 in nl.affine_range(0, K, 128):
+        nisa.dma_copy(dst=a_tile, src=a_t[k0 : k0 + 128])
+        nisa.dma_copy(dst=b_tile, src=b[k0 : k0 + 128])
+        nisa.nc_matmul(dst=acc, stationary=a_tile, moving=b_tile)
+    ct = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=ct, src=acc)
+    nisa.dma_copy(dst=c, src=ct)
+    return c
+
+
+@nki.jit
+def matmul_overwrites(a_t, b):
+    K, M = a_t.shape
+    N = b.shape[1]
+    c = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
+    ct = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.sbuf)
+    for k0 in nl.sequential_range(0, K, 128):
+        acc = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.psum)  # a fresh tile per K tile
+        a_tile = nl.ndarray((128, M), dtype=a_t.dtype, buffer=nl.sbuf)
+        b_tile = nl.ndarray((128, N), dtype=b.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=a_tile, src=a_t[k0 : k0 + 128])
+        nisa.dma_copy(dst=b_tile, src=b[k0 : k0 + 128])
+        nisa.nc_matmul(dst=acc, stationary=a_tile, moving=b_tile)
+        nisa.tensor_copy(dst=ct, src=acc)
+    nisa.dma_copy(dst=c, src=ct)
+    return c
+
+
+def test_double_buffer_slips():
+    m = _says(pz.double_buffer, matmul_one_buffer)
+    assert "the limit is 18.5 us" in m and "inside the nl.affine_range body" in m
+    assert "only the last K tile" in _says(pz.double_buffer, matmul_overwrites)
+
+
+# 10. attention ---------------------------------------------------------------------------------
+def _attention_kernel(scaled=True, spill=False):
+    @nki.jit
+    def attn(q_t, k_t, v):
+        d, S = q_t.shape
+        T = k_t.shape[1]
+        out = nl.ndarray((S, d), dtype=nl.float32, buffer=nl.shared_hbm)
+        qt = nl.ndarray((d, S), dtype=q_t.dtype, buffer=nl.sbuf)
+        kt = nl.ndarray((d, T), dtype=k_t.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=qt, src=q_t)
+        nisa.dma_copy(dst=kt, src=k_t)
+        sc = nl.ndarray((S, T), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=sc, stationary=qt, moving=kt)
+        s_sb = nl.ndarray((S, T), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=s_sb, src=sc)
+        if spill:  # the scores through HBM and back
+            tmp = nl.ndarray((S, T), dtype=nl.float32, buffer=nl.shared_hbm)
+            nisa.dma_copy(dst=tmp, src=s_sb)
+            s_sb = nl.ndarray((S, T), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=s_sb, src=tmp)
+        scale = 1.0 / float(np.sqrt(d)) if scaled else 1.0
+        m = nl.ndarray((S, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_reduce(dst=m, op=nl.maximum, data=s_sb, axis=1, negate=True)
+        nisa.tensor_scalar(dst=m, data=m, op0=nl.multiply, operand0=scale)
+        p = nl.ndarray((S, T), dtype=nl.bfloat16, buffer=nl.sbuf)
+        tot = nl.ndarray((S, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=p, op=nl.exp, data=s_sb, bias=m, scale=scale, reduce_op=nl.add,
+                        reduce_res=tot)  # fmt: skip
+        acc = nl.ndarray((S, d), dtype=nl.float32, buffer=nl.psum)
+        for j0 in nl.affine_range(0, T, 128):
+            vt = nl.ndarray((128, d), dtype=v.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=vt, src=v[j0 : j0 + 128])
+            pp = nl.ndarray((128, S), dtype=nl.bfloat16, buffer=nl.psum)
+            nisa.nc_transpose(dst=pp, data=p[:, j0 : j0 + 128])
+            pt = nl.ndarray((128, S), dtype=nl.bfloat16, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=pt, src=pp)
+            nisa.nc_matmul(dst=acc, stationary=pt, moving=vt)
+        inv = nl.ndarray((S, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.reciprocal(dst=inv, data=tot)
+        o = nl.ndarray((S, d), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=o, data=acc, op0=nl.multiply, operand0=inv)
+        nisa.dma_copy(dst=out, src=o)
+        return out
+
+    return attn
+
+
+def test_attention_slips():
+    assert "not scaled by 1/sqrt(d)" in _says(pz.attention, _attention_kernel(scaled=False))
+    m = _says(pz.attention, _attention_kernel(spill=True))
+    assert "crossed HBM" in m and "never store them to HBM" in m
+    # an alternative correct kernel (scores copied to SBUF first) passes
+    assert pz.attention.check(_attention_kernel()).status == exercises.PASSED
+
+
+def test_inputs_are_rounded_to_the_arguments_dtype():
+    vals, args = _inputs(pz.attention.spec)
+    assert [a.name for a in args] == ["q_t", "k_t", "v"]
+    q = vals["q_t"]
+    assert np.array_equal(q, q.astype(np.float32).astype(np.float64))
