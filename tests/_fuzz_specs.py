@@ -2396,6 +2396,19 @@ view_targets(
     lambda: widgets.KernelProfile(_small_run()),
     cursor_moves,
 )
+target(
+    "trnlab.widgets.MemoryTraffic",
+    lambda run, title: widgets.MemoryTraffic(run, title).summary_text(),
+    examples=4,
+    run=Arg(
+        st.just(None).map(lambda _: _small_run()),
+        st.sampled_from([None, 5, "run", np.ones(3)]),
+        ("run", "Run"),
+    ),
+    title=Arg(
+        st.sampled_from(["", "puzzle 1, your kernel"]), st.sampled_from([5, None, b"x"]), ("title",)
+    ),
+)
 CLASSES.update(
     {
         "trnlab.widgets.SettingError": "error class",

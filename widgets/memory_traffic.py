@@ -73,6 +73,10 @@ class MemoryTraffic(Dashboard):
                 f"MemoryTraffic shows a trnlab.core.Run (from nki.profile or core.run), "
                 f"not {type(run).__name__}"
             )
+        if not isinstance(title, str):
+            raise TrnlabTypeError(
+                f"MemoryTraffic's title is a string (what the run is), not {type(title).__name__}"
+            )
         self.model = RunCursor(run)
         self.model.set(position=self.model.n_steps)
         self.names = tuple(t.name for t in run.program.tensors)
