@@ -107,8 +107,9 @@ def test_expected_minutes_per_kind_add_the_share_of_a_second_attempt(tmp_path):
 
 
 def test_exercise_kinds_of_the_labs():
-    from trnlab.exercises import lab00, lab04, lab05, lab06
+    from trnlab.exercises import lab00, lab04, lab05, lab06, lab10
 
+    assert pace.exercise_kind(lab10.softmax) == "puzzle"
     assert pace.exercise_kind(lab04.correct_matmul) == "kernel"
     assert pace.exercise_kind(lab04.predict_tiled) == "predict"
     assert pace.exercise_kind(lab05.rne_sum) == "predict"
@@ -134,6 +135,12 @@ def test_every_labs_stated_time_is_within_the_band_of_the_model(lab):
 
 def test_lab04_has_four_kernels_and_a_prediction():
     assert pace.estimate_lab(4).kinds == {"predict": 1, "kernel": 4}
+
+
+def test_the_puzzle_lab_has_ten_puzzles():
+    assert pace.estimate_lab(10).kinds == {"puzzle": 10}
+    # a puzzle's expected minutes: a first attempt and, for two learners in three, a retry
+    assert pace.rates().exercise["puzzle"] == pytest.approx(7.0 + 0.67 * 4.0)
 
 
 def test_cli_prints_a_row_per_lab(capsys):

@@ -6,7 +6,8 @@ Each lab's time is the sum of what a learner does in it, top to bottom:
 - **running**: every code cell read and run (a per-cell figure, its lines, the printed lines
   read) plus the cell's own execution time, as recorded in the notebook's metadata when it
   was executed (nbclient's ``execution`` timestamps);
-- **exercises**: one figure per kind (a number, a predict-then-run, a pick, an NKI kernel),
+- **exercises**: one figure per kind (a number, a predict-then-run, a pick, an NKI kernel, a
+  kernel puzzle),
   a first attempt plus the expected share of a second attempt after the feedback;
 - **dashboards** explored and **charts** read.
 
@@ -58,7 +59,7 @@ DATA = Path(__file__).with_name("data") / "pace.toml"
 #: The committed learner labs.
 LABS = Path(__file__).resolve().parents[2] / "labs"
 
-KINDS = ("numeric", "predict", "choice", "kernel")
+KINDS = ("numeric", "predict", "choice", "kernel", "puzzle")
 _CHECK = re.compile(r"\b(lab\d\d)\.(\w+)\.check\(")
 _WORD = re.compile(r"\S*[^\W_]\S*")  # a token with a letter or digit (not "|", "#", "---")
 _PLOTLY = "application/vnd.plotly.v1+json"
@@ -130,12 +131,17 @@ class Estimate:
 
 
 def exercise_kind(ex) -> str:
-    """``"kernel"``, ``"predict"``, ``"numeric"`` or ``"choice"`` for an exercise object.
+    """``"puzzle"``, ``"kernel"``, ``"predict"``, ``"numeric"`` or ``"choice"`` for an exercise.
 
-    A kernel exercise's reference is a kernel (callable); a prediction is a
+    A kernel puzzle is a :class:`~trnlab.exercises._puzzle.Puzzle` (a small kernel from a
+    template); another kernel exercise's reference is a kernel (callable); a prediction is a
     :class:`~trnlab.exercises.Prediction` or asks "Predict ..."; a numeric one checks a number.
     """
     from trnlab.exercises import Prediction
+    from trnlab.exercises._puzzle import Puzzle
+
+    if isinstance(ex, Puzzle):
+        return "puzzle"
 
     if isinstance(ex, Prediction) or ex.question.lower().startswith("predict"):
         return "predict"
@@ -219,7 +225,7 @@ def estimate(nb, dashboards=(), kind_of=None, r: Rates | None = None) -> Estimat
     return Estimate(
         reading=words / r.words_per_minute,
         running=running,
-        exercises=sum(n * r.exercise[k] for k, n in kinds.items()),
+        exercises=sum(n * r.exercise[k] for k, n in kinds.items() if n),
         dashboards=dash_minutes,
         charts=charts * r.chart,
         words=words,
