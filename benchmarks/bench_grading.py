@@ -2,7 +2,7 @@
 notebook run in its own sandbox and its answers checked in a second, clean one.
 
 A class of lab 01 submissions (the fastest lab; a third right, a third wrong, a third
-untouched) at the lab's small test parameters, and a pair of lab 04 submissions (kernels:
+untouched) at the lab's small test parameters, and a pair of lab 05 submissions (kernels:
 the slowest checks), graded with as many notebooks at a time as there are cores, and one at a
 time for the speed-up. The reference: one of the same notebooks run by papermill directly
 (no sandbox, no checker). Also the sandbox's own cost: a trivial command confined, and the
@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.grading_helpers import RIGHT, TILED_KERNEL, WRONG, lab04_submission, submission
+from tests.grading_helpers import RIGHT, TILED_KERNEL, WRONG, lab05_submission, submission
 from trnlab.course import grading
 from trnlab.course import sandbox as sb
 
@@ -30,9 +30,9 @@ def _class(folder: Path) -> None:
         submission(folder / f"01_trainium_family__{student}.ipynb", student, answers[i % 3])
 
 
-def _lab04(folder: Path) -> None:
+def _lab05(folder: Path) -> None:
     for student in ("k0", "k1"):
-        lab04_submission(folder / f"04_write_a_kernel__{student}.ipynb", student, TILED_KERNEL)
+        lab05_submission(folder / f"05_write_a_kernel__{student}.ipynb", student, TILED_KERNEL)
 
 
 def _grade(folder: Path, lab: str, jobs: int, lines: list[str]) -> tuple[float, int, int]:
@@ -75,9 +75,9 @@ def run() -> dict:
         first = sorted(lab01.glob("*.ipynb"))[0]
         plain = min(_plain(first, Path(tmp) / "plain.ipynb") for _ in range(2))
         figures["lab01_plain_papermill_s"] = round(plain, 2)
-        lab04 = Path(tmp) / "lab04"
-        lab04.mkdir()
-        _lab04(lab04)
+        lab05 = Path(tmp) / "lab05"
+        lab05.mkdir()
+        _lab05(lab05)
         for jobs in sorted({1, cores}):
             lines: list[str] = []
             seconds, n, failed = _grade(lab01, "01", jobs, lines)
@@ -95,9 +95,9 @@ def run() -> dict:
             figures["lab01_speedup"] = round(
                 figures["lab01_serial_s"] / figures["lab01_parallel_s"], 2
             )
-        seconds, n, failed = _grade(lab04, "04", cores, [])
-        figures["lab04_notebooks_with_errors"] = failed
-        figures["lab04_s"] = round(seconds, 1)
-        figures["lab04_notebooks_per_min"] = round(60 * n / seconds, 1)
+        seconds, n, failed = _grade(lab05, "05", cores, [])
+        figures["lab05_notebooks_with_errors"] = failed
+        figures["lab05_s"] = round(seconds, 1)
+        figures["lab05_notebooks_per_min"] = round(60 * n / seconds, 1)
     figures["class_size"] = CLASS_SIZE
     return figures

@@ -20,7 +20,7 @@ from tests.lab_checks import lab01 as lab01_checks
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB01 = ROOT / "labs" / "01_trainium_family.ipynb"
-LAB04 = ROOT / "labs" / "04_write_a_kernel.ipynb"
+LAB05 = ROOT / "labs" / "05_write_a_kernel.ipynb"
 
 RIGHT = {
     # Trainium2: 667 dense BF16 TFLOPS / (8 cores x 128 x 128 PEs x 2 FLOP per MAC), in GHz.
@@ -44,7 +44,7 @@ WRONG = {
 
 # In the order of the lab's check cells.
 KEYS = ["lab01.growth", "lab01.ridge_bf16", "lab01.clock", "lab01.bandwidth", "lab01.trust"]
-#: A learner's first tiled matmul for lab 04 (``my_tiled``), an NKI kernel as a cell would
+#: A learner's first tiled matmul for lab 05 (``my_tiled``), an NKI kernel as a cell would
 #: hold it (the lab's setup cell has imported nki, nl and nisa).
 TILED_KERNEL = """
 @nki.jit
@@ -110,19 +110,19 @@ def submission(
     return path
 
 
-def lab04_submission(path: Path, student: str, kernel: str) -> Path:
-    """Lab 04 at its test parameters with ``kernel`` (source defining ``my_tiled``) in a cell
+def lab05_submission(path: Path, student: str, kernel: str) -> Path:
+    """Lab 05 at its test parameters with ``kernel`` (source defining ``my_tiled``) in a cell
     after the setup and given as the answer to the first exercise (``my_matmul``)."""
-    from tests.lab_checks import lab04 as lab04_checks
+    from tests.lab_checks import lab05 as lab05_checks
 
     return submission(
         path,
         student,
         {"my_matmul": "my_tiled"},
-        lab=LAB04,
-        parameters=lab04_checks.PARAMS,
+        lab=LAB05,
+        parameters=lab05_checks.PARAMS,
         extra=kernel,
-        after="from trnlab.exercises import lab04",
+        after="from trnlab.exercises import lab05",
     )
 
 

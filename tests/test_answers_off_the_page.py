@@ -37,12 +37,12 @@ SMALL = 10
 BY_DESIGN: dict[str, str] = {}
 #: Lines where an exercise's answer appears as another quantity, and what that quantity is.
 COINCIDENCES: dict[tuple[str, str], str] = {
-    ("lab05.mx_scale", r"^fp8_e[35]m[24]\s+8\s"): "an epsilon and a smallest normal (E5M2, E3M4) "
+    ("lab06.mx_scale", r"^fp8_e[35]m[24]\s+8\s"): "an epsilon and a smallest normal (E5M2, E3M4) "
     "in the format table, not a scale",
-    ("lab05.rne_sum", r"start at 1024"): "the starting value, which the question must give; "
+    ("lab06.rne_sum", r"start at 1024"): "the starting value, which the question must give; "
     "that the sum never leaves it is the answer",
-    ("lab08.min_chips", r"12·L·H·Q·T"): "the 12 of PaLM's attention FLOPs, not a chip count",
-    ("lab09.compute_ratio", r"4\.4x"): "AWS's claim, which the exercise tests; its answer is "
+    ("lab09.min_chips", r"12·L·H·Q·T"): "the 12 of PaLM's attention FLOPs, not a chip count",
+    ("lab10.compute_ratio", r"4\.4x"): "AWS's claim, which the exercise tests; its answer is "
     "what the catalogue's figures give",
 }
 
@@ -229,22 +229,22 @@ def test_the_scan_finds_an_answer_in_an_earlier_output_and_in_the_publish_cell()
 
 
 def test_the_scan_finds_a_fraction_shown_as_a_percentage_and_a_giveaway():
-    nb = _lab("06")
+    nb = _lab("07")
     i = _exercise_cell(nb, "kept")
     bad = copy.deepcopy(nb)
     bad.cells.insert(i, nbformat.v4.new_markdown_cell("4:16 keeps 25% of the weights"))
-    assert any(k == "lab06.kept" for k, _, _ in leaks(bad, "lab06"))
+    assert any(k == "lab07.kept" for k, _, _ in leaks(bad, "lab07"))
     i = _exercise_cell(bad, "best_pattern")
     bad.cells.insert(i, nbformat.v4.new_markdown_cell("4:16 loses 42.3% of the energy"))
-    assert any(k == "lab06.best_pattern" for k, _, t in leaks(bad, "lab06") if "giveaway" in t)
+    assert any(k == "lab07.best_pattern" for k, _, t in leaks(bad, "lab07") if "giveaway" in t)
 
 
 def test_a_coincidence_is_excused_only_on_its_own_line():
-    nb = _lab("05")
+    nb = _lab("06")
     i = _exercise_cell(nb, "rne_sum")
     bad = copy.deepcopy(nb)
     bad.cells.insert(i, nbformat.v4.new_markdown_cell("start at 1024\nand you end at 1,024"))
-    hits = [t for k, _, t in leaks(bad, "lab05") if k == "lab05.rne_sum"]
+    hits = [t for k, _, t in leaks(bad, "lab06") if k == "lab06.rne_sum"]
     assert len(hits) == 1 and "end at 1,024" in hits[0]
 
 

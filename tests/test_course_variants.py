@@ -15,12 +15,12 @@ import papermill as pm
 import pytest
 
 from trnlab.course import variants
-from trnlab.exercises import lab01, lab03, lab05, read_published
+from trnlab.exercises import lab01, lab03, lab06, read_published
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB01 = ROOT / "labs" / "01_trainium_family.ipynb"
 LAB03 = ROOT / "labs" / "03_tiled_matmul.ipynb"
-LAB05 = ROOT / "labs" / "05_numeric_formats.ipynb"
+LAB06 = ROOT / "labs" / "06_numeric_formats.ipynb"
 ROSTER = [f"student{i:02d}" for i in range(12)] + ["Ada Lovelace", "grace.hopper"]
 
 # Dense BF16 chip rating / (cores x 128 x 128 PEs x 2 FLOP per MAC), in GHz.
@@ -60,16 +60,16 @@ def _default_variants():
     yield
     lab01.setup()
     lab03.setup()
-    lab05.setup()
+    lab06.setup()
 
 
 def test_each_lab_declares_its_variant_space_with_the_committed_values_as_defaults():
     assert variants.variant_space(LAB01) == {"CLOCK_CHIP": ["trn1", "trn2", "trn3"]}
     assert set(variants.variant_space(LAB03)) == {"M", "K", "N"}
-    assert set(variants.variant_space(LAB05)) == {"MAX_FORMAT", "MX_FORMAT"}
-    assert set(MAX_FINITE) == set(lab05.VARIANTS["MAX_FORMAT"])
-    assert set(MX_SCALE_100) == set(lab05.VARIANTS["MX_FORMAT"])
-    for module in (lab01, lab03, lab05):
+    assert set(variants.variant_space(LAB06)) == {"MAX_FORMAT", "MX_FORMAT"}
+    assert set(MAX_FINITE) == set(lab06.VARIANTS["MAX_FORMAT"])
+    assert set(MX_SCALE_100) == set(lab06.VARIANTS["MX_FORMAT"])
+    for module in (lab01, lab03, lab06):
         for name, value in module.DEFAULTS.items():
             assert value in module.VARIANTS[name]
     with pytest.raises(ValueError, match="no per-student variants"):
@@ -105,20 +105,20 @@ def test_matmul_exercises_follow_their_shape(m, k, n):
 
 @pytest.mark.parametrize("fmt", sorted(MAX_FINITE))
 def test_largest_value_exercise_follows_its_format(fmt):
-    lab05.setup(max_format=fmt)
-    assert lab05.max_finite.reference() == MAX_FINITE[fmt]
-    assert lab05.max_finite.check(MAX_FINITE[fmt]).status == "passed"
+    lab06.setup(max_format=fmt)
+    assert lab06.max_finite.reference() == MAX_FINITE[fmt]
+    assert lab06.max_finite.check(MAX_FINITE[fmt]).status == "passed"
     for other, value in MAX_FINITE.items():
         if value != MAX_FINITE[fmt]:
-            assert lab05.max_finite.check(value).status == "failed", (fmt, other)
+            assert lab06.max_finite.check(value).status == "failed", (fmt, other)
 
 
 @pytest.mark.parametrize("fmt", sorted(MX_SCALE_100))
 def test_mx_scale_exercise_follows_its_format(fmt):
-    lab05.setup(mx_format=fmt)
-    assert lab05.mx_scale.reference() == MX_SCALE_100[fmt]
-    assert lab05.mx_scale.check(MX_SCALE_100[fmt]).status == "passed"
-    assert lab05.mx_scale.check(0.25 if MX_SCALE_100[fmt] != 0.25 else 16.0).status == "failed"
+    lab06.setup(mx_format=fmt)
+    assert lab06.mx_scale.reference() == MX_SCALE_100[fmt]
+    assert lab06.mx_scale.check(MX_SCALE_100[fmt]).status == "passed"
+    assert lab06.mx_scale.check(0.25 if MX_SCALE_100[fmt] != 0.25 else 16.0).status == "failed"
 
 
 def test_unknown_variant_values_are_refused_with_what_is_allowed():
@@ -129,7 +129,7 @@ def test_unknown_variant_values_are_refused_with_what_is_allowed():
     with pytest.raises(ValueError, match=r"M = '256'"):
         lab03.setup(m="256")  # a string is not the shape 256
     with pytest.raises(ValueError, match=r"MAX_FORMAT = 'fp7'.*'fp8_e5m2'"):
-        lab05.setup(max_format="fp7")
+        lab06.setup(max_format="fp7")
 
 
 def test_choices_are_deterministic_in_the_space_and_differ_across_students_and_seeds():
@@ -145,17 +145,17 @@ def test_choices_are_deterministic_in_the_space_and_differ_across_students_and_s
 
 
 def test_make_variants_writes_one_parameterised_notebook_per_student(tmp_path):
-    manifest = variants.make_variants(LAB05, ROSTER[:4], seed=3, out_dir=tmp_path)
-    again = variants.make_variants(LAB05, ROSTER[:4], seed=3, out_dir=tmp_path / "again")
+    manifest = variants.make_variants(LAB06, ROSTER[:4], seed=3, out_dir=tmp_path)
+    again = variants.make_variants(LAB06, ROSTER[:4], seed=3, out_dir=tmp_path / "again")
     assert manifest == again
     assert list(manifest) == ROSTER[:4]
     written = json.loads((tmp_path / "manifest.json").read_text())
-    assert written["seed"] == 3 and written["lab"] == LAB05.name
+    assert written["seed"] == 3 and written["lab"] == LAB06.name
     csv_lines = (tmp_path / "manifest.csv").read_text().splitlines()
     assert csv_lines[0] == "student,file,MAX_FORMAT,MX_FORMAT" and len(csv_lines) == 5
     for student, params in manifest.items():
-        assert params["MAX_FORMAT"] in lab05.VARIANTS["MAX_FORMAT"]
-        assert params["MX_FORMAT"] in lab05.VARIANTS["MX_FORMAT"]
+        assert params["MAX_FORMAT"] in lab06.VARIANTS["MAX_FORMAT"]
+        assert params["MX_FORMAT"] in lab06.VARIANTS["MX_FORMAT"]
         nb = nbformat.read(tmp_path / written["students"][student]["file"], as_version=4)
         assert nb.metadata.papermill.parameters == {**params, "STUDENT": student}
         injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]

@@ -53,7 +53,7 @@ def test_every_learner_stub_has_a_solution_and_nothing_else_changes(lab):
 
 
 def test_a_kernel_answer_is_shown_as_source_not_hidden_in_a_call():
-    nb = nbformat.read(INSTRUCTOR / "04_write_a_kernel.ipynb", as_version=4)
+    nb = nbformat.read(INSTRUCTOR / "05_write_a_kernel.ipynb", as_version=4)
     text = "\n".join(_code(nb))
     # an NKI kernel: its decorator and the modules it uses come with it, so the cell runs
     assert "@nki.jit\ndef reference_tiled(a_t, b):" in text

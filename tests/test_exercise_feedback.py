@@ -3,8 +3,9 @@ significant figures, or as a natural unit string), an untouched answer is "not a
 plausible wrong answers get the diagnosis of the slip that produced them. Over all exercises, no
 message says 0% or a percentage of 10,000% or more (hypothesis).
 
-Lab 04's kernel exercises are checked by running them (tests/test_kernel_profile_lab04.py, which
-also holds their wrong kernels); its one numeric exercise, the predict-then-run latency, is in the
+Lab 04's puzzles and lab 05's kernel exercises are checked by running them
+(tests/test_lab_puzzles.py and tests/test_kernel_profile_lab05.py, which also hold their wrong
+kernels); lab 05's one numeric exercise, the predict-then-run latency, is in the
 hypothesis test here too.
 """
 
@@ -21,7 +22,7 @@ from hypothesis import strategies as st
 from trnlab import exercises as exs
 from trnlab.exercises import Exercise
 
-LABS = ["lab00", "lab01", "lab02", "lab03", "lab05", "lab06", "lab07", "lab08", "lab09"]
+LABS = ["lab00", "lab01", "lab02", "lab03", "lab06", "lab07", "lab08", "lab09", "lab10"]
 
 
 @pytest.fixture(autouse=True)
@@ -147,98 +148,98 @@ WRONG = {
         (lambda r: "pipelined", "an earlier kernel already is"),
         (lambda r: "tiled", "about 100 FLOP/B"),
     ],
-    "lab05.max_finite": [
+    "lab06.max_finite": [
         (lambda r: 2.0 ** math.floor(math.log2(r)), "leaves out the mantissa"),
         (lambda r: 2 * r, "the all-ones exponent is kept for Inf and NaN"),
         (lambda r: 2.0**15 * 1.75 * 2**15, "the exponent field is biased"),
     ],
-    "lab05.mx_scale": [
+    "lab06.mx_scale": [
         (lambda r: math.log2(r), "that is the exponent"),
         (lambda r: 2 * r, "one step larger"),
         (lambda r: 1 / r, "the inverse of the scale"),
     ],
-    "lab05.rne_sum": [
+    "lab06.rne_sum": [
         (lambda r: 2048, "The exact sum is 2048"),
         (lambda r: 3072, "Rounding ties up would add a whole 1"),
     ],
-    "lab05.sr_sum": [
+    "lab06.sr_sum": [
         (lambda r: 1024, "no addition is systematically lost"),
         (lambda r: 3072, "each addition adds 0.5 on average"),
     ],
-    "lab06.kept": [
+    "lab07.kept": [
         (lambda r: 25, "that looks like a percentage"),
         (lambda r: 0.75, "the fraction pruned away"),
         (lambda r: 4, "that is the speed-up"),
     ],
-    "lab06.trn2_sparse": [
+    "lab07.trn2_sparse": [
         (lambda r: 2.563, "the Trainium2 page's one sparse figure"),
         (lambda r: 4 * 0.667, "that is 4x the BF16 rate"),
         (lambda r: r * 16, "the whole trn2.48xlarge"),
         (lambda r: r * 1e3, "it looks like TFLOP/s"),
     ],
-    "lab06.best_pattern": [
+    "lab07.best_pattern": [
         (lambda r: "1:4", "a longer group lets pruning keep"),
         (lambda r: "2:4", "pick one of"),
     ],
-    "lab06.prune_error": [
+    "lab07.prune_error": [
         (lambda r: 75, "counts the weights removed, not their size"),
         (lambda r: 10, "Small weights are not nothing"),
         (lambda r: r / 100, "that looks like a fraction"),
         (lambda r: round(r) / 100, "that looks like a fraction"),  # a rounded fraction: 0.43
     ],
-    "lab07.ring_time": [
+    "lab08.ring_time": [
         (lambda r: r / 2, "a reduce-scatter and then an all-gather"),
         (lambda r: r * 15.3, "not the whole buffer"),
         (lambda r: r / 1e3, "it looks like ms"),
     ],
-    "lab07.crossover": [
+    "lab08.crossover": [
         (lambda r: r / 16, "multiply by n"),
         (lambda r: r * 15 / 16, "n - 1 cancels"),
         (lambda r: r / 2**20, "it looks like MiB"),
     ],
-    "lab07.torus_bisection": [
+    "lab08.torus_bisection": [
         (lambda r: 2 * r, "crosses it twice"),
         (lambda r: 4 * r, "nS/4 bytes, not nS"),
         (lambda r: r / 2, "the slowest axis"),
     ],
-    "lab07.a2a_limit": [
+    "lab08.a2a_limit": [
         (lambda r: "bisection", "a non-blocking switch's cut is half"),
         (lambda r: "latency", "the fixed cost (a few microseconds) is tiny"),
     ],
-    "lab08.adam_bytes": [
+    "lab09.adam_bytes": [
         (lambda r: 12, "the FP32 optimizer state alone"),
         (lambda r: 18, "keeps FP32 gradients"),
         (lambda r: 8, "counts 2 bytes for every copy"),
     ],
-    "lab08.min_chips": [
+    "lab09.min_chips": [
         (lambda r: r - 1, "round up"),
         (lambda r: 13, "reads 96 GiB as 96 x 10^9 bytes"),
         (lambda r: 11.53, "that is the quotient"),
     ],
-    "lab08.bubble": [
+    "lab09.bubble": [
         (lambda r: 3 / 16, "(p-1)/m, the bubble measured against the ideal"),
         (lambda r: r * 100, "that looks like a percentage"),
         (lambda r: 4 / 20, "that is p/(m+p)"),
     ],
-    "lab08.zero3_memory": [
+    "lab09.zero3_memory": [
         (lambda r: 16.4, "leaves the activations out"),
         (lambda r: r * 1024, "it looks like MiB"),
     ],
-    "lab09.compute_ratio": [
+    "lab10.compute_ratio": [
         (lambda r: 4.4, "that is AWS's claim"),
         (lambda r: 1 / r, "the ratio the other way round"),
         (lambda r: 2517 / 1299, "one chip against one chip"),
     ],
-    "lab09.implied_power": [
+    "lab10.implied_power": [
         (lambda r: r / 1e3, "it looks like kW"),
         (lambda r: r / 16, "divides by 4 where it should multiply"),
         (lambda r: r * 667 / 1299, "uses Trainium2's BF16 peak"),
     ],
-    "lab09.which_follows": [
+    "lab10.which_follows": [
         (lambda r: "5x tokens per megawatt", "rests on assumptions"),
         (lambda r: "4x energy efficiency", "pick one of"),
     ],
-    "lab09.tokens_per_mw": [
+    "lab10.tokens_per_mw": [
         (lambda r: 5, "needs more than the chips"),
         (lambda r: 1.0, "a bigger batch"),
     ],
@@ -306,7 +307,7 @@ def test_plausible_wrong_answers_get_their_diagnosis(key):
 VARIANTS = (
     [("lab01", {"clock_chip": c}) for c in ("trn1", "trn2", "trn3")]
     + [
-        ("lab05", {"max_format": f, "mx_format": x})
+        ("lab06", {"max_format": f, "mx_format": x})
         for f, x in zip(
             ["fp8_e5m2", "fp8_e4m3", "fp8_e4m3fn", "fp8_e3m4", "fp16", "bf16"],
             ["mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4", "mxfp4"],
@@ -354,9 +355,9 @@ NUMERIC = sorted(
         "lab01.trust",
         "lab02.memory_bound_on",
         "lab03.first_compute_bound",
-        "lab06.best_pattern",
-        "lab07.a2a_limit",
-        "lab09.which_follows",
+        "lab07.best_pattern",
+        "lab08.a2a_limit",
+        "lab10.which_follows",
     }
 )
 
@@ -386,13 +387,13 @@ def test_no_message_says_zero_percent_or_a_huge_percentage(key, ratio, sign):
     ),
     sign=st.sampled_from([1, 1, 1, -1]),
 )
-def test_lab04_prediction_never_says_zero_percent_or_a_huge_percentage(ratio, sign):
-    """Lab 04's numeric exercise: its check and the explanation printed after it."""
-    from trnlab.exercises import lab04
+def test_lab05_prediction_never_says_zero_percent_or_a_huge_percentage(ratio, sign):
+    """Lab 05's numeric exercise: its check and the explanation printed after it."""
+    from trnlab.exercises import lab05
 
-    answer = sign * ratio * lab04.predict_tiled.reference()
-    _assert_reasonable(lab04.predict_tiled.check(answer).message)
-    _assert_reasonable(lab04.explain_prediction(answer))
+    answer = sign * ratio * lab05.predict_tiled.reference()
+    _assert_reasonable(lab05.predict_tiled.check(answer).message)
+    _assert_reasonable(lab05.explain_prediction(answer))
 
 
 @settings(max_examples=150, deadline=None)
@@ -434,10 +435,10 @@ def _all_cached() -> dict[str, Exercise]:
         ),
     ),
 )
-def test_lab04_prediction_reads_any_string(text):
-    from trnlab.exercises import lab04
+def test_lab05_prediction_reads_any_string(text):
+    from trnlab.exercises import lab05
 
-    result = lab04.predict_tiled.check(text)
+    result = lab05.predict_tiled.check(text)
     assert "could not read your answer" not in result.message, result.message
     _assert_reasonable(result.message)
-    _assert_reasonable(lab04.explain_prediction(text))
+    _assert_reasonable(lab05.explain_prediction(text))

@@ -1,7 +1,7 @@
 """Answers as plain data (trnlab.course.answers): what a run records is what the checker sees.
 
 Data answers round-trip exactly (type included); anything read back is either a value or an
-AnswerFormatError. A lab 04 NKI kernel is recorded as its nl/nisa calls and replayed through
+AnswerFormatError. A lab 05 NKI kernel is recorded as its nl/nisa calls and replayed through
 trnlab.nki, so the checker's verdict (and the profile behind it) is the real check's, and a
 kernel that patches the checks, or writes values behind NKI's back, in its own process gains
 nothing once replayed; forged traces are refused with a message. Engine-level kernels
@@ -24,7 +24,7 @@ import trnlab.nki.language as nl
 from tests.grading_helpers import TILED_KERNEL
 from trnlab import core
 from trnlab.course import answers as A
-from trnlab.exercises import Exercise, lab01, lab04, lab10
+from trnlab.exercises import Exercise, lab01, lab04, lab05
 
 
 def _trip(x, recorder=None):
@@ -173,11 +173,11 @@ def test_captured_answers_latest_wins_and_the_hook_marks_itself(tmp_path, monkey
 
 
 REFERENCES = [
-    (lab04.correct_matmul, lab04.reference_tiled),
-    (lab04.fits_sbuf, lab04.reference_streamed),
-    (lab04.fast, lab04.reference_blocked),
-    (lab04.epilogue, lab04.reference_epilogue),
-    *((p, p.kernel) for p in lab10.PUZZLES),
+    (lab05.correct_matmul, lab05.reference_tiled),
+    (lab05.fits_sbuf, lab05.reference_streamed),
+    (lab05.fast, lab05.reference_blocked),
+    (lab05.epilogue, lab05.reference_epilogue),
+    *((p, p.kernel) for p in lab04.PUZZLES),
 ]
 
 
@@ -193,16 +193,16 @@ def test_an_nki_kernel_replayed_from_its_calls_gets_the_same_verdict(exercise, k
 
 
 def test_a_replayed_nki_kernel_has_the_learners_profile():
-    recorder = A.KernelRecorder(lab04.reference_blocked)
-    mine = lab04.profile(recorder, lab04.FAST_SHAPE)
-    replayed = lab04.profile(_trip(lab04.reference_blocked, recorder), lab04.FAST_SHAPE)
+    recorder = A.KernelRecorder(lab05.reference_blocked)
+    mine = lab05.profile(recorder, lab05.FAST_SHAPE)
+    replayed = lab05.profile(_trip(lab05.reference_blocked, recorder), lab05.FAST_SHAPE)
     assert replayed.latency == mine.latency
     assert replayed.program.counts() == mine.program.counts()
     assert replayed.extra["nki"]["buffers"] == mine.extra["nki"]["buffers"]
     assert replayed.extra["nki"]["instructions"] == mine.extra["nki"]["instructions"]
     lines = {line for _, line in mine.extra["nki"]["lines"]}
     assert {line for _, line in replayed.extra["nki"]["lines"]} == lines
-    assert {f for f, _ in replayed.extra["nki"]["lines"]} == {"lab04.py"}
+    assert {f for f, _ in replayed.extra["nki"]["lines"]} == {"lab05.py"}
 
 
 def _one_element(a_t, b):
@@ -222,20 +222,20 @@ def _one_element(a_t, b):
 
 
 def test_a_kernel_that_patches_the_checks_passes_only_in_its_own_process():
-    real = lab04._compare, lab04._nan_problem
+    real = lab05._compare, lab05._nan_problem
 
     @nki.jit
     def cheat(a_t, b):
-        lab04._compare = lambda *args, **kw: None  # every comparison "matches"
-        lab04._nan_problem = lambda *args, **kw: None
+        lab05._compare = lambda *args, **kw: None  # every comparison "matches"
+        lab05._nan_problem = lambda *args, **kw: None
         return _one_element(a_t, b)
 
     try:
         recorder = A.KernelRecorder(cheat)
-        assert lab04.correct_matmul.check(recorder).status == "passed"
+        assert lab05.correct_matmul.check(recorder).status == "passed"
     finally:
-        lab04._compare, lab04._nan_problem = real  # the clean checker: none of the student's run
-    replayed = lab04.correct_matmul.check(_trip(cheat, recorder))
+        lab05._compare, lab05._nan_problem = real  # the clean checker: none of the student's run
+    replayed = lab05.correct_matmul.check(_trip(cheat, recorder))
     assert replayed.status == "failed" and "C[0, 1] was never stored" in replayed.message
 
 
@@ -249,8 +249,8 @@ def test_values_written_behind_nkis_back_do_not_survive_the_trip():
 
     # in its own process the trick works: C holds the right values when the check reads it
     recorder = A.KernelRecorder(behind_the_back)
-    assert lab04.correct_matmul.check(recorder).status == "passed"
-    replayed = lab04.correct_matmul.check(_trip(behind_the_back, recorder))
+    assert lab05.correct_matmul.check(recorder).status == "passed"
+    replayed = lab05.correct_matmul.check(_trip(behind_the_back, recorder))
     assert replayed.status == "failed" and "was never stored" in replayed.message
 
 
@@ -280,18 +280,18 @@ def test_errors_and_wrong_kernels_read_the_same_when_replayed():
 
     for kernel in (_overwrites, too_big, own_bug, caught):
         recorder = A.KernelRecorder(kernel)
-        first = lab04.correct_matmul.check(recorder)
-        again = lab04.correct_matmul.check(_trip(kernel, recorder))
+        first = lab05.correct_matmul.check(recorder)
+        again = lab05.correct_matmul.check(_trip(kernel, recorder))
         assert first.status == again.status == "failed"
         assert again.message == first.message
-    assert "only the last K tile" in lab04.correct_matmul.check(_overwrites).message
+    assert "only the last K tile" in lab05.correct_matmul.check(_overwrites).message
     recorder = A.KernelRecorder(own_bug)
-    lab04.correct_matmul.check(recorder)
-    again = lab04.correct_matmul.check(_trip(own_bug, recorder))
+    lab05.correct_matmul.check(recorder)
+    again = lab05.correct_matmul.check(_trip(own_bug, recorder))
     assert "your kernel raised IndexError: list index out of range" in again.message
 
 
-def _recorded(kernel, exercise=lab04.correct_matmul) -> dict:
+def _recorded(kernel, exercise=lab05.correct_matmul) -> dict:
     recorder = A.KernelRecorder(kernel)
     exercise.check(recorder)
     return json.loads(json.dumps(A.encode(kernel, recorder)))
@@ -379,14 +379,14 @@ SBUF = {"$": "mem", "name": "sbuf"}
     ],
 )
 def test_forged_nki_traces_fail_the_check_with_a_message(calls, says):
-    result = lab04.correct_matmul.check(_forged(calls))
+    result = lab05.correct_matmul.check(_forged(calls))
     assert result.status == "failed" and says in result.message, result.message
 
 
 def test_a_kernel_run_on_arguments_it_was_never_recorded_on_is_refused():
-    recorder = A.KernelRecorder(lab04.reference_epilogue)
-    replay = _trip(lab04.reference_epilogue, recorder)  # recorded nothing: never called
-    result = lab04.epilogue.check(replay)
+    recorder = A.KernelRecorder(lab05.reference_epilogue)
+    replay = _trip(lab05.reference_epilogue, recorder)  # recorded nothing: never called
+    result = lab05.epilogue.check(replay)
     assert result.status == "failed" and "no record of your kernel" in result.message
 
 

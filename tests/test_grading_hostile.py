@@ -5,7 +5,7 @@ One batch of lab 01 notebooks (graded two at a time) holds a student who tries t
 outside the sandbox and overwrite another student's notebook, one who forges the results
 bundle and switches the solutions on, one who patches the checks in their kernel, one who
 leaves a detached process rewriting the grades CSV, one with an infinite loop, one who forks
-and allocates without bound, a victim and an honest student. A second batch holds lab 04
+and allocates without bound, a victim and an honest student. A second batch holds lab 05
 NKI kernels: an honest one, and one that patches the checks from inside the kernel.
 
 Afterwards: nothing outside the sandbox changed (the submissions, a canary file, the host's
@@ -29,7 +29,7 @@ from tests.grading_helpers import (
     ROOT,
     TILED_KERNEL,
     WRONG,
-    lab04_submission,
+    lab05_submission,
     load_scaled,
     read_csv,
     sandbox_or_skip,
@@ -252,7 +252,7 @@ def test_hostile_lab01_submissions_change_nothing_outside_and_pass_nothing(tmp_p
 CHEAT_KERNEL = """
 @nki.jit
 def my_tiled(a_t, b):
-    import trnlab.exercises.lab04 as checks
+    import trnlab.exercises.lab05 as checks
     checks._compare = lambda *args, **kw: None  # every comparison "matches" from now on
     checks._nan_problem = lambda *args, **kw: None  # and NaN is fine
     M, N = a_t.shape[1], b.shape[1]
@@ -270,21 +270,21 @@ def my_tiled(a_t, b):
 """
 
 
-def test_a_lab04_kernel_that_patches_the_checks_is_graded_on_what_it_computes(tmp_path):
+def test_a_lab05_kernel_that_patches_the_checks_is_graded_on_what_it_computes(tmp_path):
     sandbox_or_skip()
     folder = tmp_path / "submissions"
     folder.mkdir()
     for student, kernel in (("kim", TILED_KERNEL), ("max", CHEAT_KERNEL)):
-        lab04_submission(folder / f"04_write_a_kernel__{student}.ipynb", student, kernel)
+        lab05_submission(folder / f"05_write_a_kernel__{student}.ipynb", student, kernel)
     rows = grading.grade(
-        folder, tmp_path / "g.csv", timeout=load_scaled(300), lab="04", jobs=2, log=None
+        folder, tmp_path / "g.csv", timeout=load_scaled(300), lab="05", jobs=2, log=None
     )
     got = {(r["student"], r["exercise"]): (r["status"], r["message"]) for r in rows}
-    assert got["kim", "lab04.correct_matmul"] == ("passed", "correct")
-    status, message = got["max", "lab04.correct_matmul"]
+    assert got["kim", "lab05.correct_matmul"] == ("passed", "correct")
+    status, message = got["max", "lab05.correct_matmul"]
     assert status == "failed" and "never stored" in message  # one element of C, the rest NaN
     for student in ("kim", "max"):
-        for key in ("lab04.fits_sbuf", "lab04.fast", "lab04.epilogue"):
+        for key in ("lab05.fits_sbuf", "lab05.fast", "lab05.epilogue"):
             assert got[student, key][0] == "not attempted"
     assert not [r for r in rows if r["exercise"] == ""]  # no submission-level errors
 

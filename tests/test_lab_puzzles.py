@@ -16,7 +16,7 @@ import trnlab.nki as nki
 import trnlab.nki.isa as nisa
 import trnlab.nki.language as nl
 from trnlab import core, exercises
-from trnlab.exercises import lab10 as pz
+from trnlab.exercises import lab04 as pz
 from trnlab.exercises._puzzle import _inputs
 
 IDS = [p.key for p in pz.PUZZLES]

@@ -115,7 +115,7 @@ def test_cli_prints_the_map_and_checks_the_page(capsys, tmp_path):
 
 
 def test_unknown_prerequisite_is_refused_with_the_lab_list(tmp_path):
-    text = syllabus.DATA.read_text(encoding="utf-8").replace("requires = [8]", "requires = [42]")
+    text = syllabus.DATA.read_text(encoding="utf-8").replace("requires = [9]", "requires = [42]")
     bad = tmp_path / "syllabus.toml"
     bad.write_text(text, encoding="utf-8")
     with pytest.raises(ValueError, match=r"\[42\]"):

@@ -170,10 +170,10 @@ def test_matmul_stepper_steps_in_jupyterlab(executed):
 
 @pytest.mark.browser
 def test_nki_kernel_profile_steps_in_jupyterlab(executed):
-    """Lab 04's first NKI kernel (``scale_relu``, written in the lab with ``@nki.jit``), profiled
+    """Lab 05's first NKI kernel (``scale_relu``, written in the lab with ``@nki.jit``), profiled
     and stepped: buttons and arrow keys move the step text and the timeline cursor."""
-    where = "lab 04's scale_relu KernelProfile in JupyterLab"
-    page, watch, _ = executed.get("04_write_a_kernel.ipynb")
+    where = "lab 05's scale_relu KernelProfile in JupyterLab"
+    page, watch, _ = executed.get("05_write_a_kernel.ipynb")
     # scale_relu's first instruction: the DMA of its argument x into its SBUF tile t
     profile, step = find_profile(page, where, re.compile(r"dma_load on .*: t\[.*\] <- x\["))
     moved = profile.locator("tr", has_text="HBM bytes moved")  # the counters beside the charts
@@ -235,27 +235,27 @@ def check_choice_redraws(page, watch, where: str, title, control: str, what: str
 
 @pytest.mark.browser
 def test_format_explorer_redraws_when_the_data_changes(executed):
-    page, watch, _ = executed.get("05_numeric_formats.ipynb")
-    check_choice_redraws(page, watch, "lab 05 FormatExplorer", "Data magnitudes", "Data",
+    page, watch, _ = executed.get("06_numeric_formats.ipynb")
+    check_choice_redraws(page, watch, "lab 06 FormatExplorer", "Data magnitudes", "Data",
                          "the data-magnitude histogram")  # fmt: skip
 
 
 @pytest.mark.browser
 def test_scale_explorer_redraws_when_the_sequence_changes(executed):
-    page, watch, _ = executed.get("08_scale_to_ultraservers.ipynb")
+    page, watch, _ = executed.get("09_scale_to_ultraservers.ipynb")
     # Exact title: the lab's own chart "... training memory per chip, 64 chips" must not match.
     title = re.compile(r"^\s*Memory per chip\s*$")
-    check_choice_redraws(page, watch, "lab 08 ScaleExplorer", title, "sequence",
+    check_choice_redraws(page, watch, "lab 09 ScaleExplorer", title, "sequence",
                          "the memory-per-chip bars")  # fmt: skip
 
 
 @pytest.mark.browser
 def test_collective_explorer_sliders_redraw(executed):
-    page, watch, _ = executed.get("07_neuronlink_and_collectives.ipynb")
+    page, watch, _ = executed.get("08_neuronlink_and_collectives.ipynb")
     explorer = h.dashboard(page, page.locator("text.gtitle", has_text="Ring all-reduce"))
-    wait_until(lambda: explorer.count(), "lab 07's CollectiveExplorer ('Ring all-reduce') drawn",
+    wait_until(lambda: explorer.count(), "lab 08's CollectiveExplorer ('Ring all-reduce') drawn",
                20, seen=lambda: f"{explorer.count()} such outputs")  # fmt: skip
-    assert explorer.count() == 1, "lab 07: expected one CollectiveExplorer ('Ring all-reduce')"
+    assert explorer.count() == 1, "lab 08: expected one CollectiveExplorer ('Ring all-reduce')"
     explorer.scroll_into_view_if_needed()
     ring = h.figure(explorer, "Ring all-reduce")
 

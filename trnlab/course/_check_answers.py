@@ -11,7 +11,7 @@ starts from a clean interpreter (``python -I``) in an empty folder, imports trnl
 rebuilds the lab's exercises for the student's variant, forces solutions and strict mode off,
 and checks each captured answer (data, or a replayed kernel; see :mod:`trnlab.course.answers`).
 
-``{"selftest": "lab04"}`` instead checks that every reference answer of the lab survives the
+``{"selftest": "lab05"}`` instead checks that every reference answer of the lab survives the
 trip (encode, JSON, decode, check) and passes; the grader runs it before grading, which also
 warms the numba cache the graded runs start from.
 """

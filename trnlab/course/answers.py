@@ -9,7 +9,7 @@ that process:
 - numbers, strings, booleans, ``None``, lists, tuples, dicts and numpy values travel as data;
 - a kernel travels as the calls it made, for each set of arguments the check gave it
   (:class:`KernelRecorder`), and is rebuilt as a :class:`KernelReplay` that makes the same
-  calls again: an NKI kernel (lab 04, the puzzles: ``@nki.jit def kernel(a_t, b)``) as its
+  calls again: an NKI kernel (labs 04 and 05: ``@nki.jit def kernel(a_t, b)``) as its
   ``nki.language`` / ``nki.isa`` calls, replayed through ``trnlab.nki``, which computes every
   value and every time again (:mod:`trnlab.course._nki_answers`); an engine-level kernel
   ``kernel(ctx, ...)`` as its *kernel-context calls*, replayed on a real context. A replayed
@@ -154,7 +154,7 @@ class Opaque:
         why = f" ({self.why})" if self.why else ""
         return (
             f"the grader can only read answers that are numbers, strings, lists, dicts, numpy "
-            f"values or (lab 04) kernel functions; your answer is a {self.type_name}{why}"
+            f"values or (labs 04 and 05) kernel functions; your answer is a {self.type_name}{why}"
         )
 
 

@@ -14,7 +14,7 @@ sandboxed steps (:mod:`trnlab.course.sandbox`), several notebooks at a time:
    ``Exercise.check(answer)`` it makes also records the answer as plain data
    (:mod:`trnlab.course.answers`). Nothing the notebook displays is read as a result.
 2. **check**: a clean process (a new sandbox; no student code runs there) rebuilds the lab's
-   exercises for that variant and checks each recorded answer with the real checks; a lab 04
+   exercises for that variant and checks each recorded answer with the real checks; a lab 05
    kernel is replayed from the calls it made.
 
 The CSV (written atomically, rows sorted by file) has the columns::

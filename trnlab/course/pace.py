@@ -18,7 +18,7 @@ The labs, their stated minutes and their dashboards come from the syllabus
 band the file gives.
 
 >>> from trnlab.course import pace
->>> est = pace.estimate_lab(4)
+>>> est = pace.estimate_lab(5)
 >>> est.kinds["kernel"]
 4
 >>> est.minutes > 100

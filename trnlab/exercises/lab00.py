@@ -189,7 +189,7 @@ def _lab_for(topic: str) -> int:
 
 
 def _lab_number(answer: Any) -> int:
-    """5, "5", "05", "lab 05", "05_numeric_formats.ipynb" -> 5."""
+    """6, "6", "06", "lab 06", "06_numeric_formats.ipynb" -> 6."""
     if isinstance(answer, bool):
         raise TypeError("a lab number, not True/False")
     if isinstance(answer, int | float):
@@ -226,5 +226,5 @@ which_lab = Exercise(
         "MX blocks are a numeric format; which lab is about numeric formats?",
     ),
     solution=lambda: _lab_for(TOPIC),
-    solution_text="which = 5   # Lab 05, 'Numeric formats: from bits to MX blocks'",
+    solution_text="which = 6   # Lab 06, 'Numeric formats: from bits to MX blocks'",
 )

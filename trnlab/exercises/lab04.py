@@ -1,28 +1,20 @@
-"""Exercises of lab 04 (write a kernel, in NKI). The answer to each kernel exercise is an NKI
-kernel, written as on a Trainium instance (``import trnlab.nki as nki``,
-``trnlab.nki.language as nl``, ``trnlab.nki.isa as nisa``); the check profiles it on the
-NeuronCore model (trn1), compares its output with numpy, and measures what it claims to:
+"""Exercises of the kernel-puzzle lab: ten small NKI kernels in rising difficulty, each under
+a stated constraint (HBM bytes, instructions, latency) derived from its reference solution and
+the hardware rule it teaches. See :mod:`trnlab.exercises._puzzle` for how a puzzle is judged.
 
-- speed in *useful* work: ``2 * M * N * K`` FLOPs over the latency over the Tensor Engine's
-  peak (matmuls that do no useful work never count), with the latency beside the reference
-  kernel's;
-- HBM bytes per operand against the minimum (each byte once), naming the operand that is
-  loaded again and how many times over;
-- where the time goes: the engine or DMA queue that is busy the longest, and with what;
-- fusion per output element: how many engine instructions each element of the output went
-  through after leaving PSUM, and whether it crossed HBM twice (any tile sizes, any loop
-  order).
+Every answer is an ``@nki.jit`` kernel written as on a Trainium instance (``import
+trnlab.nki as nki``, ``trnlab.nki.language as nl``, ``trnlab.nki.isa as nisa``). The
+references below are the solutions (hidden in the learner edition; the instructor edition
+shows their source).
 
-A matmul kernel is ``kernel(a_t, b) -> c`` with ``a_t[K, M]`` (A stored transposed, K on
-partitions) and ``b[K, N]`` in HBM (bf16) and ``c[M, N]`` the ``shared_hbm`` tensor it
-returns; the epilogue kernel is ``kernel(w, x_t, bias) -> y_t`` computing
-``y_t[N, M] = relu(w.T @ x_t + bias)``.
+The byte limits are the minimum: every input byte read from HBM once, every output byte
+written once (a kernel that keeps what it loaded in SBUF needs no more). The instruction
+limits are the reference's count: each puzzle has a way to do its work with that many. The
+latency limits are the reference's time on the model, plus a margin of about 20%, rounded up
+to the half microsecond.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
-from functools import lru_cache
 
 import numpy as np
 
@@ -30,841 +22,778 @@ import trnlab.nki as nki
 import trnlab.nki.isa as nisa
 import trnlab.nki.language as nl
 
-from ._checks import read_number
-from ._exercise import Exercise
-from ._slips import how_far
+from ._puzzle import Constraint, Puzzle, Slip, Spec
 
 __all__ = [
-    "EPILOGUE_SHAPE",
-    "FAST_SHAPE",
-    "LARGE_SHAPE",
-    "TILED_SHAPE",
-    "UTILISATION_TARGET",
-    "correct_matmul",
-    "diagnose",
-    "epilogue",
-    "explain_prediction",
-    "fast",
-    "fits_sbuf",
-    "predict_tiled",
-    "profile",
-    "reference_blocked",
-    "reference_epilogue",
-    "reference_streamed",
-    "reference_tiled",
-    "useful_utilisation",
+    "PUZZLES",
+    "attention",
+    "bias",
+    "column_sums",
+    "double_buffer",
+    "linear_silu",
+    "reference_attention",
+    "reference_bias",
+    "reference_column_sums",
+    "reference_double_buffer",
+    "reference_linear_silu",
+    "reference_rmsnorm",
+    "reference_row_sums",
+    "reference_softmax",
+    "reference_transpose",
+    "reference_vector_add",
+    "rmsnorm",
+    "row_sums",
+    "softmax",
+    "transpose",
+    "vector_add",
 ]
 
-CHIP = "trn1"
-#: Shapes (M, K, N) the checks use. Correctness: small and ragged, with numerics.
-CHECK_SHAPES = ((200, 300, 700), (128, 128, 512))
-#: Speed of a first tiled kernel: within SLOWDOWN of the reference tiled kernel here.
-TILED_SHAPE = (512, 512, 1024)
-SLOWDOWN = 1.5
-#: A shape whose full-K strips do not fit SBUF (hoisting all of K overflows it).
-LARGE_SHAPE = (512, 32768, 1024)
-LARGE_SPEEDUP = 3.0  # at least this much faster than the reference tiled kernel
-#: The utilisation exercise (useful FLOPs: 2 M N K over latency over peak).
-FAST_SHAPE = (1024, 2048, 2048)
-UTILISATION_TARGET = 0.55
-#: The epilogue exercise: K, N (output features), M (tokens).
-EPILOGUE_SHAPE = (256, 256, 1024)
-#: A prediction within this (relative) passes.
-PREDICTION_WITHIN = 0.25
+F32, BF16 = 4, 2  # bytes per element
+
+
+def _gauss(rng, shape, scale=1.0):
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
 
 
 # ----------------------------------------------------------------------------------------------
-# Reference solutions (NKI kernels; each runs unchanged on a Trainium instance)
+# 1. Vector add over partitions
 # ----------------------------------------------------------------------------------------------
 @nki.jit
-def reference_tiled(a_t, b):
-    """For every (M, N) output tile and every K tile: load an A tile and a B tile, multiply
-    them into PSUM (NKI accumulates into a PSUM tile it has already written); then copy the
-    result to SBUF and store it. Tiles declared in the loops get the compiler's rotating
-    buffers, so the next loads overlap this matmul."""
-    K, M = a_t.shape
-    N = b.shape[1]
-    c = nl.ndarray((M, N), dtype=nl.bfloat16, buffer=nl.shared_hbm)
-    for m0 in nl.affine_range(0, M, 128):
-        ms = min(128, M - m0)
-        for n0 in nl.affine_range(0, N, 512):
-            ns = min(512, N - n0)
-            acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
-            for k0 in nl.affine_range(0, K, 128):
-                ks = min(128, K - k0)
-                a_tile = nl.ndarray((128, 128), dtype=a_t.dtype, buffer=nl.sbuf)
-                b_tile = nl.ndarray((128, 512), dtype=b.dtype, buffer=nl.sbuf)
-                nisa.dma_copy(dst=a_tile[:ks, :ms], src=a_t[k0 : k0 + ks, m0 : m0 + ms])
-                nisa.dma_copy(dst=b_tile[:ks, :ns], src=b[k0 : k0 + ks, n0 : n0 + ns])
-                nisa.nc_matmul(
-                    dst=acc[:ms, :ns], stationary=a_tile[:ks, :ms], moving=b_tile[:ks, :ns]
-                )
-            c_tile = nl.ndarray((128, 512), dtype=c.dtype, buffer=nl.sbuf)
-            nisa.tensor_copy(dst=c_tile[:ms, :ns], src=acc[:ms, :ns])
-            nisa.dma_copy(dst=c[m0 : m0 + ms, n0 : n0 + ns], src=c_tile[:ms, :ns])
-    return c
+def reference_vector_add(a, b):
+    """Rows on partitions, 128 at a time: two loads, one Vector add, one store per block."""
+    R, C = a.shape
+    out = nl.ndarray((R, C), dtype=a.dtype, buffer=nl.shared_hbm)
+    for r0 in nl.affine_range(0, R, 128):
+        ta = nl.ndarray((128, C), dtype=a.dtype, buffer=nl.sbuf)
+        tb = nl.ndarray((128, C), dtype=b.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=ta, src=a[r0 : r0 + 128])
+        nisa.dma_copy(dst=tb, src=b[r0 : r0 + 128])
+        total = nl.ndarray((128, C), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=total, data1=ta, data2=tb, op=nl.add)
+        nisa.dma_copy(dst=out[r0 : r0 + 128], src=total)
+    return out
 
 
+ADD_SHAPE = (256, 512)
+vector_add = Puzzle(
+    "lab04.vector_add",
+    f"Puzzle 1, vector add over partitions: out = a + b for a, b [{ADD_SHAPE[0]} x "
+    f"{ADD_SHAPE[1]}] fp32 in HBM.",
+    Spec(
+        inputs=lambda rng: [(n, _gauss(rng, ADD_SHAPE), "float32") for n in ("a", "b")],
+        expected=lambda v: v["a"] + v["b"],
+        constraint=Constraint(
+            hbm_bytes=3 * ADD_SHAPE[0] * ADD_SHAPE[1] * F32,
+            instructions=8,
+            why="a, b and out cross HBM once each; per 128-row block two loads, an add, a store",
+        ),
+        tolerance=1e-6,
+        slips=(Slip(lambda v: 2 * v["a"], "it is 2a: add a to b, not to itself"),),
+        advice={
+            "TileTooLargeError": "A tile has at most 128 partitions: loop over the rows in "
+            "blocks of 128 (nl.affine_range(0, R, 128)).",
+            "instructions": "One DMA can carry a whole [128 x 512] block: do not split a "
+            "block's rows or columns into several transfers or adds.",
+        },
+    ),
+    reference_vector_add,
+    hints=(
+        "256 rows do not fit on 128 partitions: two blocks of 128 rows, each with every column.",
+        "Per block: nisa.dma_copy a's and b's rows into two SBUF tiles (128, 512), "
+        "nisa.tensor_tensor(dst=..., data1=ta, data2=tb, op=nl.add), then nisa.dma_copy the "
+        "sum to out[r0:r0 + 128].",
+    ),
+    solution_text="Two 128-row blocks; per block two loads, one tensor_tensor add, one store.",
+)
+
+
+# ----------------------------------------------------------------------------------------------
+# 2. Broadcast a bias (a row added to every row)
+# ----------------------------------------------------------------------------------------------
 @nki.jit
-def reference_streamed(a_t, b, chunk=16):
-    """K streamed in chunks of ``chunk`` K tiles. A group of M tiles keeps one PSUM tile per
-    (M tile, N tile) for the whole of K (PSUM's 8 banks: 4 M tiles x 2 N tiles when N is
-    1024); each chunk of A and B is loaded once and used for every output tile of the group,
-    so SBUF holds one chunk (and its rotating twin) whatever K is."""
-    K, M = a_t.shape
-    N = b.shape[1]
-    c = nl.ndarray((M, N), dtype=nl.bfloat16, buffer=nl.shared_hbm)
-    n_spans = [(n0, min(512, N - n0)) for n0 in range(0, N, 512)]
-    group = max(1, 8 // len(n_spans)) * 128  # M columns whose sums fit the 8 PSUM banks
-    for g0 in nl.affine_range(0, M, group):
-        gs = min(group, M - g0)
-        m_spans = [(m0, min(128, gs - m0)) for m0 in range(0, gs, 128)]
-        acc = [
-            [nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum) for _ in n_spans]
-            for _ in m_spans
-        ]
-        for c0 in nl.sequential_range(0, K, chunk * 128):
-            k_spans = [(k0, min(128, K - k0)) for k0 in range(c0, min(K, c0 + chunk * 128), 128)]
-            a_tiles, b_tiles = [], []
-            for k0, ks in k_spans:
-                a_tile = nl.ndarray((128, group), dtype=a_t.dtype, buffer=nl.sbuf)
-                b_tile = nl.ndarray((128, N), dtype=b.dtype, buffer=nl.sbuf)
-                nisa.dma_copy(dst=a_tile[:ks, :gs], src=a_t[k0 : k0 + ks, g0 : g0 + gs])
-                nisa.dma_copy(dst=b_tile[:ks, :], src=b[k0 : k0 + ks, :])
-                a_tiles.append(a_tile)
-                b_tiles.append(b_tile)
-            for j, (_, ks) in enumerate(k_spans):
-                for i, (m0, ms) in enumerate(m_spans):
-                    for q, (n0, ns) in enumerate(n_spans):
-                        nisa.nc_matmul(
-                            dst=acc[i][q][:ms, :ns],
-                            stationary=a_tiles[j][:ks, m0 : m0 + ms],
-                            moving=b_tiles[j][:ks, n0 : n0 + ns],
-                        )
-        for i, (m0, ms) in enumerate(m_spans):
-            for q, (n0, ns) in enumerate(n_spans):
-                c_tile = nl.ndarray((128, 512), dtype=c.dtype, buffer=nl.sbuf)
-                nisa.tensor_copy(dst=c_tile[:ms, :ns], src=acc[i][q][:ms, :ns])
-                nisa.dma_copy(dst=c[g0 + m0 : g0 + m0 + ms, n0 : n0 + ns], src=c_tile[:ms, :ns])
-    return c
+def reference_bias(x, bias):
+    """The bias row is loaded once onto one partition and copied to all 128 partitions once
+    (``nl.broadcast_to``: a matmul of a column of ones by the row); every block then adds it."""
+    R, C = x.shape
+    out = nl.ndarray((R, C), dtype=x.dtype, buffer=nl.shared_hbm)
+    row = nl.ndarray((1, C), dtype=bias.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=row, src=bias)
+    every_partition = nl.broadcast_to(row, (128, C))
+    for r0 in nl.affine_range(0, R, 128):
+        block = nl.ndarray((128, C), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=block, src=x[r0 : r0 + 128])
+        shifted = nl.ndarray((128, C), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=shifted, data1=block, data2=every_partition, op=nl.add)
+        nisa.dma_copy(dst=out[r0 : r0 + 128], src=shifted)
+    return out
 
 
+BIAS_SHAPE = (256, 512)
+bias = Puzzle(
+    "lab04.bias",
+    f"Puzzle 2, broadcast a bias: out = x + bias for x [{BIAS_SHAPE[0]} x {BIAS_SHAPE[1]}] "
+    f"and bias [1 x {BIAS_SHAPE[1]}] (one value per column), fp32. An engine reads a per-"
+    "partition value ([128, 1]) for free; a row must first be on every partition.",
+    Spec(
+        inputs=lambda rng: [
+            ("x", _gauss(rng, BIAS_SHAPE), "float32"),
+            ("bias", _gauss(rng, (1, BIAS_SHAPE[1])), "float32"),
+        ],
+        expected=lambda v: v["x"] + v["bias"],
+        constraint=Constraint(
+            hbm_bytes=(2 * BIAS_SHAPE[0] + 1) * BIAS_SHAPE[1] * F32,
+            instructions=9,
+            why="x, out and the bias cross HBM once; the bias reaches the 128 partitions once",
+        ),
+        tolerance=1e-5,
+        slips=(
+            Slip(
+                lambda v: v["x"] + v["bias"][0, 0],
+                "every column got bias[0]: the bias is one value per column, not a single number",
+            ),
+        ),
+        advice={
+            "HardwareRuleError": "tensor_scalar and activation take a per-partition operand "
+            "([128, 1]); a bias along the free axis must be a full [128, C] tile: load the row "
+            "once and nl.broadcast_to it to (128, C).",
+            "bytes": "Load the bias row once, before the loop, and broadcast it on chip "
+            "(nl.broadcast_to(row, (128, C))) instead of reading it from HBM for every block "
+            "or every partition.",
+        },
+    ),
+    reference_bias,
+    hints=(
+        "nisa.tensor_scalar(..., operand0=t) wants t of shape [128, 1]: one value per "
+        "partition. Your bias is one value per column, so it must be a [128, 512] tile.",
+        "Load bias into a (1, 512) SBUF tile once, before the row loop; "
+        "nl.broadcast_to(row, (128, 512)) makes it a 128-partition tile on chip (one matmul "
+        "by a column of ones). Then one tensor_tensor add per block.",
+    ),
+    solution_text="Bias row loaded once, broadcast to 128 partitions once, one add per block.",
+)
+
+
+# ----------------------------------------------------------------------------------------------
+# 3. Free-axis reduction
+# ----------------------------------------------------------------------------------------------
 @nki.jit
-def reference_blocked(a_t, b, bm=4, bn=2):
-    """Blocks of ``bm`` M tiles of A and ``bn`` N tiles of B, over all of K, stay in SBUF
-    while every pair of their tiles is multiplied: each A tile loaded feeds ``bn`` matmuls,
-    each B tile ``bm``, which lifts the arithmetic intensity past trn1's ridge point."""
-    K, M = a_t.shape
-    N = b.shape[1]
-    c = nl.ndarray((M, N), dtype=nl.bfloat16, buffer=nl.shared_hbm)
-    k_spans = [(k0, min(128, K - k0)) for k0 in range(0, K, 128)]
-    for g0 in nl.affine_range(0, M, bm * 128):
-        gs = min(bm * 128, M - g0)
-        a_tiles = []
-        for k0, ks in k_spans:
-            a_tile = nl.ndarray((128, bm * 128), dtype=a_t.dtype, buffer=nl.sbuf)
-            nisa.dma_copy(dst=a_tile[:ks, :gs], src=a_t[k0 : k0 + ks, g0 : g0 + gs])
-            a_tiles.append(a_tile)
-        for h0 in nl.affine_range(0, N, bn * 512):
-            hs = min(bn * 512, N - h0)
-            b_tiles = []
-            for k0, ks in k_spans:
-                b_tile = nl.ndarray((128, bn * 512), dtype=b.dtype, buffer=nl.sbuf)
-                nisa.dma_copy(dst=b_tile[:ks, :hs], src=b[k0 : k0 + ks, h0 : h0 + hs])
-                b_tiles.append(b_tile)
-            for m0 in nl.affine_range(0, gs, 128):
-                ms = min(128, gs - m0)
-                for n0 in nl.affine_range(0, hs, 512):
-                    ns = min(512, hs - n0)
-                    acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
-                    for j, (_, ks) in enumerate(k_spans):
-                        nisa.nc_matmul(
-                            dst=acc[:ms, :ns],
-                            stationary=a_tiles[j][:ks, m0 : m0 + ms],
-                            moving=b_tiles[j][:ks, n0 : n0 + ns],
-                        )
-                    c_tile = nl.ndarray((128, 512), dtype=c.dtype, buffer=nl.sbuf)
-                    nisa.tensor_copy(dst=c_tile[:ms, :ns], src=acc[:ms, :ns])
-                    nisa.dma_copy(
-                        dst=c[g0 + m0 : g0 + m0 + ms, h0 + n0 : h0 + n0 + ns], src=c_tile[:ms, :ns]
-                    )
-    return c
+def reference_row_sums(x):
+    """One Vector-engine reduce along the free axis per 128-row block."""
+    R, C = x.shape
+    out = nl.ndarray((R, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    for r0 in nl.affine_range(0, R, 128):
+        block = nl.ndarray((128, C), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=block, src=x[r0 : r0 + 128])
+        sums = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_reduce(dst=sums, op=nl.add, data=block, axis=1)
+        nisa.dma_copy(dst=out[r0 : r0 + 128], src=sums)
+    return out
 
 
+ROWS_SHAPE = (256, 512)
+row_sums = Puzzle(
+    "lab04.row_sums",
+    f"Puzzle 3, free-axis reduction: out[r, 0] = the sum of row r of x [{ROWS_SHAPE[0]} x "
+    f"{ROWS_SHAPE[1]}] fp32; out is [{ROWS_SHAPE[0]} x 1] fp32.",
+    Spec(
+        inputs=lambda rng: [("x", _gauss(rng, ROWS_SHAPE), "float32")],
+        expected=lambda v: v["x"].sum(axis=1, keepdims=True),
+        scale=lambda v: np.abs(v["x"]).sum(axis=1, keepdims=True),
+        constraint=Constraint(
+            hbm_bytes=(ROWS_SHAPE[0] * ROWS_SHAPE[1] + ROWS_SHAPE[0]) * F32,
+            instructions=6,
+            why="x read once, the sums written once; per block a load, one reduce, a store",
+        ),
+        tolerance=1e-5,
+        slips=(
+            Slip(
+                lambda v: v["x"].mean(axis=1, keepdims=True),
+                "that is each row's mean: the puzzle asks for the sum",
+            ),
+        ),
+        advice={
+            "instructions": "One nisa.tensor_reduce(op=nl.add, axis=1) sums a whole block's "
+            "rows along the free axis in one instruction: no adds column by column or half "
+            "by half.",
+        },
+    ),
+    reference_row_sums,
+    hints=(
+        "Rows on partitions: each partition holds one row, so a row's sum runs along the free "
+        "axis, inside one partition.",
+        "nisa.tensor_reduce(dst=sums, op=nl.add, data=block, axis=1) with sums a (128, 1) "
+        "fp32 tile.",
+    ),
+    solution_text="Per 128-row block: load, one tensor_reduce(op=nl.add, axis=1), store.",
+)
+
+
+# ----------------------------------------------------------------------------------------------
+# 4. Cross-partition reduction by a matmul with ones
+# ----------------------------------------------------------------------------------------------
 @nki.jit
-def reference_epilogue(w, x_t, bias):
-    """``y_t[N, M] = relu(w.T @ x_t + bias)``: N (output features) on partitions, so the bias
-    is one value per partition and the Scalar engine computes relu(psum + bias) as it moves
-    each result out of PSUM: one instruction per output tile after the matmuls."""
+def reference_column_sums(x):
+    """The Tensor Engine sums over the partitions it contracts: ones[128, 1] as the stationary
+    operand gives one row of column sums in PSUM, 512 columns (one PSUM bank) per matmul."""
+    P, C = x.shape
+    out = nl.ndarray((1, C), dtype=nl.float32, buffer=nl.shared_hbm)
+    block = nl.ndarray((P, C), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=block, src=x)
+    ones = nl.ndarray((P, 1), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=ones, value=1.0)
+    sums = nl.ndarray((1, C), dtype=nl.float32, buffer=nl.sbuf)
+    for c0 in nl.affine_range(0, C, 512):
+        acc = nl.ndarray((1, 512), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=acc, stationary=ones, moving=block[:, c0 : c0 + 512])
+        nisa.tensor_copy(dst=sums[:, c0 : c0 + 512], src=acc)
+    nisa.dma_copy(dst=out, src=sums)
+    return out
+
+
+COLS_SHAPE = (128, 1024)
+column_sums = Puzzle(
+    "lab04.column_sums",
+    f"Puzzle 4, cross-partition reduction: out[0, c] = the sum of column c of x "
+    f"[{COLS_SHAPE[0]} x {COLS_SHAPE[1]}] bf16, i.e. over the 128 partitions; out is "
+    f"[1 x {COLS_SHAPE[1]}] fp32. The Vector and Scalar engines work inside each partition; "
+    "do it on the Tensor Engine, with no GpSimd instruction (its partition reduce is not "
+    "the puzzle).",
+    Spec(
+        inputs=lambda rng: [("x", _gauss(rng, COLS_SHAPE), "bfloat16")],
+        expected=lambda v: v["x"].sum(axis=0, keepdims=True),
+        scale=lambda v: np.abs(v["x"]).sum(axis=0, keepdims=True),
+        constraint=Constraint(
+            hbm_bytes=COLS_SHAPE[0] * COLS_SHAPE[1] * BF16 + COLS_SHAPE[1] * F32,
+            instructions=7,
+            why="x read once, the sums written once; a load, a memset of the ones, one "
+            "matmul and one copy per PSUM bank of 512 columns, a store",
+        ),
+        tolerance=1e-4,
+        forbidden=("gpsimd",),
+        advice={
+            "PsumBankOverflowError": "A matmul's result lives in one PSUM bank: at most 512 "
+            "fp32 columns. Do the 1024 columns as two matmuls of 512.",
+            "OperandPlacementError": "DMA moves data between HBM and SBUF only: copy the PSUM "
+            "result to SBUF (nisa.tensor_copy) and store from there.",
+            "gpsimd": "The puzzle rules out GpSimd: sum over partitions with nisa.nc_matmul, a column of ones as "
+            "the stationary operand and x as the moving one.",
+        },
+    ),
+    reference_column_sums,
+    hints=(
+        "nc_matmul contracts over the partition axis: dst[m, n] = sum over k of "
+        "stationary[k, m] * moving[k, n]. With stationary = ones [128, 1], m is 1 and dst is "
+        "the column sums.",
+        "nisa.memset(dst=ones, value=1.0) fills the ones; a PSUM tile holds 512 fp32 per "
+        "partition, so two matmuls of 512 columns; copy each to SBUF (nisa.tensor_copy) "
+        "before the one store.",
+    ),
+    solution_text="ones[128, 1] stationary, x moving in two 512-column halves into PSUM; copy "
+    "both to one SBUF row; one store.",
+)
+
+
+# ----------------------------------------------------------------------------------------------
+# 5. Transpose
+# ----------------------------------------------------------------------------------------------
+@nki.jit
+def reference_transpose(x):
+    """Each [128 x C] block goes through the Tensor Engine (a transpose is a matmul by the
+    identity) into PSUM, is copied to SBUF and stored as columns of y."""
+    R, C = x.shape
+    y = nl.ndarray((C, R), dtype=x.dtype, buffer=nl.shared_hbm)
+    for r0 in nl.affine_range(0, R, 128):
+        block = nl.ndarray((128, C), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=block, src=x[r0 : r0 + 128])
+        flipped = nl.ndarray((C, 128), dtype=x.dtype, buffer=nl.psum)
+        nisa.nc_transpose(dst=flipped, data=block)
+        col = nl.ndarray((C, 128), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=col, src=flipped)
+        nisa.dma_copy(dst=y[:, r0 : r0 + 128], src=col)
+    return y
+
+
+T_SHAPE = (256, 128)
+transpose = Puzzle(
+    "lab04.transpose",
+    f"Puzzle 5, transpose: y = x.T for x [{T_SHAPE[0]} x {T_SHAPE[1]}] fp32; y is "
+    f"[{T_SHAPE[1]} x {T_SHAPE[0]}]. Moving a value from one partition to another is what "
+    "the Vector and Scalar engines cannot do.",
+    Spec(
+        inputs=lambda rng: [("x", _gauss(rng, T_SHAPE), "float32")],
+        expected=lambda v: v["x"].T,
+        constraint=Constraint(
+            hbm_bytes=2 * T_SHAPE[0] * T_SHAPE[1] * F32,
+            instructions=8,
+            why="x read once and y written once; per 128-row block a load, a transpose, a "
+            "copy out of PSUM and a store",
+        ),
+        tolerance=1e-6,
+        slips=(
+            Slip(
+                lambda v: v["x"].reshape(T_SHAPE[1], T_SHAPE[0]),
+                "it is x reshaped, not transposed: the values must change partitions",
+            ),
+        ),
+        advice={
+            "OperandPlacementError": "nc_transpose writes PSUM, and DMA reads SBUF only: copy "
+            "the transposed block to SBUF with nisa.tensor_copy before storing it.",
+            "TileTooLargeError": "A tile has at most 128 partitions: transpose x in blocks of "
+            "128 rows.",
+        },
+    ),
+    reference_transpose,
+    hints=(
+        "nisa.nc_transpose(dst=psum_tile, data=sbuf_tile) flips a block on the Tensor "
+        "Engine: a [128 x 128] block of x becomes a [128 x 128] block of y in PSUM.",
+        "Per 128-row block r0 of x: load it, nc_transpose into a (128, 128) PSUM tile, "
+        "tensor_copy to SBUF, dma_copy to y[:, r0:r0 + 128].",
+    ),
+    solution_text="Per block: load, nc_transpose into PSUM, tensor_copy to SBUF, store as "
+    "y's columns.",
+)
+
+
+# ----------------------------------------------------------------------------------------------
+# 6. Row softmax
+# ----------------------------------------------------------------------------------------------
+@nki.jit
+def reference_softmax(x):
+    """One pass: the negated row maximum (Vector reduce); exp(x - max) and its row sum in one
+    Scalar activation; one Vector divide by the per-partition sum."""
+    P, C = x.shape
+    out = nl.ndarray((P, C), dtype=x.dtype, buffer=nl.shared_hbm)
+    rows = nl.ndarray((P, C), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=rows, src=x)
+    shift = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_reduce(dst=shift, op=nl.maximum, data=rows, axis=1, negate=True)
+    e = nl.ndarray((P, C), dtype=nl.float32, buffer=nl.sbuf)
+    total = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation(dst=e, op=nl.exp, data=rows, bias=shift, reduce_op=nl.add, reduce_res=total)
+    probs = nl.ndarray((P, C), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=probs, data=e, op0=nl.divide, operand0=total)
+    nisa.dma_copy(dst=out, src=probs)
+    return out
+
+
+def _softmax(z: np.ndarray) -> np.ndarray:
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _naive_softmax(v):
+    e = np.exp(v["x"].astype(np.float32))  # fp32, as the engine computes it: overflows
+    return e / e.sum(axis=1, keepdims=True)
+
+
+SOFTMAX_SHAPE = (128, 512)
+softmax = Puzzle(
+    "lab04.softmax",
+    f"Puzzle 6, row softmax: out[r] = exp(x[r]) / sum(exp(x[r])) for x [{SOFTMAX_SHAPE[0]} "
+    f"x {SOFTMAX_SHAPE[1]}] fp32 whose logits reach about +-150 (exp(150) overflows fp32).",
+    Spec(
+        inputs=lambda rng: [("x", _gauss(rng, SOFTMAX_SHAPE, 40.0), "float32")],
+        expected=lambda v: _softmax(v["x"]),
+        scale=lambda v: np.ones_like(v["x"]),
+        constraint=Constraint(
+            hbm_bytes=2 * SOFTMAX_SHAPE[0] * SOFTMAX_SHAPE[1] * F32,
+            instructions=6,
+            why="one pass: x read once, out written once; a load, a max, an exp that also "
+            "sums (the model counts its row sum as a second Scalar instruction), a divide by "
+            "the per-row sum, a store",
+        ),
+        tolerance=1e-5,
+        slips=(
+            Slip(
+                _naive_softmax,
+                "exp(x) overflows fp32 for logits above about 88 "
+                "(inf / inf is NaN): subtract each row's maximum first (softmax is unchanged "
+                "by it)",
+            ),
+        ),
+        advice={
+            "bytes": "Two passes over x: keep the rows in SBUF and compute the max, the exp "
+            "and the scaling from the one tile you loaded.",
+            "instructions": "nisa.activation can sum what it writes along the free axis "
+            "(reduce_op=nl.add, reduce_res=...), and one tensor_scalar divides a block by a "
+            "per-partition value (op0=nl.divide): no separate reduce, no reciprocal.",
+        },
+    ),
+    reference_softmax,
+    hints=(
+        "Rows on partitions. A row maximum is nisa.tensor_reduce(op=nl.maximum, axis=1); "
+        "negate=True gives -max, ready to use as a bias.",
+        "nisa.activation(dst=e, op=nl.exp, data=rows, bias=neg_max, reduce_op=nl.add, "
+        "reduce_res=total) computes exp(x - max) and its row sum in one instruction.",
+        "nisa.tensor_scalar(dst=probs, data=e, op0=nl.divide, operand0=total): one value "
+        "per partition divides its whole row.",
+    ),
+    solution_text="Load; -max by a negated reduce; exp with bias -max and a fused row sum; "
+    "one divide by the sum; store.",
+)
+
+
+# ----------------------------------------------------------------------------------------------
+# 7. RMSNorm
+# ----------------------------------------------------------------------------------------------
+@nki.jit
+def reference_rmsnorm(x, gamma):
+    """gamma loaded and broadcast to 128 partitions once; per block: squares summed by the
+    Scalar engine as it squares, mean + eps, rsqrt, then scale by it and by gamma."""
+    R, C = x.shape
+    out = nl.ndarray((R, C), dtype=x.dtype, buffer=nl.shared_hbm)
+    g_row = nl.ndarray((1, C), dtype=gamma.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=g_row, src=gamma)
+    g = nl.broadcast_to(g_row, (128, C))
+    for r0 in nl.affine_range(0, R, 128):
+        block = nl.ndarray((128, C), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=block, src=x[r0 : r0 + 128])
+        squares = nl.ndarray((128, C), dtype=nl.float32, buffer=nl.sbuf)
+        ms = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=squares, op=nl.square, data=block, reduce_op=nl.add, reduce_res=ms)
+        nisa.tensor_scalar(
+            dst=ms, data=ms, op0=nl.multiply, operand0=1.0 / C, op1=nl.add, operand1=RMS_EPS
+        )
+        nisa.activation(dst=ms, op=nl.rsqrt, data=ms)
+        y = nl.ndarray((128, C), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=y, data=block, op0=nl.multiply, operand0=ms)
+        nisa.tensor_tensor(dst=y, data1=y, data2=g, op=nl.multiply)
+        nisa.dma_copy(dst=out[r0 : r0 + 128], src=y)
+    return out
+
+
+RMS_SHAPE, RMS_EPS = (256, 512), 1e-6
+
+
+def _rms(v, mean=True, gamma=True):
+    x = v["x"]
+    ms = (x * x).mean(axis=1, keepdims=True) if mean else (x * x).sum(axis=1, keepdims=True)
+    y = x / np.sqrt(ms + RMS_EPS)
+    return y * v["gamma"] if gamma else y
+
+
+rmsnorm = Puzzle(
+    "lab04.rmsnorm",
+    f"Puzzle 7, RMSNorm: out[r] = x[r] / sqrt(mean(x[r]^2) + {RMS_EPS:g}) * gamma for x "
+    f"[{RMS_SHAPE[0]} x {RMS_SHAPE[1]}] and gamma [1 x {RMS_SHAPE[1]}] (one weight per "
+    "column), fp32.",
+    Spec(
+        inputs=lambda rng: [
+            ("x", _gauss(rng, RMS_SHAPE), "float32"),
+            ("gamma", _gauss(rng, (1, RMS_SHAPE[1]), 0.5) + 1.0, "float32"),
+        ],
+        expected=_rms,
+        constraint=Constraint(
+            hbm_bytes=(2 * RMS_SHAPE[0] + 1) * RMS_SHAPE[1] * F32,
+            instructions=19,
+            why="x, out and gamma cross HBM once; gamma loaded and broadcast once (a load, a "
+            "memset of ones, a matmul); per block a load, a square-and-sum (two Scalar "
+            "instructions), a mean + eps, an rsqrt, two multiplies and a store",
+        ),
+        tolerance=1e-4,
+        slips=(
+            Slip(
+                lambda v: _rms(v, gamma=False),
+                "gamma is missing: multiply each column by its weight",
+            ),
+            Slip(
+                lambda v: _rms(v, mean=False),
+                "you divided by the root of the sum of squares; "
+                "RMSNorm uses their mean (divide the sum by the number of columns)",
+            ),
+        ),
+        advice={
+            "bytes": "Load gamma once, before the loop over blocks, and broadcast it on chip once.",
+            "instructions": "nisa.activation(op=nl.square, reduce_op=nl.add, reduce_res=...) "
+            "squares and sums in one instruction; nisa.tensor_scalar takes two operators "
+            "(multiply by 1/C, then add eps) in one.",
+        },
+    ),
+    reference_rmsnorm,
+    hints=(
+        "Rows on partitions. The per-row statistic is a [128, 1] tile: it multiplies a block "
+        "with one tensor_scalar. gamma is per column: like the bias of puzzle 2, broadcast it "
+        "to (128, C) once.",
+        "nisa.activation(dst=sq, op=nl.square, data=block, reduce_op=nl.add, reduce_res=ss); "
+        "nisa.tensor_scalar(dst=ss, data=ss, op0=nl.multiply, operand0=1.0 / C, op1=nl.add, "
+        "operand1=eps); nisa.activation(dst=ss, op=nl.rsqrt, data=ss).",
+    ),
+    solution_text="gamma broadcast once; per block: square-and-sum, mean + eps, rsqrt, "
+    "multiply by it, multiply by gamma, store.",
+)
+
+
+# ----------------------------------------------------------------------------------------------
+# 8. Fused linear + activation
+# ----------------------------------------------------------------------------------------------
+@nki.jit
+def reference_linear_silu(w, x_t, bias):
+    """y_t = silu(w.T @ x_t + bias): output features on partitions, so the bias is one value
+    per partition and one Scalar activation applies it and silu as it empties PSUM."""
     K, N = w.shape
     M = x_t.shape[1]
     y_t = nl.ndarray((N, M), dtype=nl.float32, buffer=nl.shared_hbm)
-    for n0 in nl.affine_range(0, N, 128):
-        ns = min(128, N - n0)
-        b_tile = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.dma_copy(dst=b_tile[:ns, :], src=bias[n0 : n0 + ns, :])
-        w_tiles = []
-        for k0 in range(0, K, 128):
-            ks = min(128, K - k0)
-            w_tile = nl.ndarray((128, 128), dtype=w.dtype, buffer=nl.sbuf)
-            nisa.dma_copy(dst=w_tile[:ks, :ns], src=w[k0 : k0 + ks, n0 : n0 + ns])
-            w_tiles.append(w_tile)
-        for m0 in nl.affine_range(0, M, 512):
-            ms = min(512, M - m0)
-            acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
-            for j, k0 in enumerate(range(0, K, 128)):
-                ks = min(128, K - k0)
-                x_tile = nl.ndarray((128, 512), dtype=x_t.dtype, buffer=nl.sbuf)
-                nisa.dma_copy(dst=x_tile[:ks, :ms], src=x_t[k0 : k0 + ks, m0 : m0 + ms])
-                nisa.nc_matmul(
-                    dst=acc[:ns, :ms], stationary=w_tiles[j][:ks, :ns], moving=x_tile[:ks, :ms]
-                )
-            y_tile = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
-            nisa.activation(
-                dst=y_tile[:ns, :ms], op=nl.relu, data=acc[:ns, :ms], bias=b_tile[:ns, :]
-            )
-            nisa.dma_copy(dst=y_t[n0 : n0 + ns, m0 : m0 + ms], src=y_tile[:ns, :ms])
+    w_tile = nl.ndarray((K, N), dtype=w.dtype, buffer=nl.sbuf)
+    x_tile = nl.ndarray((K, M), dtype=x_t.dtype, buffer=nl.sbuf)
+    b_tile = nl.ndarray((N, 1), dtype=bias.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=w_tile, src=w)
+    nisa.dma_copy(dst=x_tile, src=x_t)
+    nisa.dma_copy(dst=b_tile, src=bias)
+    acc = nl.ndarray((N, M), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=acc, stationary=w_tile, moving=x_tile)
+    y = nl.ndarray((N, M), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation(dst=y, op=nl.silu, data=acc, bias=b_tile)
+    nisa.dma_copy(dst=y_t, src=y)
     return y_t
 
 
-# ----------------------------------------------------------------------------------------------
-# Running a learner's kernel
-# ----------------------------------------------------------------------------------------------
-_SIGNATURES = {
-    "matmul": "@nki.jit def my_kernel(a_t, b): ... return c",
-    "epilogue": "@nki.jit def my_layer(w, x_t, bias): ... return y_t",
-}
+LIN_K, LIN_N, LIN_M = 128, 128, 512
 
 
-def _call(kernel: Callable, args: list, kind: str = "matmul"):
-    """Profile ``kernel`` on trn1; returns (run, None) or (None, what went wrong)."""
-    from trnlab import core
-
-    if not callable(kernel):
-        return None, (
-            f"the answer should be an NKI kernel ({_SIGNATURES[kind]}), not {type(kernel).__name__}"
-        )
-    try:
-        try:
-            return nki.profile(kernel, chip=CHIP)(*args), None
-        except core.KernelArgumentError as err:
-            if err.__cause__ is None:  # a KernelSignatureError is also a TypeError (below)
-                raise
-            raise err.__cause__ from None  # the learner's own code raised: say what it raised
-    except core.HardwareRuleError as err:
-        return None, f"the NeuronCore refused your kernel: {err}"
-    except nki.NotModelledError as err:
-        return None, f"your kernel uses NKI that trnlab does not model: {err}"
-    except TypeError as err:
-        return None, (
-            f"your kernel raised TypeError: {err} (lab 04's kernels take their HBM tensors "
-            f"and return their output: {_SIGNATURES[kind]})"
-        )
-    except Exception as err:  # the learner's code: say what it raised, do not crash the lab
-        return None, f"your kernel raised {type(err).__name__}: {err}"
+def _silu(z):
+    return z / (1.0 + np.exp(-z))
 
 
-def _matmul_args(m, k, n, numerics=True, seed=0):
-    """(A, B) as float32 after bf16 rounding (None without numerics) and the kernel's args."""
-    if not numerics:
-        return None, [nki.hbm((k, m), nl.bfloat16, "a_t"), nki.hbm((k, n), nl.bfloat16, "b")]
-    rng = np.random.default_rng(seed)
-    a = rng.standard_normal((m, k)).astype(np.float32)
-    b = rng.standard_normal((k, n)).astype(np.float32)
-    a_t, bb = nki.hbm(np.ascontiguousarray(a.T), nl.bfloat16, "a_t"), nki.hbm(b, nl.bfloat16, "b")
-    return (a_t.values.T, bb.values), [a_t, bb]
+def _linear(v, bias=True):
+    return v["w"].T @ v["x_t"] + (v["bias"] if bias else 0.0)
 
 
-def _output(run, what: str, kind: str) -> tuple[np.ndarray | None, str | None, str | None]:
-    """(values, name, problem) of the tensor a kernel returned."""
-    names = run.extra.get("nki", {}).get("returns", ())
-    if not names:
-        return (
-            None,
-            None,
-            (
-                f"your kernel returned no HBM tensor: create {what} with nl.ndarray(..., "
-                f"buffer=nl.shared_hbm), store into it and return it ({_SIGNATURES[kind]})"
+linear_silu = Puzzle(
+    "lab04.linear_silu",
+    f"Puzzle 8, fused linear + activation: y_t = silu(w.T @ x_t + bias) for w [{LIN_K} x "
+    f"{LIN_N}] and x_t [{LIN_K} x {LIN_M}] (bf16) and bias [{LIN_N} x 1] (fp32); y_t is "
+    f"[{LIN_N} x {LIN_M}] fp32. silu(z) = z * sigmoid(z).",
+    Spec(
+        inputs=lambda rng: [
+            ("w", _gauss(rng, (LIN_K, LIN_N), LIN_K**-0.5), "bfloat16"),
+            ("x_t", _gauss(rng, (LIN_K, LIN_M)), "bfloat16"),
+            ("bias", _gauss(rng, (LIN_N, 1)), "float32"),
+        ],
+        expected=lambda v: _silu(_linear(v)),
+        scale=lambda v: np.abs(v["w"]).T @ np.abs(v["x_t"]) + np.abs(v["bias"]),
+        constraint=Constraint(
+            hbm_bytes=(LIN_K * LIN_N + LIN_K * LIN_M) * BF16 + LIN_N * F32 + LIN_N * LIN_M * F32,
+            instructions=6,
+            why="each operand read once, y_t written once; three loads, one matmul, one "
+            "instruction out of PSUM, one store",
+        ),
+        tolerance=2e-3,
+        slips=(
+            Slip(
+                lambda v: _silu(_linear(v, bias=False)),
+                "the bias is missing: pass it to "
+                "the activation (bias=b_tile, one value per partition)",
             ),
-        )
-    name = names[0]
-    if name not in run.outputs:
-        return (
-            None,
-            name,
-            (
-                f"{what} (your tensor {name!r}) was never stored: copy each result tile to it with "
-                f"nisa.dma_copy(dst={name}[...], src=sbuf_tile)"
+            Slip(
+                lambda v: np.maximum(_linear(v), 0),
+                "that is relu; the puzzle asks for silu (op=nl.silu)",
             ),
-        )
-    return run.outputs[name], name, None
-
-
-def _compare(out, exact, scale, what: str, advice: str = "") -> str | None:
-    """None if ``out`` matches within bf16 rounding (inputs and output), else where it is off."""
-    if out.shape != exact.shape:
-        return f"{what} has shape {out.shape}, expected {exact.shape}"
-    bad = ~(np.abs(out - exact) <= 0.02 * scale + 1e-3)  # NaN counts as wrong
-    if not bad.any():
-        return None
-    r, col = np.argwhere(bad)[0]
-    zero = np.all(out[bad] == 0)
-    return (
-        f"{what}[{r}, {col}] is {out[r, col]:.4g}, expected {exact[r, col]:.4g}; "
-        f"{bad.sum():,} of {bad.size:,} values are wrong"
-        + (" (they are 0: those tiles were never computed or stored)" if zero else "")
-        + (f". {advice}" if advice and not zero else "")
-    )
-
-
-def _nan_problem(run, out, name: str, what: str) -> str | None:
-    """What NaN in the output means: never stored, or computed from memory never written."""
-    from trnlab import core
-
-    nan = np.isnan(out)
-    if not nan.any():
-        return None
-    stores = core.element_passes(run, name)["stores"].reshape(out.shape)
-    r, c = np.argwhere(nan)[0]
-    if stores[r, c] == 0:
-        missing = int((stores == 0).sum())
-        return (
-            f"{what}[{r}, {c}] was never stored ({missing:,} of {out.size:,} elements were "
-            f"not): a new HBM tensor holds NaN until written. Check the last, partial tiles "
-            f"(sizes not multiples of 128 or 512) and the loop bounds."
-        )
-    return (
-        f"{what}[{r}, {c}] is NaN ({int(nan.sum()):,} of {out.size:,} values are): NaN is what "
-        f"trnlab, like nki.simulate, puts in SBUF and PSUM that was never written, so your "
-        f"kernel computed them from memory it had not filled. Check that every matmul reads "
-        f"only the rows and columns you loaded ([:ks, :ms], [:ks, :ns] of a partial tile) and "
-        f"that the first matmul into a PSUM tile overwrites it (accumulate=False or NKI's "
-        f"default, not accumulate=True)."
-    )
-
-
-def _check_matmul_values(kernel) -> str | None:
-    for m, k, n in CHECK_SHAPES:
-        where = f"on A[{m} x {k}] @ B[{k} x {n}]"
-        (a, b), args = _matmul_args(m, k, n)
-        run, problem = _call(kernel, args)
-        if problem:
-            return f"{where}: {problem}"
-        out, name, problem = _output(run, "C", "matmul")
-        if problem:
-            return f"{where}: {problem}"
-        problem = _nan_problem(run, out, name, "C")
-        if problem:
-            return f"{where}: {problem}"
-        exact = a.astype(np.float64) @ b.astype(np.float64)
-        last = -(-k // 128) * 128 - 128  # the last K tile's rows
-        only_last = a[:, last:].astype(np.float64) @ b[last:].astype(np.float64)
-        advice = (
-            "C holds only the last K tile's product: each matmul overwrote PSUM. Leave "
-            "nc_matmul's accumulate at its default (it adds into a PSUM tile already written) "
-            "or pass accumulate=True after the first K tile."
-            if k > 128
-            and out.shape == exact.shape
-            and np.allclose(out, only_last, rtol=0.02, atol=0.02 * np.abs(only_last).max())
-            else "Check the accumulation over K and the last, partial tiles (sizes not "
-            "multiples of 128 or 512)."
-        )
-        problem = _compare(out, exact, np.abs(a) @ np.abs(b), "C", advice)
-        if problem:
-            return f"{where}: {problem}"
-        if run.program.counts().get("matmul", 0) == 0:
-            return "no matmul instructions: multiply on the Tensor Engine with nisa.nc_matmul"
-    return None
-
-
-@lru_cache(maxsize=16)
-def _reference_run(name: str, shape: tuple[int, int, int]):
-    kernel = {
-        "tiled": reference_tiled,
-        "streamed": reference_streamed,
-        "blocked": reference_blocked,
-    }[name]
-    _, args = _matmul_args(*shape, numerics=False)
-    run, problem = _call(kernel, args)
-    if problem:  # pragma: no cover - the references run
-        raise RuntimeError(problem)
-    return run
-
-
-def profile(kernel: Callable, shape: tuple[int, int, int] = TILED_SHAPE):
-    """Profile a matmul kernel timing-only on trn1 at ``shape`` (M, K, N): the Run, for
-    :class:`trnlab.widgets.KernelProfile` and :func:`diagnose`."""
-    _, args = _matmul_args(*shape, numerics=False)
-    run, problem = _call(kernel, args)
-    if problem:
-        raise ValueError(problem)
-    return run
-
-
-def useful_utilisation(run, shape: tuple[int, int, int]) -> float:
-    """The useful FLOPs of C = A @ B (``2 M N K``) over the latency, over the Tensor Engine's
-    bf16 peak: matmuls that do not contribute to C never count."""
-    m, k, n = shape
-    return 2.0 * m * n * k / run.latency / run.params.peak_flops("bf16")
-
-
-def _mb(x: float) -> str:
-    return f"{x / 1e6:,.2f} MB"
-
-
-def _hbm_diagnosis(run, sizes: dict[str, float]) -> str:
-    """HBM bytes per operand against the minimum, naming those loaded (or stored) again."""
-    from trnlab import core
-
-    traffic = core.hbm_traffic(run)
-    parts, again = [], []
-    for name, minimum in sizes.items():
-        t = traffic.get(name)
-        if t is None:
-            continue
-        moved = t["loaded"] + t["stored"]
-        times = moved / minimum if minimum else 0.0
-        verb = "stored" if t["stored"] and not t["loaded"] else "loaded"
-        parts.append(f"{name} {_mb(moved)} {verb} ({times:.1f}x its {_mb(minimum)})")
-        if times > 1.05:
-            again.append((times, name, t["loads"] or t["stores"]))
-    text = "HBM traffic: " + "; ".join(parts) + "."
-    if again:
-        again.sort(reverse=True)
-        said = " and ".join(
-            f"{name} {times:.1f} times over ({count:,} transfers)" for times, name, count in again
-        )
-        text += (
-            f" Operands read from HBM more than once: {said}. Each re-read is a byte that "
-            f"could have stayed in SBUF: keep tiles there while every output tile that needs "
-            f"them is computed."
-        )
-    return text
-
-
-def _time_diagnosis(run) -> str:
-    """Which engine or DMA queue is busy the longest, and why (set-up per transfer or bytes)."""
-    from trnlab import core
-
-    rows = core.time_breakdown(run)
-    top = rows[0]
-    text = (
-        f"Where the time goes: {top['resource']} is busy {top['fraction']:.0%} of the "
-        f"{run.latency * 1e6:,.1f} us"
-    )
-    if top["resource"].startswith("DMA"):
-        n = top["instructions"]
-        per = top["busy_s"] / n
-        moving = top["bytes"] / n / run.params.dma_bandwidth
-        what = ", ".join(top["tensors"]) or "its tensors"
-        text += (
-            f" carrying {what}: {n:,} transfers of {top['bytes'] / n / 1024:,.0f} KiB, "
-            f"{per * 1e6:.2f} us each"
-        )
-        if per > 1.5 * moving:
-            text += (
-                f" (the bytes alone would take {moving * 1e6:.2f} us at the core's DMA "
-                f"bandwidth: the queue's cost per transfer bounds the kernel; fewer, larger "
-                f"transfers, or re-using what is loaded, are the way out)"
-            )
-        text += "."
-    else:
-        text += f" ({top['instructions']:,} instructions)."
-    others = [
-        f"{r['resource']} {r['fraction']:.0%}"
-        for r in rows[1:4]
-        if r["fraction"] >= 0.05 and r["resource"] != top["resource"]
-    ]
-    if others:
-        text += " Next: " + ", ".join(others) + "."
-    return text
-
-
-def diagnose(run, shape: tuple[int, int, int]) -> str:
-    """Where a matmul kernel's bytes and time go (the text the checks give): HBM bytes per
-    operand against the minimum, the operand loaded again, the busiest engine or queue."""
-    m, k, n = shape
-    names = [r.name for r in run.program.tensors]
-    a_name = "a_t" if "a_t" in names else names[0]
-    b_name = "b" if "b" in names else names[1]
-    out = run.extra.get("nki", {}).get("returns", ()) or names[-1:]
-    sizes = {a_name: 2.0 * m * k, b_name: 2.0 * k * n}
-    c_rec = next((r for r in run.program.tensors if r.name == out[0]), None)
-    if c_rec is not None:
-        from trnlab.core import format_bits
-
-        sizes[out[0]] = m * n * format_bits(c_rec.fmt) / 8
-    return f"{_hbm_diagnosis(run, sizes)} {_time_diagnosis(run)}"
-
-
-def _timed(kernel, shape):
-    _, args = _matmul_args(*shape, numerics=False)
-    run, problem = _call(kernel, args)
-    if problem:
-        m, k, n = shape
-        return None, f"on A[{m} x {k}] @ B[{k} x {n}] (timing only): {problem}"
-    return run, None
-
-
-def _shape_text(shape) -> str:
-    m, k, n = shape
-    return f"A[{m} x {k}] @ B[{k} x {n}]"
-
-
-# ----------------------------------------------------------------------------------------------
-# Checks
-# ----------------------------------------------------------------------------------------------
-def _check_correct(kernel) -> str | None:
-    problem = _check_matmul_values(kernel)
-    if problem:
-        return problem
-    run, problem = _timed(kernel, TILED_SHAPE)
-    if problem:
-        return problem
-    ref = _reference_run("tiled", TILED_SHAPE)
-    if run.latency > SLOWDOWN * ref.latency:
-        return (
-            f"correct, but slow: {run.latency * 1e6:,.1f} us on {_shape_text(TILED_SHAPE)}, "
-            f"{run.latency / ref.latency:.1f}x the reference tiled kernel's "
-            f"{ref.latency * 1e6:,.1f} us (the limit is {SLOWDOWN}x). "
-            f"{diagnose(run, TILED_SHAPE)} Use full tiles (128 x 128 x 512)."
-        )
-    return None
-
-
-def _check_fits(kernel) -> str | None:
-    problem = _check_matmul_values(kernel)
-    if problem:
-        return problem
-    run, problem = _timed(kernel, LARGE_SHAPE)
-    if problem:
-        if "SBUF" in problem:
-            problem += (
-                " All of K's tiles of an A strip and a B strip do not fit: stream K in chunks "
-                "and keep the partial sums in PSUM across them."
-            )
-        return problem
-    tiled = _reference_run("tiled", LARGE_SHAPE)
-    need = tiled.latency / LARGE_SPEEDUP
-    if run.latency > need:
-        return (
-            f"it fits, but on {_shape_text(LARGE_SHAPE)} it takes {run.latency * 1e6:,.0f} us: "
-            f"the target is {need * 1e6:,.0f} us ({LARGE_SPEEDUP:g}x faster than the tiled "
-            f"kernel's {tiled.latency * 1e6:,.0f} us). {diagnose(run, LARGE_SHAPE)}"
-        )
-    return None
-
-
-def _check_fast(kernel) -> str | None:
-    problem = _check_matmul_values(kernel)
-    if problem:
-        return problem
-    run, problem = _timed(kernel, FAST_SHAPE)
-    if problem:
-        return problem
-    useful = useful_utilisation(run, FAST_SHAPE)
-    if useful >= UTILISATION_TARGET:
-        return None
-    ref = _reference_run("blocked", FAST_SHAPE)
-    m, k, n = FAST_SHAPE
-    text = (
-        f"correct; on {_shape_text(FAST_SHAPE)} it takes {run.latency * 1e6:,.0f} us (the "
-        f"reference blocked kernel {ref.latency * 1e6:,.0f} us): {useful:.1%} of the Tensor "
-        f"Engine's peak in useful work (2 x M x N x K = {2 * m * n * k / 1e9:,.1f} GFLOP), the "
-        f"target is {UTILISATION_TARGET:.0%}."
-    )
-    executed = run.flops / (2.0 * m * n * k)
-    if executed > 1.01:
-        text += (
-            f" Your Tensor Engine ran {executed:.1f}x the FLOPs the product needs "
-            f"({run.utilisation:.0%} busy): redundant matmuls keep it busy without computing "
-            f"C, and never count."
-        )
-    return f"{text} {diagnose(run, FAST_SHAPE)}"
-
-
-def _epilogue_data(numerics: bool = True, seed: int = 1):
-    k, n, m = EPILOGUE_SHAPE
-    if not numerics:
-        return None, [
-            nki.hbm((k, n), nl.bfloat16, "w"),
-            nki.hbm((k, m), nl.bfloat16, "x_t"),
-            nki.hbm((n, 1), nl.float32, "bias"),
-        ]
-    rng = np.random.default_rng(seed)
-    w = rng.standard_normal((k, n)).astype(np.float32) / np.sqrt(k)
-    x = rng.standard_normal((m, k)).astype(np.float32)
-    bias = rng.standard_normal((n, 1)).astype(np.float32)
-    args = [
-        nki.hbm(w, nl.bfloat16, "w"),
-        nki.hbm(np.ascontiguousarray(x.T), nl.bfloat16, "x_t"),
-        nki.hbm(bias, nl.float32, "bias"),
-    ]
-    return (args[0].values, args[1].values.T, bias), args
-
-
-def _fusion_problem(run, name: str) -> str | None:
-    """Per output element: one engine instruction after PSUM, stored once, never read back."""
-    from trnlab import core
-
-    e = core.element_passes(run, name)
-    passes, stores, loads = e["passes"], e["stores"], e["loads"]
-    total = passes.size
-    if loads.any():
-        back = int((loads > 0).sum())
-        return (
-            f"correct, but not fused: your kernel reads {back:,} of the {total:,} elements of "
-            f"{name} back from HBM after storing them (a second pass over the output through "
-            f"HBM). Apply bias and relu before the one store of each tile."
-        )
-    if (stores > 1).any():
-        many = int((stores > 1).sum())
-        return (
-            f"correct, but not fused: {many:,} of the {total:,} elements of {name} are stored "
-            f"more than once. Store each output element once, after the epilogue."
-        )
-    unfused = passes != 1
-    if unfused.any():
-        r, c = np.argwhere(unfused)[0]
-        worst = int(passes[unfused].max())
-        how = (
-            f"went through {worst} engine instructions after leaving PSUM"
-            if worst < 1000
-            else "was not computed from a PSUM result"
-        )
-        return (
-            f"correct, but not fused: {int(unfused.sum()):,} of the {total:,} elements of "
-            f"{name} ({name}[{r}, {c}] among them) {how}. Apply bias and relu in the one "
-            f"instruction that moves each result out of PSUM: nisa.activation(dst=sbuf_tile, "
-            f"op=nl.relu, data=psum_tile, bias=bias_tile) with N on partitions, so the bias is "
-            f"one value per partition."
-        )
-    return None
-
-
-def _check_epilogue(kernel) -> str | None:
-    (w, x, bias), args = _epilogue_data()
-    run, problem = _call(kernel, args, "epilogue")
-    if problem:
-        return problem
-    out, name, problem = _output(run, "y_t", "epilogue")
-    if problem:
-        return problem
-    problem = _nan_problem(run, out, name, "y_t")
-    if problem:
-        return problem
-    pre = w.T.astype(np.float64) @ x.T.astype(np.float64) + bias
-    exact = np.maximum(pre, 0)
-    scale = np.abs(w.T) @ np.abs(x.T) + np.abs(bias)
-    negative = out.shape == exact.shape and (out < -1e-3).any()
-    problem = _compare(
-        out,
-        exact,
-        scale,
-        "y_t",
-        "Negative values remain: apply relu."
-        if negative
-        else "Check the bias (one per row of y_t, i.e. per partition) and the accumulation over K.",
-    )
-    if problem:
-        return problem
-    return _fusion_problem(run, name)
-
-
-# ----------------------------------------------------------------------------------------------
-# Predict, then run: the tiled kernel's latency
-# ----------------------------------------------------------------------------------------------
-def _tiled_us() -> float:
-    return _reference_run("tiled", TILED_SHAPE).latency * 1e6
-
-
-def _prediction_parts() -> dict[str, float]:
-    """The model's figures a prediction is compared with (us)."""
-    run = _reference_run("tiled", TILED_SHAPE)
-    rows = [r for r in _time_breakdown(run) if r["resource"].startswith("DMA")]
-    top = rows[0]
-    return {
-        "latency": run.latency * 1e6,
-        "bytes": run.memory_bound_s * 1e6,
-        "per_transfer": top["busy_s"] / top["instructions"] * 1e6,
-        "transfers": top["instructions"],
-        "both_queues": sum(r["busy_s"] for r in rows[:2]) * 1e6,
-    }
-
-
-def _time_breakdown(run):
-    from trnlab import core
-
-    return core.time_breakdown(run)
-
-
-def explain_prediction(predicted=None) -> str:
-    """The model's latency of the tiled kernel on :data:`TILED_SHAPE`, why it is what it is,
-    and (given a prediction in us) how far the prediction was from it."""
-    f = _prediction_parts()
-    why = (
-        f"the model gives {f['latency']:.1f} us. B's loads go on one DMA queue and A's on "
-        f"another, in parallel; each queue carries {f['transfers']} transfers at about "
-        f"{f['per_transfer']:.2f} us each (the queue's set-up per transfer, whatever its size "
-        f"at these tile sizes), and the matmuls, copies and stores fit in between. The bytes "
-        f"alone would take {f['bytes']:.1f} us at the core's DMA bandwidth (the roofline "
-        f"bound): the tiled kernel is bound by the number of transfers, not by bytes."
-    )
-    if predicted is None:
-        return why[0].upper() + why[1:]
-    p = read_number(predicted, "us", "a prediction")  # a number, or "45 us", "0.04 ms"
-    if isinstance(p, str):
-        return f"A prediction is a number of microseconds ({p}); {why}"
-    if p <= 0:
-        return f"A latency is a positive number of microseconds, not {p:,.3g}; {why}"
-    return f"You predicted {p:,.3g} us ({how_far(p / f['latency'])}); {why}"
-
-
-def _check_prediction(answer) -> str | None:
-    p = read_number(answer, "us", "your prediction")  # a number, or "45 us", "0.04 ms"
-    if isinstance(p, str):
-        return p
-    if p <= 0:
-        return f"a latency is a positive number of microseconds, not {p:,.3g}"
-    f = _prediction_parts()
-    model = f["latency"]
-    if abs(p / model - 1) <= PREDICTION_WITHIN:
-        return None
-    for value, unit in ((p * 1e6, "seconds"), (p / 1e3, "ns"), (p * 1e3, "ms")):
-        if abs(value / model - 1) <= PREDICTION_WITHIN:
-            return (
-                f"your prediction reads as if it were in {unit}; the question asks for microseconds"
-            )
-    slips = (
-        (f["bytes"], "that is the time the bytes take at the DMA bandwidth (the roofline "
-         "bound); count the transfers each queue must set up instead"),
-        (f["both_queues"], "that charges A's and B's transfers one after the other; they go "
-         "on two DMA queues that work in parallel"),
-    )  # fmt: skip
-    for value, says in slips:
-        if abs(p / value - 1) <= 0.15:
-            return f"{how_far(p / model)}: {says}."
-    return (
-        f"{how_far(p / model)}. Count the loads per queue (one A tile and one B tile per "
-        f"matmul, on two queues) and the time a queue spends on each transfer (the question "
-        f"gives it)."
-    )
-
-
-# ----------------------------------------------------------------------------------------------
-# The exercises
-# ----------------------------------------------------------------------------------------------
-correct_matmul = Exercise(
-    "lab04.correct_matmul",
-    "Write an NKI kernel my_matmul(a_t, b) that returns C[M, N] = A @ B (bf16) from a_t[K, M] "
-    "(A transposed) and b[K, N] in HBM, for any M, K, N (the last tiles may be partial). It "
-    f"must match numpy and take at most {SLOWDOWN}x the reference tiled kernel's time on "
-    f"{_shape_text(TILED_SHAPE)}.",
-    _check_correct,
-    hints=(
-        "Create C in HBM: c = nl.ndarray((M, N), dtype=nl.bfloat16, buffer=nl.shared_hbm); "
-        "return it at the end.",
-        "Loop over M tiles (128), N tiles (512) and K tiles (128). Inside the K loop declare "
-        "an A tile nl.ndarray((128, 128), dtype=a_t.dtype, buffer=nl.sbuf) and a B tile "
-        "(128, 512), load both with nisa.dma_copy(dst=a_tile[:ks, :ms], src=a_t[k0:k0+ks, "
-        "m0:m0+ms]) and multiply: nisa.nc_matmul(dst=acc[:ms, :ns], stationary=a_tile[:ks, "
-        ":ms], moving=b_tile[:ks, :ns]) into a PSUM tile acc declared before the K loop.",
-        "After the K loop: nisa.tensor_copy(dst=c_tile[:ms, :ns], src=acc[:ms, :ns]) into an "
-        "SBUF tile in C's dtype, then nisa.dma_copy(dst=c[m0:m0+ms, n0:n0+ns], "
-        "src=c_tile[:ms, :ns]). Partial tiles: ms = min(128, M - m0), and slice every operand "
-        "to it.",
+            Slip(lambda v: _linear(v), "no activation was applied: op=nl.silu"),
+        ),
+        advice={
+            "instructions": "Fuse: nisa.activation reads PSUM, adds the bias and applies silu "
+            "in the one instruction that empties PSUM; a tensor_copy first, or a separate "
+            "add, is a second pass over every element.",
+        },
     ),
-    solution=lambda: reference_tiled,
-    solution_text="Three loops, two loads and a matmul in the innermost, a copy out of PSUM "
-    "and a store per output tile; tiles declared inside the loops rotate.",
+    reference_linear_silu,
+    hints=(
+        "With w as the stationary operand, nisa.nc_matmul(dst=acc, stationary=w_tile, "
+        "moving=x_tile) gives w.T @ x_t in PSUM: output features on partitions.",
+        "nisa.activation(dst=y, op=nl.silu, data=acc, bias=b_tile) with b_tile a (128, 1) "
+        "fp32 tile: bias and silu in the instruction that reads PSUM.",
+    ),
+    solution_text="Three loads, one matmul into PSUM, one activation (silu, bias) out of "
+    "PSUM, one store.",
 )
 
 
-def _queue_us() -> float:
-    from trnlab import core
+# ----------------------------------------------------------------------------------------------
+# 9. Double-buffered tiled matmul
+# ----------------------------------------------------------------------------------------------
+@nki.jit
+def reference_double_buffer(a_t, b):
+    """K tiles declared inside the loop body: the compiler (and the model) give them rotating
+    buffers, so the next tile's loads run while this tile's matmul does; the partial sums stay
+    in one PSUM tile (NKI adds into a PSUM tile already written)."""
+    K, M = a_t.shape
+    N = b.shape[1]
+    c = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.psum)
+    for k0 in nl.affine_range(0, K, 128):
+        a_tile = nl.ndarray((128, M), dtype=a_t.dtype, buffer=nl.sbuf)
+        b_tile = nl.ndarray((128, N), dtype=b.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=a_tile, src=a_t[k0 : k0 + 128])
+        nisa.dma_copy(dst=b_tile, src=b[k0 : k0 + 128])
+        nisa.nc_matmul(dst=acc, stationary=a_tile, moving=b_tile)
+    c_tile = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=c_tile, src=acc)
+    nisa.dma_copy(dst=c, src=c_tile)
+    return c
 
-    return core.core_params(CHIP).dma_queue_interval * 1e6
 
-
-predict_tiled = Exercise(
-    "lab04.predict_tiled",
-    f"Predict, before it runs: how many microseconds does the reference tiled kernel take on "
-    f"{_shape_text(TILED_SHAPE)} (trn1)? It loads one A tile [128 x 128] and one B tile "
-    f"[128 x 512] per matmul, A's loads on one DMA queue and B's on another; a queue sets up "
-    f"one transfer at a time, {_queue_us():.1f} us each.",
-    _check_prediction,
-    hints=(
-        "Count the matmuls: (M / 128) x (N / 512) x (K / 128); each needs one transfer on each "
-        "of the two load queues.",
-        "The two queues work in parallel, each on one transfer at a time: the kernel takes "
-        "about as long as one queue's transfers, one after the other. The matmuls (about 0.2 us "
-        "each) hide under them.",
+MM_K, MM_M, MM_N = 1024, 128, 512
+double_buffer = Puzzle(
+    "lab04.double_buffer",
+    f"Puzzle 9, a double-buffered tiled matmul: c = a_t.T @ b for a_t [{MM_K} x {MM_M}] and "
+    f"b [{MM_K} x {MM_N}] (bf16); c is [{MM_M} x {MM_N}] fp32. K is {MM_K // 128} tiles of "
+    "128: the loads of the next K tile must overlap the matmul of this one.",
+    Spec(
+        inputs=lambda rng: [
+            ("a_t", _gauss(rng, (MM_K, MM_M)), "bfloat16"),
+            ("b", _gauss(rng, (MM_K, MM_N)), "bfloat16"),
+        ],
+        expected=lambda v: v["a_t"].T @ v["b"],
+        scale=lambda v: np.abs(v["a_t"]).T @ np.abs(v["b"]),
+        constraint=Constraint(
+            hbm_bytes=(MM_K * MM_M + MM_K * MM_N) * BF16 + MM_M * MM_N * F32,
+            latency_us=18.5,
+            why="a_t, b and c cross HBM once; the time is the reference's 15.1 us plus about "
+            "20%: a single buffer per operand makes each load wait for the matmul before it "
+            "(about 24 us)",
+        ),
+        tolerance=1e-3,
+        slips=(
+            Slip(
+                lambda v: v["a_t"][-128:].T @ v["b"][-128:],
+                "c holds only the last K "
+                "tile's product: each matmul overwrote PSUM. Keep one PSUM tile for all of K "
+                "(declared before the loop) and let nc_matmul add into it",
+            ),
+        ),
+        advice={
+            "latency": "If a_tile and b_tile are declared once, before the K loop, each load "
+            "must wait until the matmul has read the previous tile (one buffer). Declare them "
+            "inside the nl.affine_range body: each iteration gets its own rotating buffer, so "
+            "loads run ahead of the matmuls.",
+            "bytes": "Each K tile of a_t and b is needed by one matmul: load it once.",
+        },
     ),
-    solution=_tiled_us,
-    solution_text="predicted_us = 4 * 2 * 4 * 1.3  # 32 transfers per queue x ~1.3 us each: "
-    "the queues' cost per transfer, not the bytes, sets the time",
+    reference_double_buffer,
+    hints=(
+        "One PSUM tile acc (128, 512) fp32, declared before the K loop, receives all eight "
+        "matmuls: NKI adds into a PSUM tile already written since it was created.",
+        "Declare the a and b tiles inside the nl.affine_range(0, K, 128) body (not before it): "
+        "the model, like the NKI compiler, gives them rotating buffers, so iteration k + 1's "
+        "DMAs overlap iteration k's matmul.",
+    ),
+    solution_text="PSUM accumulator before the loop; a and b tiles declared inside the "
+    "affine_range body (rotating buffers); one copy out of PSUM and one store.",
 )
 
-fits_sbuf = Exercise(
-    "lab04.fits_sbuf",
-    f"Write a matmul kernel (a_t, b) -> c, as for my_matmul, for {_shape_text(LARGE_SHAPE)} that fits SBUF "
-    f"(hoisting all of K's tiles does not) and is at least {LARGE_SPEEDUP:g}x faster than the "
-    "reference tiled kernel there. It must also be correct on small shapes.",
-    _check_fits,
-    hints=(
-        "All 256 K tiles of an A strip (128 wide) and a B strip (512 wide) need 256 x (128 + "
-        "512) x 2 B = 320 KiB per partition; trn1 has 176 KiB usable. Work on K in chunks of, "
-        "say, 16 K tiles.",
-        "Keep the partial sums in PSUM for the whole of K: for a group of M tiles, one PSUM "
-        "tile per (M tile, N tile), declared before the K loop (8 banks: 4 M tiles x 2 N "
-        "tiles when N = 1024). nc_matmul adds into a PSUM tile it has already written.",
-        "For each chunk, load A's columns of the group and B's rows once (one DMA per K tile "
-        "each) and use them for every (M tile, N tile) pair; declared inside the chunk loop, "
-        "the chunk's tiles rotate, so the next chunk loads while this one multiplies.",
+
+# ----------------------------------------------------------------------------------------------
+# 10. An attention block
+# ----------------------------------------------------------------------------------------------
+@nki.jit
+def reference_attention(q_t, k_t, v):
+    """out = softmax(q k^T / sqrt(d)) v for one head. Scores [S x T] in one PSUM bank (queries
+    on partitions); the softmax's max, exp and row sum straight from PSUM; P^T per 128 keys by
+    the Tensor Engine, then P V accumulated in PSUM; the 1/sum applied once at the end."""
+    d, S = q_t.shape
+    T = k_t.shape[1]
+    out = nl.ndarray((S, d), dtype=nl.float32, buffer=nl.shared_hbm)
+    q_tile = nl.ndarray((d, S), dtype=q_t.dtype, buffer=nl.sbuf)
+    k_tile = nl.ndarray((d, T), dtype=k_t.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=q_tile, src=q_t)
+    nisa.dma_copy(dst=k_tile, src=k_t)
+    scores = nl.ndarray((S, T), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=scores, stationary=q_tile, moving=k_tile)
+    scale = 1.0 / float(np.sqrt(d))
+    shift = nl.ndarray((S, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_reduce(dst=shift, op=nl.maximum, data=scores, axis=1, negate=True)
+    nisa.tensor_scalar(dst=shift, data=shift, op0=nl.multiply, operand0=scale)
+    p = nl.ndarray((S, T), dtype=nl.bfloat16, buffer=nl.sbuf)
+    total = nl.ndarray((S, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation(
+        dst=p, op=nl.exp, data=scores, bias=shift, scale=scale, reduce_op=nl.add, reduce_res=total
+    )
+    acc = nl.ndarray((S, d), dtype=nl.float32, buffer=nl.psum)
+    for j0 in nl.affine_range(0, T, 128):
+        v_tile = nl.ndarray((128, d), dtype=v.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=v_tile, src=v[j0 : j0 + 128])
+        p_t_psum = nl.ndarray((128, S), dtype=nl.bfloat16, buffer=nl.psum)
+        nisa.nc_transpose(dst=p_t_psum, data=p[:, j0 : j0 + 128])
+        p_t = nl.ndarray((128, S), dtype=nl.bfloat16, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=p_t, src=p_t_psum)
+        nisa.nc_matmul(dst=acc, stationary=p_t, moving=v_tile)
+    inv = nl.ndarray((S, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.reciprocal(dst=inv, data=total)
+    o = nl.ndarray((S, d), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=o, data=acc, op0=nl.multiply, operand0=inv)
+    nisa.dma_copy(dst=out, src=o)
+    return out
+
+
+ATT_D, ATT_S, ATT_T = 64, 128, 512
+
+
+def _attention(v, scaled=True):
+    s = v["q_t"].T @ v["k_t"]
+    if scaled:
+        s = s / np.sqrt(ATT_D)
+    return _softmax(s) @ v["v"]
+
+
+attention = Puzzle(
+    "lab04.attention",
+    f"Puzzle 10, an attention block: out = softmax(q k^T / sqrt({ATT_D})) v for one head, "
+    f"{ATT_S} queries and {ATT_T} keys, from q_t [{ATT_D} x {ATT_S}], k_t [{ATT_D} x "
+    f"{ATT_T}] (q and k transposed, d on partitions) and v [{ATT_T} x {ATT_D}], bf16; out is "
+    f"[{ATT_S} x {ATT_D}] fp32. The scores never leave the chip.",
+    Spec(
+        inputs=lambda rng: [
+            ("q_t", _gauss(rng, (ATT_D, ATT_S)), "bfloat16"),
+            ("k_t", _gauss(rng, (ATT_D, ATT_T)), "bfloat16"),
+            ("v", _gauss(rng, (ATT_T, ATT_D)), "bfloat16"),
+        ],
+        expected=_attention,
+        scale=lambda v: np.ones((ATT_S, 1)) * np.abs(v["v"]).max(),
+        constraint=Constraint(
+            hbm_bytes=(ATT_D * ATT_S + ATT_D * ATT_T + ATT_T * ATT_D) * BF16 + ATT_S * ATT_D * F32,
+            latency_us=13.5,
+            why="q, k and v read once and out written once, no score in HBM; the time is the "
+            "reference's 11.0 us plus about 20%",
+        ),
+        tolerance=1e-2,
+        slips=(
+            Slip(
+                lambda v: _attention(v, scaled=False),
+                "the scores are not scaled by "
+                "1/sqrt(d): pass scale= to the exp (and scale the max the same way)",
+            ),
+        ),
+        advice={
+            "bytes": "The score matrix [S x T] fits one PSUM bank and P fits SBUF: never store "
+            "them to HBM and load them back.",
+            "PsumBankOverflowError": "A PSUM tile holds at most 512 fp32 per partition: the "
+            "scores of 128 queries by 512 keys fit exactly; keep the keys at 512 per tile.",
+        },
     ),
-    solution=lambda: reference_streamed,
-    solution_text="K streamed in chunks; the partial sums stay in PSUM across chunks; each "
-    "chunk of A and B is loaded once for every output tile it feeds.",
+    reference_attention,
+    hints=(
+        "Scores: nisa.nc_matmul(dst=scores, stationary=q_tile [d, S], moving=k_tile [d, T]) "
+        "gives q k^T [S, T] in PSUM, queries on partitions: softmax runs along the free axis, "
+        "as in puzzle 6, reading PSUM directly.",
+        "P V contracts over the keys, so the keys must be on partitions: transpose P in blocks "
+        "of 128 keys (nc_transpose into PSUM, tensor_copy to SBUF) and accumulate "
+        "nc_matmul(dst=acc [S, d], stationary=p_t [128, S], moving=v_tile [128, d]).",
+        "Divide by the row sums once, at the end: acc times 1/sum (tensor_scalar with a "
+        "[S, 1] operand) on the way out of PSUM.",
+    ),
+    solution_text="Scores in one PSUM bank; max, exp (scaled, fused row sum) from PSUM; P^T "
+    "per 128 keys by nc_transpose; P V accumulated in PSUM; 1/sum on the way out.",
 )
 
-fast = Exercise(
-    "lab04.fast",
-    f"Write a matmul kernel (a_t, b) -> c, as for my_matmul, that reaches at least {UTILISATION_TARGET:.0%} of "
-    f"the Tensor Engine's peak in useful work on {_shape_text(FAST_SHAPE)} (bf16, trn1): "
-    "2 x M x N x K FLOPs over its latency over the peak, so only matmuls that compute C "
-    "count. It must also be correct on small shapes.",
-    _check_fast,
-    hints=(
-        "The tiled kernel moves each A tile N / 512 times and each B tile M / 128 times: about "
-        "100 FLOP per byte, below trn1's ridge (about 337). Each loaded byte must feed more "
-        "matmuls.",
-        "Load a block of A (4 M tiles wide, all of K) once, and for it a block of B (2 N tiles "
-        "wide, all of K); then multiply every pair of their tiles: each A tile feeds 2 matmuls, "
-        "each B tile 4.",
-        "Declare the PSUM tile and the output tile inside the (M tile, N tile) loops: they "
-        "rotate, so copying one result out overlaps the matmuls of the next.",
-    ),
-    solution=lambda: reference_blocked,
-    solution_text="Blocks of A and B resident in SBUF over all of K; every pair of their tiles "
-    "multiplied before the next block is loaded.",
-)
-
-epilogue = Exercise(
-    "lab04.epilogue",
-    "Write my_layer(w, x_t, bias) returning y_t[N, M] = relu(w.T @ x_t + bias) (fp32) from "
-    f"w[K, N], x_t[K, M] (bf16) and bias[N, 1] (fp32), K, N, M = {EPILOGUE_SHAPE}, with bias "
-    "and relu fused into the one instruction that moves each result out of PSUM: each "
-    "output element leaves PSUM through one instruction and is stored once (any tile sizes).",
-    _check_epilogue,
-    hints=(
-        "Put N (output features) on partitions: nisa.nc_matmul(dst=acc[:ns, :ms], "
-        "stationary=w_tile[:ks, :ns], moving=x_tile[:ks, :ms]) gives a tile of y_t.",
-        "Load bias[n0:n0+ns, :] into an fp32 SBUF tile (128, 1): one value per partition.",
-        "nisa.activation(dst=y_tile[:ns, :ms], op=nl.relu, data=acc[:ns, :ms], "
-        "bias=b_tile[:ns, :]) reads PSUM, adds the bias, applies relu and writes SBUF in one "
-        "Scalar-engine instruction; then store y_tile.",
-    ),
-    solution=lambda: reference_epilogue,
-    solution_text="One Scalar-engine activation per output tile, straight from PSUM, with the "
-    "bias as a per-partition operand.",
+PUZZLES = (
+    vector_add,
+    bias,
+    row_sums,
+    column_sums,
+    transpose,
+    softmax,
+    rmsnorm,
+    linear_silu,
+    double_buffer,
+    attention,
 )

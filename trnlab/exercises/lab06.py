@@ -1,4 +1,8 @@
-"""Exercises of lab 06 (structured sparsity). Expected answers come from the model."""
+"""Exercises of lab 06 (numeric formats). Expected answers are computed with trnlab.formats.
+
+The largest-value and MX-scale exercises have a variant per format (``VARIANTS``); the lab's
+setup cell calls :func:`setup` with its ``MAX_FORMAT`` and ``MX_FORMAT`` parameters.
+"""
 
 from __future__ import annotations
 
@@ -6,169 +10,298 @@ from functools import lru_cache
 
 import numpy as np
 
-from trnlab import catalog, formats
+from trnlab import formats
 
 from . import _slips as slips
-from ._checks import choice, close_to
+from ._checks import close_to
 from ._exercise import Exercise
 from ._predict import Prediction
+from ._variants import check_variant
 
-__all__ = ["best_pattern", "kept", "prune_error", "trn2_sparse_pf"]
+__all__ = [
+    "DEFAULTS",
+    "VARIANTS",
+    "max_finite",
+    "mx_scale",
+    "mx_scale_for",
+    "rne_sum",
+    "setup",
+    "sr_sum",
+]
 
-#: The size of the lab's weight matrix (its default SIZE parameter).
-SIZE = 256
+#: Variant space of the exercises: lab parameter -> allowed values (see :func:`setup`).
+VARIANTS = {
+    "MAX_FORMAT": ["fp8_e5m2", "fp8_e4m3", "fp8_e4m3fn", "fp8_e3m4", "fp16", "bf16"],
+    "MX_FORMAT": ["mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4"],
+}
+#: The values the committed lab uses.
+DEFAULTS = {"MAX_FORMAT": "fp8_e5m2", "MX_FORMAT": "mxfp8_e4m3"}
 
-kept = Exercise(
-    "lab06.kept",
-    "What fraction of the weights does 4:16 structured sparsity keep?",
-    close_to(
-        4 / 16,
-        what="the fraction",
-        slips=(
-            *slips.fraction_vs_percent("fraction"),
-            slips.Slip(3.0, "that is the fraction pruned away; the question asks what is kept"),
-            slips.Slip(16.0, "that is the speed-up M/N = 4; the fraction kept is N/M"),
-        ),
-    ),
-    hints=("At most N non-zeros in every M consecutive weights.",),
-    solution=lambda: 4 / 16,
-    solution_text="kept = 4 / 16   # 0.25: a quarter of the weights, hence up to 4x",
-)
+#: The largest magnitude of the block in the MX scale question.
+MX_AMAX = 100.0
 
-
-def _trn2_sparse_pf() -> float:
-    return catalog.chip("trn2").peak_flops("fp8", pattern="4:16") / 1e15
+# How each kind of format spends its all-ones exponent, in the words of the question.
+_SPECIALS = {
+    "ieee": "keeps the all-ones exponent for Inf/NaN as IEEE formats do",
+    "fn": "has no Inf: the all-ones exponent holds numbers, except all-ones exponent and "
+    "mantissa together, which is NaN",
+    "finite": "has no Inf or NaN: every bit pattern is a number",
+}
 
 
-def _sparse_slips() -> tuple[slips.Slip, ...]:
-    trn2 = catalog.chip("trn2")
-    right = _trn2_sparse_pf()
-    docs = [fig for dtypes, fig in trn2.published_sparse if "fp8" in dtypes]
+def _bits(n: int) -> str:
+    return f"{n} bit" if n == 1 else f"{n} bits"
+
+
+def _max_slips(name: str) -> tuple[slips.Slip, ...]:
+    f = formats.spec(name)
+    m = f.man_bits
+    mant_bits = m - 1 if f.specials == "fn" else m
+    significand = 2 - 2.0**-mant_bits
     found = [
-        *slips.si_prefixes("PFLOP/s"),
         slips.Slip(
-            trn2.peak_flops("bf16", pattern="4:16") / 1e15 / right,
-            "that is 4x the BF16 rate; the question asks about FP8, which runs at twice the "
-            "BF16 rate on Trainium2",
-            0.005,
+            1 / significand,
+            f"that leaves out the mantissa: the largest significand is 1.{'1' * mant_bits} in "
+            f"binary = {significand:g}, not 1",
+            0.001,
         ),
         slips.Slip(
-            0.5, "that is a 2x speed-up (2:4 or 4:8); 4:16 keeps a quarter: up to 4x", 0.005
+            2 / significand,
+            f"the significand stays below 2: 1.{'1' * mant_bits} in binary = {significand:g}",
+            0.001,
         ),
-        slips.Slip(16.0, "that is the whole trn2.48xlarge (16 chips); the question is per chip"),
+        slips.Slip(
+            2.0**f.bias,
+            f"the exponent field is biased: subtract the bias ({f.bias}) from it",
+            0.001,
+        ),
     ]
-    for fig in docs:
+    if f.specials == "ieee":
         found.append(
             slips.Slip(
-                fig.value / 1e15 / right,
-                "that is the Trainium2 page's one sparse figure for every type; the question "
-                "asks what 4x on FP8 (AWS's instance figure) promises",
-                0.005,
+                2.0,
+                "the all-ones exponent is kept for Inf and NaN in this format: the largest "
+                "finite number uses the exponent field one below it",
+                0.001,
             )
         )
     return tuple(found)
 
 
-trn2_sparse_pf = Exercise(
-    "lab06.trn2_sparse",
-    "Trainium2 is rated at 1.299 PFLOP/s of dense FP8. What does 4:16 sparsity promise, in "
-    "PFLOP/s, if the speed-up applies to FP8 (as AWS's 83.2 PF instance figure assumes)?",
-    close_to(_trn2_sparse_pf, what="the peak", unit="PFLOP/s", slips=_sparse_slips),
-    hints=("4:16 keeps a quarter of the weights: up to 4x.",),
-    solution=_trn2_sparse_pf,
-    solution_text="1.299 * 4   # 5.2 PF; the Trainium2 docs quote only 2.56 PF sparse per chip",
-)
+def _max_known(name: str) -> dict[float, str]:
+    """Right answers of the other convention: IEEE's rule on an FN format, and the reverse."""
+    f = formats.spec(name)
+    e, m, bias = f.exp_bits, f.man_bits, f.bias
+    if f.specials == "fn":
+        ieee = (2 - 2.0**-m) * 2.0 ** (2**e - 2 - bias)
+        return {
+            ieee: "that follows the IEEE rule (the all-ones exponent kept for Inf/NaN); this "
+            "format uses the all-ones exponent for numbers",
+            (2 - 2.0**-m) * 2.0 ** (2**e - 1 - bias): "with all-ones exponent and all-ones "
+            "mantissa the pattern is NaN in this format, so the largest mantissa ends in 0",
+        }
+    if f.specials == "ieee":
+        fn = (2 - 2.0 ** -(m - 1)) * 2.0 ** (2**e - 1 - bias)
+        return {
+            fn: "that is the rule of the FN formats (the all-ones exponent holds numbers); "
+            "this one keeps the all-ones exponent for Inf and NaN"
+        }
+    return {}
 
 
-@lru_cache(maxsize=1)
-def _errors_at_4x(size: int = SIZE) -> dict[str, float]:
-    w = formats.sample("weights", (size, size), seed=0)
-    return {
-        p: formats.prune(w, *map(int, p.split(":")), axis=0).rel_error
-        for p in ("4:16", "2:8", "1:4")
-    }
-
-
-def _best() -> str:
-    errors = _errors_at_4x()
-    return min(errors, key=errors.get)
-
-
-best_pattern = Exercise(
-    "lab06.best_pattern",
-    "4:16, 2:8 and 1:4 all keep a quarter of the weights (4x). Which one will lose the least "
-    "weight energy when the next cell prunes the lab's weight matrix by magnitude: '4:16', "
-    "'2:8' or '1:4'?",
-    choice(
-        _best(),
-        ["4:16", "2:8", "1:4"],
-        explain={
-            p: "a longer group lets pruning keep the largest weights wherever they sit; a "
-            "shorter one forces a pick from every few, even where all of them are small"
-            for p in ("4:16", "2:8", "1:4")
-            if p != _best()
-        },
-    ),
-    hints=(
-        "Pruning keeps the largest N of every M. Which pattern constrains where the kept "
-        "weights may sit the least?",
-    ),
-    solution=_best,
-    solution_text="'4:16': within 16 weights, any 4 may survive, so fewer large weights are lost",
-    # The error table decides it: 4:16's weight error, the smallest of the three.
-    giveaways=(f"{_errors_at_4x()['4:16']:.1%}",),
-)
-
-
-@lru_cache(maxsize=1)
-def _pruned_matmul(size: int = SIZE) -> tuple[float, float]:
-    """(matmul relative error in %, share of weight energy kept) of 4:16 pruning."""
-    w = formats.sample("weights", (size, size), seed=0)
-    x = formats.sample("gaussian", (size, size), seed=1)
-    r = formats.prune(w, 4, 16, axis=0)  # axis 0 of w is the contraction axis of x @ w
-    ref = x.astype(np.float64) @ w.astype(np.float64)
-    out = x.astype(np.float64) @ r.weights.astype(np.float64)
-    return float(np.linalg.norm(out - ref) / np.linalg.norm(ref) * 100), float(r.energy_kept)
-
-
-def _explain_prune(predicted: float, model: float) -> str:
-    _, energy = _pruned_matmul()
-    why = (
-        f"magnitude pruning removes the smallest three quarters of each group of 16, and on "
-        f"these trained-looking (heavy-tailed) weights the kept quarter holds {energy:.0%} of "
-        f"the weights' energy (sum of squares). The error is the square root of the energy "
-        f"removed, sqrt({1 - energy:.2f}) = {np.sqrt(1 - energy):.0%}, and x @ w inherits it "
-        "because x mixes every weight."
+def _max_finite_exercise(name: str) -> Exercise:
+    f = formats.spec(name)
+    e, m, bias = f.exp_bits, f.man_bits, f.bias
+    # IEEE-like: the top exponent field 2^e - 1 is Inf/NaN, so the largest is 2^e - 2, with an
+    # all-ones mantissa. FN (OCP E4M3): the top exponent holds numbers but S.1111.111 is NaN,
+    # so the largest mantissa there is all ones but the last bit.
+    top = 2**e - 2 if f.specials == "ieee" else 2**e - 1
+    mant_bits = m - 1 if f.specials == "fn" else m
+    significand = 2 - 2.0**-mant_bits
+    ones = "1" * mant_bits + ("0" if f.specials == "fn" else "")
+    label = name.replace("fp8_", "FP8 ").upper() if name.startswith("fp8_") else name.upper()
+    return Exercise(
+        "lab06.max_finite",
+        f"{label} has {_bits(e)} of exponent (bias {bias}) and {_bits(m)} of mantissa, and "
+        f"{_SPECIALS[f.specials]}. What is its largest finite value?",
+        close_to(f.max, what="the maximum", slips=_max_slips(name), known=_max_known(name)),
+        hints=(
+            f"The largest usable exponent field is {top:0{e}b} = {top}, i.e. 2^({top} - {bias}).",
+            f"The largest significand with {_bits(m)} of mantissa is 1.{ones} in binary "
+            f"= 2 - 2^-{mant_bits} = {significand:.10g}.",
+        ),
+        solution=lambda: significand * 2.0 ** (top - bias),
+        solution_text=f"max_finite = (2 - 2**-{mant_bits}) * 2**({top} - {bias})   # {f.max:g}",
     )
-    if predicted > 1.3 * model:
-        why += (
-            " A figure near 75% counts the weights removed, not their size: the removed ones "
-            "are the small ones."
+
+
+def _emax(mx_name: str) -> int:
+    """The element format's largest power of two (OCP MX v1.0 emax_elem)."""
+    return int(np.floor(np.log2(formats.spec(mx_name).element.max)))
+
+
+def mx_scale_for(amax: float, mx_name: str = "mxfp8_e4m3") -> float:
+    """The shared scale trnlab's MX encoder picks for a block whose largest magnitude is amax."""
+    block = np.zeros(32, np.float32)
+    block[:3] = [amax, -3.0, 0.01]
+    code = int(formats.encode(block, mx_name).scales.ravel()[0])
+    return 2.0 ** (code - formats.E8M0_BIAS)
+
+
+def _mx_scale_exercise(mx_name: str) -> Exercise:
+    element = formats.spec(mx_name).element
+    emax = _emax(mx_name)
+    # "mxfp8_e4m3" -> MXFP8 (E4M3); "mxfp4" -> MXFP4 (E2M1), its element's layout.
+    base, _, suffix = mx_name.partition("_")
+    kind = (suffix or f"e{element.exp_bits}m{element.man_bits}").upper()
+    label = f"{base.upper()} ({kind})"
+    log2 = int(np.floor(np.log2(MX_AMAX)))
+    scale = 2.0 ** (log2 - emax)
+    top = MX_AMAX / scale
+    if top <= element.max:
+        fate = f"{top:g} fits under {kind}'s largest value, {element.max:g}"
+    else:
+        fate = (
+            f"{top:g} is above {kind}'s largest value, {element.max:g}, so it saturates to "
+            f"{element.max:g} x {scale:g} = {element.max * scale:g}: the rule can clip amax"
         )
-    elif predicted < 0.7 * model:
+    return Exercise(
+        "lab06.mx_scale",
+        f"An {label} block of 32 values has largest magnitude {MX_AMAX:g}. OCP MX v1.0 sets the "
+        f"shared scale to 2^(floor(log2(amax)) - emax), with emax = {emax} for {kind}. What is "
+        "the scale (a number, not its exponent)?",
+        close_to(
+            lambda: mx_scale_for(MX_AMAX, mx_name),
+            what="the scale",
+            slips=(
+                slips.Slip(
+                    2.0,
+                    "that is one step larger: floor(log2 amax) - (emax - 1), the rule Trainium3's "
+                    "quantiser uses (AWS), or a log2 rounded up; the question asks for OCP's "
+                    "floor(log2 amax) - emax",
+                    0.001,
+                ),
+                slips.Slip(
+                    MX_AMAX / element.max / scale,
+                    "that divides amax by the element's largest value; an MX scale is a power "
+                    "of two, 2^(floor(log2 amax) - emax)",
+                    0.001,
+                ),
+            ),
+            known={
+                float(log2 - emax): "that is the exponent; the question asks for the scale, "
+                "2 to that power",
+                2.0 ** (emax - log2): "that is the inverse of the scale: elements are "
+                "amax / scale, and the scale is 2^(floor(log2 amax) - emax)",
+            },
+        ),
+        hints=(
+            f"floor(log2({MX_AMAX:g})) = {log2}, because {2**log2} <= {MX_AMAX:g} < "
+            f"{2 ** (log2 + 1)}.",
+            f"2^({log2} - {emax})",
+        ),
+        solution=lambda: mx_scale_for(MX_AMAX, mx_name),
+        solution_text=f"scale = 2.0 ** ({log2} - {emax})   # {scale:g}: {MX_AMAX:g} / {scale:g} = "
+        + fate,
+    )
+
+
+max_finite = _max_finite_exercise(DEFAULTS["MAX_FORMAT"])
+mx_scale = _mx_scale_exercise(DEFAULTS["MX_FORMAT"])
+
+
+def setup(
+    *, max_format: str = DEFAULTS["MAX_FORMAT"], mx_format: str = DEFAULTS["MX_FORMAT"]
+) -> dict[str, str]:
+    """Rebuild the variant-aware exercises for this copy of the lab (its setup cell calls it).
+
+    Parameters
+    ----------
+    max_format : str
+        The format whose largest finite value :data:`max_finite` asks for
+        (one of ``VARIANTS["MAX_FORMAT"]``).
+    mx_format : str
+        The MX format whose shared scale :data:`mx_scale` asks for
+        (one of ``VARIANTS["MX_FORMAT"]``).
+
+    Returns
+    -------
+    dict
+        The variant in force, by lab parameter name.
+    """
+    global max_finite, mx_scale
+    fmt = check_variant("lab06", "MAX_FORMAT", max_format, VARIANTS)
+    mx = check_variant("lab06", "MX_FORMAT", mx_format, VARIANTS)
+    max_finite = _max_finite_exercise(fmt)
+    mx_scale = _mx_scale_exercise(mx)
+    return {"MAX_FORMAT": fmt, "MX_FORMAT": mx}
+
+
+@lru_cache(maxsize=4)
+def _fp16_sums(n_add: int = 2048, trajectories: int = 16) -> tuple[float, float]:
+    rne = np.array([1024.0], np.float32)
+    sr = np.full(trajectories, 1024.0, np.float32)
+    for i in range(n_add):
+        rne = formats.quantize(rne + np.float32(0.5), "fp16")
+        sr = formats.quantize(sr + np.float32(0.5), "fp16", rounding="stochastic", seed=i)
+    return float(rne[0]), float(sr.mean())
+
+
+def _explain_rne(predicted: float, model: float) -> str:
+    why = (
+        "near 1024, FP16's values are 1 apart (10 mantissa bits), so 1024 + 0.5 = 1024.5 lies "
+        "exactly halfway between 1024 and 1025, and round-to-nearest-even sends a tie to the "
+        "neighbour with an even last bit: 1024. Every one of the 2,048 additions is lost."
+    )
+    if predicted > 2.5 * 1024:
         why += (
-            " Small weights are not nothing: the three quarters removed still carry about a "
-            "fifth of the energy, and the error grows as its square root."
+            " Rounding ties up would add a whole 1 each time, but only up to 2048: there FP16's "
+            "step becomes 2, and 0.5 is below half a step."
         )
+    elif predicted > 1.5 * 1024:
+        why += " The exact sum is 2048; FP16 cannot follow it with this rounding."
     return why
 
 
-prune_error = Prediction(
-    "lab06.prune_error",
-    "Predict before the next cell runs it: the lab's weight matrix (trained-looking weights, "
-    "dense-trained) is pruned to 4:16 by magnitude, removing three quarters of the weights. "
-    "By how much does x @ w change: its relative error (norm of the change over norm of the "
-    "result), in percent?",
-    lambda: _pruned_matmul()[0],
-    what="the error",
-    unit="%",
-    explain=_explain_prune,
-    within=0.25,
-    slips=slips.fraction_vs_percent("percent"),
+rne_sum = Prediction(
+    "lab06.rne_sum",
+    "Predict before the cells below run it: in FP16, start at 1024 and add 0.5, 2048 times, "
+    "rounding each sum to nearest-even. What value do you end with?",
+    lambda: _fp16_sums()[0],
+    what="the final value",
+    unit="",
+    explain=_explain_rne,
+    within=0.0,
+    sig=4,
     hints=(
-        "Pruning keeps the largest 4 of every 16 weights: the kept ones are the big ones.",
-        "Relative error = sqrt(energy removed / energy): how much of the energy sits in the "
-        "smallest three quarters of a heavy-tailed distribution?",
+        "Near 1024, FP16 values are 1 apart (10 mantissa bits: 2^10 x 2^-10).",
+        "1024.5 is exactly halfway between 1024 and 1025: which one is even?",
     ),
-    solution_text="about 42%: the kept quarter holds about 82% of the energy; sqrt(0.18) = 0.42",
+    solution_text="1024.0: every 1024 + 0.5 ties back to the even 1024, 2048 times over",
+)
+
+
+def _explain_sr(predicted: float, model: float) -> str:
+    exact = 1024 + 0.5 * 2048
+    why = (
+        "stochastic rounding rounds 1024.5 up with probability 0.5 (the fraction of the step "
+        f"above 1024), so each addition adds 0.5 on average: the sum follows the exact "
+        f"{exact:g}, and the mean of the model's 16 runs lands within a few units of it."
+    )
+    if predicted < 0.75 * exact:
+        why += " Unlike round-to-nearest, no addition is systematically lost: the errors cancel."
+    return why
+
+
+sr_sum = Prediction(
+    "lab06.sr_sum",
+    "Same sum with stochastic rounding (round up with probability = the fraction of a step). "
+    "Predict about what value it reaches on average.",
+    lambda: _fp16_sums()[1],
+    what="the average",
+    unit="",
+    explain=_explain_sr,
+    within=0.03,
+    hints=("Stochastic rounding is unbiased: the expected result of each step is exact.",),
+    solution_text="about 2048 = 1024 + 2048 x 0.5: unbiased rounding keeps the sum on average",
 )

@@ -1,176 +1,174 @@
-"""Exercises of lab 07 (NeuronLink and collectives). Expected answers come from trnlab.fabric."""
+"""Exercises of lab 07 (structured sparsity). Expected answers come from the model."""
 
 from __future__ import annotations
 
-from trnlab import fabric
+from functools import lru_cache
+
+import numpy as np
+
+from trnlab import catalog, formats
 
 from . import _slips as slips
 from ._checks import choice, close_to
 from ._exercise import Exercise
 from ._predict import Prediction
 
-__all__ = ["ALPHA_BETA", "a2a_limit", "crossover", "ring_time", "torus_bisection"]
+__all__ = ["best_pattern", "kept", "prune_error", "trn2_sparse_pf"]
 
-MiB, GiB = 1 << 20, 1 << 30
-RING_BYTES = 64 * MiB
-SYSTEM = "trn2.48xlarge"
-#: The pure alpha-beta model the exercises work by hand: the sourced 1.5 us per step, links at
-#: their stated bandwidth, no fixed cost per operation (the lab adds those afterwards).
-ALPHA_BETA = fabric.FabricParams(op_overhead=0.0, efa_op_overhead=0.0, link_efficiency=1.0)
+#: The size of the lab's weight matrix (its default SIZE parameter).
+SIZE = 256
 
-
-def _ring_time_us() -> float:
-    # The closed form; the lab's chunk-level simulation of the same ring meets it exactly.
-    return fabric.closed_form("all_reduce", RING_BYTES, SYSTEM, "ring", ALPHA_BETA).time * 1e6
-
-
-def _step_us(nbytes: float = RING_BYTES, n: int = 16, b: float = 128e9) -> float:
-    return 1.5 + nbytes / (n * b) * 1e6
-
-
-def _explain_ring(predicted: float, model: float) -> str:
-    per_step = _step_us()
-    why = (
-        f"the simulation moves every chunk over the snake-shaped ring of the 4x4 torus: 30 steps "
-        f"(15 of reduce-scatter, 15 of all-gather) of alpha + S/(nB) = 1.5 + "
-        f"{per_step - 1.5:.1f} us. Each step uses one link per chip in one direction and no two "
-        "messages share a link, so nothing queues and the simulation meets the closed form; the "
-        f"bytes are {(per_step - 1.5) / per_step:.0%} of each step: at 64 MiB the ring is "
-        "bandwidth-bound."
-    )
-    ratio = predicted / model
-    if abs(ratio - (per_step - 1.5) / per_step) < 0.01:
-        why += " Without the 30 alphas (45 us) the bytes alone give about 983 us."
-    elif abs(ratio - 0.5) < 0.05:
-        why += " Half of it is n-1 steps: an all-reduce is a reduce-scatter and then an all-gather."
-    elif ratio > 8:
-        why += " Each step moves one chunk of S/n, not the whole buffer."
-    return why
-
-
-ring_time = Prediction(
-    "lab07.ring_time",
-    "Predict before the next cell simulates it: a ring all-reduce of 64 MiB on trn2.48xlarge "
-    "in the alpha-beta model: n = 16 chips, B = 128 GB/s per link each way, alpha = 1.5 us per "
-    "step (the Neuron runtime docs: 'about 1-2 us' per hop). Its time in microseconds, with "
-    "t = 2(n-1) (alpha + S/(nB))?",
-    _ring_time_us,
-    what="the time",
-    unit="us",
-    explain=_explain_ring,
-    within=0.0,
-    slips=(*slips.si_prefixes("us", hi=6),),
-    hints=(
-        "S/(nB) = 67,108,864 B / (16 x 128e9 B/s) = 32.8 us per step.",
-        "2(n-1) = 30 steps of (1.5 + 32.8) us.",
-    ),
-    solution_text="t_us = 2 * 15 * (1.5 + 2**26 / (16 * 128e9) * 1e6)   # 1,028 us",
-)
-
-
-def _crossover() -> float:
-    # The size where the bandwidth term equals the latency term: t(S) = 2 t(1 byte). The
-    # ring's closed form is a straight line in S, so S* = latency / per-byte cost.
-    lat = fabric.closed_form("all_reduce", 1, SYSTEM, "ring", ALPHA_BETA).time
-    big = 8 * GiB
-    per_byte = (fabric.closed_form("all_reduce", big, SYSTEM, "ring", ALPHA_BETA).time - lat) / big
-    return lat / per_byte
-
-
-crossover = Exercise(
-    "lab07.crossover",
-    "For the same ring all-reduce on trn2.48xlarge, at what message size S (in bytes) does "
-    "the bandwidth term 2(n-1) S/(nB) equal the latency term 2(n-1) alpha? Below it the "
-    "collective is latency-bound.",
+kept = Exercise(
+    "lab07.kept",
+    "What fraction of the weights does 4:16 structured sparsity keep?",
     close_to(
-        _crossover,
-        what="the size",
-        unit="B",
+        4 / 16,
+        what="the fraction",
         slips=(
-            *slips.si_prefixes("B", hi=9),
-            *slips.binary_prefixes("B"),
-            slips.Slip(1 / 16, "the bandwidth term has S/(nB): S* = n alpha B, multiply by n"),
-            slips.Slip(15 / 16, "n - 1 cancels between the terms; S* = n alpha B", 0.01),
-            slips.Slip(2.0, "that counts both directions of the link; the ring sends one way"),
+            *slips.fraction_vs_percent("fraction"),
+            slips.Slip(3.0, "that is the fraction pruned away; the question asks what is kept"),
+            slips.Slip(16.0, "that is the speed-up M/N = 4; the fraction kept is N/M"),
         ),
     ),
-    hints=(
-        "2(n-1) cancels: alpha = S/(nB).",
-        "S* = n alpha B = 16 x 1.5e-6 s x 128e9 B/s.",
-    ),
-    solution=_crossover,
-    solution_text="S_star = 16 * 1.5e-6 * 128e9   # 3.07e6 bytes, about 2.9 MiB",
+    hints=("At most N non-zeros in every M consecutive weights.",),
+    solution=lambda: 4 / 16,
+    solution_text="kept = 4 / 16   # 0.25: a quarter of the weights, hence up to 4x",
 )
 
 
-def _bisection_ms() -> float:
-    return fabric.all_to_all_bound(GiB, "trn2-ultraserver", ALPHA_BETA) * 1e3
+def _trn2_sparse_pf() -> float:
+    return catalog.chip("trn2").peak_flops("fp8", pattern="4:16") / 1e15
 
 
-torus_bisection = Exercise(
-    "lab07.torus_bisection",
-    "The Trn2 UltraServer is a 4x4x4 torus of 64 chips: 128 GB/s links (each way) inside an "
-    "instance, 64 GB/s links on the rings of 4 across instances. In an all-to-all every chip "
-    "sends S/n to every other chip, with S = 1 GiB per chip. Cut the torus in half across the "
-    "slowest axis: what is the lower bound on the time, in milliseconds, for the bytes that "
-    "must cross the cut?",
-    close_to(
-        _bisection_ms,
-        what="the bound",
-        unit="ms",
-        slips=(
-            *slips.si_prefixes("ms", hi=6),
-            slips.Slip(
-                2.0,
-                "cutting a ring of 4 in half crosses it twice (in the middle and at the "
-                "wrap-around): count 32 links, not 16",
-            ),
-            slips.Slip(4.0, "n/2 chips each send half their buffer across: nS/4 bytes, not nS"),
-            slips.Slip(0.5, "the cut crosses the slowest axis, whose links carry 64 GB/s each way"),
-            slips.Slip(
-                2**30 / 1e9, "that mixes GiB (2^30 bytes) and GB (10^9 bytes)", 0.004, "unit"
-            ),
+def _sparse_slips() -> tuple[slips.Slip, ...]:
+    trn2 = catalog.chip("trn2")
+    right = _trn2_sparse_pf()
+    docs = [fig for dtypes, fig in trn2.published_sparse if "fp8" in dtypes]
+    found = [
+        *slips.si_prefixes("PFLOP/s"),
+        slips.Slip(
+            trn2.peak_flops("bf16", pattern="4:16") / 1e15 / right,
+            "that is 4x the BF16 rate; the question asks about FP8, which runs at twice the "
+            "BF16 rate on Trainium2",
+            0.005,
         ),
-    ),
-    hints=(
-        "Bytes crossing each way: (n/2 chips) x (n/2 peers) x S/n = nS/4 = 16 GiB.",
-        "The cut crosses 16 rings of 4, each twice: 32 links of 64 GB/s = 2.048 TB/s each way.",
-    ),
-    solution=_bisection_ms,
-    solution_text="t_ms = 64 * 2**30 / 4 / (2 * 16 * 64e9) * 1e3   # 8.39 ms = S / 128 GB/s",
+        slips.Slip(
+            0.5, "that is a 2x speed-up (2:4 or 4:8); 4:16 keeps a quarter: up to 4x", 0.005
+        ),
+        slips.Slip(16.0, "that is the whole trn2.48xlarge (16 chips); the question is per chip"),
+    ]
+    for fig in docs:
+        found.append(
+            slips.Slip(
+                fig.value / 1e15 / right,
+                "that is the Trainium2 page's one sparse figure for every type; the question "
+                "asks what 4x on FP8 (AWS's instance figure) promises",
+                0.005,
+            )
+        )
+    return tuple(found)
+
+
+trn2_sparse_pf = Exercise(
+    "lab07.trn2_sparse",
+    "Trainium2 is rated at 1.299 PFLOP/s of dense FP8. What does 4:16 sparsity promise, in "
+    "PFLOP/s, if the speed-up applies to FP8 (as AWS's 83.2 PF instance figure assumes)?",
+    close_to(_trn2_sparse_pf, what="the peak", unit="PFLOP/s", slips=_sparse_slips),
+    hints=("4:16 keeps a quarter of the weights: up to 4x.",),
+    solution=_trn2_sparse_pf,
+    solution_text="1.299 * 4   # 5.2 PF; the Trainium2 docs quote only 2.56 PF sparse per chip",
 )
 
 
-def _switch_limit() -> str:
-    # Trn3 Gen1: which bound is larger for a big all-to-all, each chip's port or the cut?
-    t = fabric.topology("trn3-ultraserver-gen1", ALPHA_BETA)
-    S, n = float(GiB), t.chips
-    port = (n - 1) / n * S / t.axis_bandwidth[0]
-    cut = fabric.all_to_all_bound(S, t)
-    return "port" if port > cut else "bisection"
+@lru_cache(maxsize=1)
+def _errors_at_4x(size: int = SIZE) -> dict[str, float]:
+    w = formats.sample("weights", (size, size), seed=0)
+    return {
+        p: formats.prune(w, *map(int, p.split(":")), axis=0).rel_error
+        for p in ("4:16", "2:8", "1:4")
+    }
 
 
-a2a_limit = Exercise(
-    "lab07.a2a_limit",
-    "On the Trn3 Gen1 UltraServer (64 chips, each with 1.28 TB/s each way into a NeuronSwitch "
-    "assumed non-blocking), what limits a 1 GiB all-to-all: 'latency', 'port' (each chip's "
-    "own link to the switch) or 'bisection'?",
+def _best() -> str:
+    errors = _errors_at_4x()
+    return min(errors, key=errors.get)
+
+
+best_pattern = Exercise(
+    "lab07.best_pattern",
+    "4:16, 2:8 and 1:4 all keep a quarter of the weights (4x). Which one will lose the least "
+    "weight energy when the next cell prunes the lab's weight matrix by magnitude: '4:16', "
+    "'2:8' or '1:4'?",
     choice(
-        _switch_limit(),
-        ["latency", "port", "bisection"],
+        _best(),
+        ["4:16", "2:8", "1:4"],
         explain={
-            "latency": "at 1 GiB the fixed cost (a few microseconds) is tiny next to the bytes",
-            "bisection": "a non-blocking switch's cut is half the chips' ports, n/2 x 1.28 TB/s: "
-            "compare nS/4 over it with (n-1)/n x S over one port",
-            "port": "",
+            p: "a longer group lets pruning keep the largest weights wherever they sit; a "
+            "shorter one forces a pick from every few, even where all of them are small"
+            for p in ("4:16", "2:8", "1:4")
+            if p != _best()
         },
     ),
     hints=(
-        "Port: each chip sends (n-1)/n x S through 1.28 TB/s.",
-        "Cut: nS/4 bytes through n/2 x 1.28 TB/s = S/(2 x 1.28 TB/s): half the port time.",
+        "Pruning keeps the largest N of every M. Which pattern constrains where the kept "
+        "weights may sit the least?",
     ),
-    # The all-to-all table shows the switch's time against its bisection bound.
-    giveaways=("own port",),
-    solution=_switch_limit,
-    solution_text="'port': (63/64) S / 1.28 TB/s = 0.82 ms beats the cut's S / 2.56 TB/s = 0.42 ms",
+    solution=_best,
+    solution_text="'4:16': within 16 weights, any 4 may survive, so fewer large weights are lost",
+    # The error table decides it: 4:16's weight error, the smallest of the three.
+    giveaways=(f"{_errors_at_4x()['4:16']:.1%}",),
+)
+
+
+@lru_cache(maxsize=1)
+def _pruned_matmul(size: int = SIZE) -> tuple[float, float]:
+    """(matmul relative error in %, share of weight energy kept) of 4:16 pruning."""
+    w = formats.sample("weights", (size, size), seed=0)
+    x = formats.sample("gaussian", (size, size), seed=1)
+    r = formats.prune(w, 4, 16, axis=0)  # axis 0 of w is the contraction axis of x @ w
+    ref = x.astype(np.float64) @ w.astype(np.float64)
+    out = x.astype(np.float64) @ r.weights.astype(np.float64)
+    return float(np.linalg.norm(out - ref) / np.linalg.norm(ref) * 100), float(r.energy_kept)
+
+
+def _explain_prune(predicted: float, model: float) -> str:
+    _, energy = _pruned_matmul()
+    why = (
+        f"magnitude pruning removes the smallest three quarters of each group of 16, and on "
+        f"these trained-looking (heavy-tailed) weights the kept quarter holds {energy:.0%} of "
+        f"the weights' energy (sum of squares). The error is the square root of the energy "
+        f"removed, sqrt({1 - energy:.2f}) = {np.sqrt(1 - energy):.0%}, and x @ w inherits it "
+        "because x mixes every weight."
+    )
+    if predicted > 1.3 * model:
+        why += (
+            " A figure near 75% counts the weights removed, not their size: the removed ones "
+            "are the small ones."
+        )
+    elif predicted < 0.7 * model:
+        why += (
+            " Small weights are not nothing: the three quarters removed still carry about a "
+            "fifth of the energy, and the error grows as its square root."
+        )
+    return why
+
+
+prune_error = Prediction(
+    "lab07.prune_error",
+    "Predict before the next cell runs it: the lab's weight matrix (trained-looking weights, "
+    "dense-trained) is pruned to 4:16 by magnitude, removing three quarters of the weights. "
+    "By how much does x @ w change: its relative error (norm of the change over norm of the "
+    "result), in percent?",
+    lambda: _pruned_matmul()[0],
+    what="the error",
+    unit="%",
+    explain=_explain_prune,
+    within=0.25,
+    slips=slips.fraction_vs_percent("percent"),
+    hints=(
+        "Pruning keeps the largest 4 of every 16 weights: the kept ones are the big ones.",
+        "Relative error = sqrt(energy removed / energy): how much of the energy sits in the "
+        "smallest three quarters of a heavy-tailed distribution?",
+    ),
+    solution_text="about 42%: the kept quarter holds about 82% of the energy; sqrt(0.18) = 0.42",
 )

@@ -1,184 +1,176 @@
-"""Exercises of lab 08 (scaling to UltraServers). Expected answers come from trnlab.scale."""
+"""Exercises of lab 08 (NeuronLink and collectives). Expected answers come from trnlab.fabric."""
 
 from __future__ import annotations
 
-import math
-
-from trnlab import catalog, scale
+from trnlab import fabric
 
 from . import _slips as slips
-from ._checks import close_to
+from ._checks import choice, close_to
 from ._exercise import Exercise
 from ._predict import Prediction
 
-__all__ = ["adam_bytes", "bubble", "min_chips", "zero3_memory"]
+__all__ = ["ALPHA_BETA", "a2a_limit", "crossover", "ring_time", "torus_bisection"]
+
+MiB, GiB = 1 << 20, 1 << 30
+RING_BYTES = 64 * MiB
+SYSTEM = "trn2.48xlarge"
+#: The pure alpha-beta model the exercises work by hand: the sourced 1.5 us per step, links at
+#: their stated bandwidth, no fixed cost per operation (the lab adds those afterwards).
+ALPHA_BETA = fabric.FabricParams(op_overhead=0.0, efa_op_overhead=0.0, link_efficiency=1.0)
 
 
-def _state_bytes_per_param() -> float:
-    m = scale.model("llama3-8b")
-    mem = scale.training_memory(m, recompute=True)  # no sharding: every chip holds everything
-    return (mem.weights + mem.gradients + mem.optimizer) / m.params
+def _ring_time_us() -> float:
+    # The closed form; the lab's chunk-level simulation of the same ring meets it exactly.
+    return fabric.closed_form("all_reduce", RING_BYTES, SYSTEM, "ring", ALPHA_BETA).time * 1e6
 
 
-adam_bytes = Exercise(
-    "lab08.adam_bytes",
-    "Mixed-precision Adam keeps BF16 weights, BF16 gradients, and FP32 master weights, momentum "
-    "and variance. How many bytes per parameter is that?",
-    close_to(
-        _state_bytes_per_param,
-        what="bytes per parameter",
-        unit="bytes per parameter",
-        slips=(
-            slips.Slip(
-                12 / 16,
-                "that is the FP32 optimizer state alone; add the BF16 weights "
-                "and gradients (2 + 2 bytes)",
-            ),
-            slips.Slip(
-                8 / 16,
-                "that counts 2 bytes for every copy; the master weights, "
-                "momentum and variance are FP32 (4 bytes each)",
-            ),
-            slips.Slip(
-                18 / 16,
-                "that keeps FP32 gradients (Megatron-LM without a distributed "
-                "optimizer): the question's gradients are BF16",
-            ),
-            slips.Slip(
-                20 / 16,
-                "that counts all five copies in FP32; weights and gradients are BF16 (2 bytes)",
-            ),
-            slips.Slip(8.0, "that is bits; the question asks for bytes", kind="unit"),
-        ),
-    ),
-    hints=("BF16 is 2 bytes, FP32 is 4.", "2 + 2 + 3 x 4"),
-    solution=lambda: 2 + 2 + 3 * 4,
-    solution_text="bytes = 2 + 2 + 4 + 4 + 4   # 16: the ZeRO paper's 2 + 2 + K with K = 12",
-)
+def _step_us(nbytes: float = RING_BYTES, n: int = 16, b: float = 128e9) -> float:
+    return 1.5 + nbytes / (n * b) * 1e6
 
 
-def _min_chips() -> int:
-    m = scale.model("llama3-70b")
-    usable = catalog.chip("trn2").hbm_bytes * scale._plan.USABLE_HBM
-    return math.ceil(16 * m.params / usable)
-
-
-def _min_chips_known() -> dict[float, str]:
-    state = 16 * scale.model("llama3-70b").params
-    usable = catalog.chip("trn2").hbm_bytes * scale._plan.USABLE_HBM
-    found: dict[float, list[str]] = {}
-    for count, says in (
-        (state / usable, "that is the quotient; a fraction of a chip does not exist: round up"),
-        (_min_chips() - 1, "that rounds down, and the state would not fit: round up"),
-        (math.ceil(state / (96 * 2**30)), "that counts all 96 GiB; only 95% is usable"),
-        (math.ceil(state / (0.95 * 96e9)), "that reads 96 GiB as 96 x 10^9 bytes; a GiB is 2^30"),
-    ):
-        found.setdefault(float(count), []).append(says)
-    return {k: "; or ".join(v) for k, v in found.items() if k != _min_chips()}
-
-
-min_chips = Exercise(
-    "lab08.min_chips",
-    "Ignoring activations, what is the smallest number of Trainium2 chips whose HBM (96 GiB each, "
-    "95% usable) can hold Llama 3 70B's training state (70.55B parameters x 16 bytes) when ZeRO-3 "
-    "shards all of it?",
-    close_to(
-        _min_chips,
-        what="the chip count",
-        unit="chips",
-        known=_min_chips_known,
-        slips=(
-            slips.Slip(
-                1 / 8,
-                "that counts 2 bytes per parameter (the BF16 weights "
-                "alone); the training state is 16 bytes per parameter",
-            ),
-        ),
-    ),
-    hints=(
-        "Total state = 16 x 70.55e9 bytes; one chip holds 0.95 x 96 x 2^30 bytes.",
-        "Divide and round up: a fraction of a chip does not exist.",
-    ),
-    solution=_min_chips,
-    solution_text="math.ceil(16 * 70.55e9 / (0.95 * 96 * 2**30))   # 12: the state alone; activations need more",
-)
-
-bubble = Exercise(
-    "lab08.bubble",
-    "A 1F1B pipeline has 4 stages and runs 16 micro-batches per step. What fraction of the step "
-    "are the stages idle (the pipeline bubble)?",
-    close_to(
-        (4 - 1) / (16 + 4 - 1),
-        what="the bubble fraction",
-        slips=(
-            *slips.fraction_vs_percent("fraction"),
-            slips.Slip(
-                (4 - 1) / 16 / ((4 - 1) / (16 + 4 - 1)),
-                "that is (p-1)/m, the bubble measured against the ideal (bubble-free) time, "
-                "the other convention in the literature; the question asks for its share of "
-                "the step, (p-1)/(m+p-1)",
-                0.005,
-            ),
-            slips.Slip(
-                4 / (16 + 4) / ((4 - 1) / (16 + 4 - 1)),
-                "that is p/(m+p); the pipeline fills in p - 1 slots and drains in p - 1: "
-                "(p-1)/(m+p-1)",
-                0.005,
-            ),
-        ),
-    ),
-    hints=(
-        "The step takes m + p - 1 micro-batch slots for m micro-batches.",
-        "Idle share = (p - 1) / (m + p - 1).",
-    ),
-    solution=lambda: (4 - 1) / (16 + 4 - 1),
-    solution_text="bubble = (4 - 1) / (16 + 4 - 1)   # 0.158: more micro-batches shrink it",
-)
-
-
-SEQ_LEN = 4096
-
-
-def _zero3_memory_gib() -> float:
-    m = scale.model("llama3-70b")
-    return scale.training_memory(m, seq_len=SEQ_LEN, dp=64, zero=3).total / 2**30
-
-
-def _explain_zero3(predicted: float, model: float) -> str:
-    m = scale.model("llama3-70b")
-    r = scale.training_memory(m, seq_len=SEQ_LEN, dp=64, zero=3)
-    gib = 2**30
-    state = (r.weights + r.gradients + r.optimizer) / gib
+def _explain_ring(predicted: float, model: float) -> str:
+    per_step = _step_us()
     why = (
-        f"ZeRO-3 shards the 16 bytes per parameter over 64 chips: {state:.1f} GiB. The rest is "
-        f"what every chip keeps for itself: the activations of its own {SEQ_LEN}-token sequence "
-        f"for the backward pass, about 34 bytes per token per hidden unit in each of the "
-        f"{m.layers} layers ({r.activations / gib:.0f} GiB), the gathered weights of the layers "
-        f"in flight ({r.buffers / gib:.1f} GiB) and the logits ({r.logits / gib:.1f} GiB). "
-        "Sharding divides the state, not the activations: that is what recomputation is for."
+        f"the simulation moves every chunk over the snake-shaped ring of the 4x4 torus: 30 steps "
+        f"(15 of reduce-scatter, 15 of all-gather) of alpha + S/(nB) = 1.5 + "
+        f"{per_step - 1.5:.1f} us. Each step uses one link per chip in one direction and no two "
+        "messages share a link, so nothing queues and the simulation meets the closed form; the "
+        f"bytes are {(per_step - 1.5) / per_step:.0%} of each step: at 64 MiB the ring is "
+        "bandwidth-bound."
     )
-    if predicted < 0.5 * model:
-        why += " A figure near the sharded state leaves the activations out."
+    ratio = predicted / model
+    if abs(ratio - (per_step - 1.5) / per_step) < 0.01:
+        why += " Without the 30 alphas (45 us) the bytes alone give about 983 us."
+    elif abs(ratio - 0.5) < 0.05:
+        why += " Half of it is n-1 steps: an all-reduce is a reduce-scatter and then an all-gather."
+    elif ratio > 8:
+        why += " Each step moves one chunk of S/n, not the whole buffer."
     return why
 
 
-zero3_memory = Prediction(
-    "lab08.zero3_memory",
-    "Predict before the chart: Llama 3 70B (70.55B parameters, 80 layers, hidden 8,192) trained "
-    "on 64 chips, data-parallel with ZeRO-3 (all 16 bytes per parameter of state sharded), one "
-    "4,096-token sequence per chip, FlashAttention, no recomputation. How much memory does each "
-    "chip need, in GiB?",
-    _zero3_memory_gib,
-    what="the memory per chip",
-    unit="GiB",
-    explain=_explain_zero3,
-    within=0.25,
-    slips=(*slips.binary_prefixes("GiB"), *slips.si_prefixes("GiB", hi=9)),
+ring_time = Prediction(
+    "lab08.ring_time",
+    "Predict before the next cell simulates it: a ring all-reduce of 64 MiB on trn2.48xlarge "
+    "in the alpha-beta model: n = 16 chips, B = 128 GB/s per link each way, alpha = 1.5 us per "
+    "step (the Neuron runtime docs: 'about 1-2 us' per hop). Its time in microseconds, with "
+    "t = 2(n-1) (alpha + S/(nB))?",
+    _ring_time_us,
+    what="the time",
+    unit="us",
+    explain=_explain_ring,
+    within=0.0,
+    slips=(*slips.si_prefixes("us", hi=6),),
     hints=(
-        "Start from the state: 16 bytes x 70.55e9 parameters over 64 chips.",
-        "Then the activations kept for the backward pass: per layer, about 34 bytes per token "
-        "per hidden unit (Korthikanti et al.), for 4,096 tokens and 80 layers.",
+        "S/(nB) = 67,108,864 B / (16 x 128e9 B/s) = 32.8 us per step.",
+        "2(n-1) = 30 steps of (1.5 + 32.8) us.",
     ),
-    solution_text="state 16 * 70.55e9 / 64 / 2**30 = 16.4 GiB; activations 34 * 4096 * 8192 * "
-    "80 / 2**30 = 85 GiB; plus gathered weights and logits",
+    solution_text="t_us = 2 * 15 * (1.5 + 2**26 / (16 * 128e9) * 1e6)   # 1,028 us",
+)
+
+
+def _crossover() -> float:
+    # The size where the bandwidth term equals the latency term: t(S) = 2 t(1 byte). The
+    # ring's closed form is a straight line in S, so S* = latency / per-byte cost.
+    lat = fabric.closed_form("all_reduce", 1, SYSTEM, "ring", ALPHA_BETA).time
+    big = 8 * GiB
+    per_byte = (fabric.closed_form("all_reduce", big, SYSTEM, "ring", ALPHA_BETA).time - lat) / big
+    return lat / per_byte
+
+
+crossover = Exercise(
+    "lab08.crossover",
+    "For the same ring all-reduce on trn2.48xlarge, at what message size S (in bytes) does "
+    "the bandwidth term 2(n-1) S/(nB) equal the latency term 2(n-1) alpha? Below it the "
+    "collective is latency-bound.",
+    close_to(
+        _crossover,
+        what="the size",
+        unit="B",
+        slips=(
+            *slips.si_prefixes("B", hi=9),
+            *slips.binary_prefixes("B"),
+            slips.Slip(1 / 16, "the bandwidth term has S/(nB): S* = n alpha B, multiply by n"),
+            slips.Slip(15 / 16, "n - 1 cancels between the terms; S* = n alpha B", 0.01),
+            slips.Slip(2.0, "that counts both directions of the link; the ring sends one way"),
+        ),
+    ),
+    hints=(
+        "2(n-1) cancels: alpha = S/(nB).",
+        "S* = n alpha B = 16 x 1.5e-6 s x 128e9 B/s.",
+    ),
+    solution=_crossover,
+    solution_text="S_star = 16 * 1.5e-6 * 128e9   # 3.07e6 bytes, about 2.9 MiB",
+)
+
+
+def _bisection_ms() -> float:
+    return fabric.all_to_all_bound(GiB, "trn2-ultraserver", ALPHA_BETA) * 1e3
+
+
+torus_bisection = Exercise(
+    "lab08.torus_bisection",
+    "The Trn2 UltraServer is a 4x4x4 torus of 64 chips: 128 GB/s links (each way) inside an "
+    "instance, 64 GB/s links on the rings of 4 across instances. In an all-to-all every chip "
+    "sends S/n to every other chip, with S = 1 GiB per chip. Cut the torus in half across the "
+    "slowest axis: what is the lower bound on the time, in milliseconds, for the bytes that "
+    "must cross the cut?",
+    close_to(
+        _bisection_ms,
+        what="the bound",
+        unit="ms",
+        slips=(
+            *slips.si_prefixes("ms", hi=6),
+            slips.Slip(
+                2.0,
+                "cutting a ring of 4 in half crosses it twice (in the middle and at the "
+                "wrap-around): count 32 links, not 16",
+            ),
+            slips.Slip(4.0, "n/2 chips each send half their buffer across: nS/4 bytes, not nS"),
+            slips.Slip(0.5, "the cut crosses the slowest axis, whose links carry 64 GB/s each way"),
+            slips.Slip(
+                2**30 / 1e9, "that mixes GiB (2^30 bytes) and GB (10^9 bytes)", 0.004, "unit"
+            ),
+        ),
+    ),
+    hints=(
+        "Bytes crossing each way: (n/2 chips) x (n/2 peers) x S/n = nS/4 = 16 GiB.",
+        "The cut crosses 16 rings of 4, each twice: 32 links of 64 GB/s = 2.048 TB/s each way.",
+    ),
+    solution=_bisection_ms,
+    solution_text="t_ms = 64 * 2**30 / 4 / (2 * 16 * 64e9) * 1e3   # 8.39 ms = S / 128 GB/s",
+)
+
+
+def _switch_limit() -> str:
+    # Trn3 Gen1: which bound is larger for a big all-to-all, each chip's port or the cut?
+    t = fabric.topology("trn3-ultraserver-gen1", ALPHA_BETA)
+    S, n = float(GiB), t.chips
+    port = (n - 1) / n * S / t.axis_bandwidth[0]
+    cut = fabric.all_to_all_bound(S, t)
+    return "port" if port > cut else "bisection"
+
+
+a2a_limit = Exercise(
+    "lab08.a2a_limit",
+    "On the Trn3 Gen1 UltraServer (64 chips, each with 1.28 TB/s each way into a NeuronSwitch "
+    "assumed non-blocking), what limits a 1 GiB all-to-all: 'latency', 'port' (each chip's "
+    "own link to the switch) or 'bisection'?",
+    choice(
+        _switch_limit(),
+        ["latency", "port", "bisection"],
+        explain={
+            "latency": "at 1 GiB the fixed cost (a few microseconds) is tiny next to the bytes",
+            "bisection": "a non-blocking switch's cut is half the chips' ports, n/2 x 1.28 TB/s: "
+            "compare nS/4 over it with (n-1)/n x S over one port",
+            "port": "",
+        },
+    ),
+    hints=(
+        "Port: each chip sends (n-1)/n x S through 1.28 TB/s.",
+        "Cut: nS/4 bytes through n/2 x 1.28 TB/s = S/(2 x 1.28 TB/s): half the port time.",
+    ),
+    # The all-to-all table shows the switch's time against its bisection bound.
+    giveaways=("own port",),
+    solution=_switch_limit,
+    solution_text="'port': (63/64) S / 1.28 TB/s = 0.82 ms beats the cut's S / 2.56 TB/s = 0.42 ms",
 )

@@ -1,199 +1,184 @@
-"""Exercises of lab 09 (cost, energy and vendor claims). Expected answers come from the model."""
+"""Exercises of lab 09 (scaling to UltraServers). Expected answers come from trnlab.scale."""
 
 from __future__ import annotations
 
-from functools import lru_cache
+import math
 
-from trnlab import catalog
+from trnlab import catalog, scale
 
 from . import _slips as slips
-from ._checks import choice, close_to
+from ._checks import close_to
 from ._exercise import Exercise
 from ._predict import Prediction
 
-__all__ = ["compute_ratio", "implied_trn2_power", "tokens_per_mw", "which_follows"]
+__all__ = ["adam_bytes", "bubble", "min_chips", "zero3_memory"]
 
 
-def _ratio() -> float:
-    gen2 = catalog.system("trn3-ultraserver-gen2").peak_flops("mxfp8")
-    trn2 = catalog.system("trn2-ultraserver").peak_flops("fp8")
-    return gen2 / trn2
+def _state_bytes_per_param() -> float:
+    m = scale.model("llama3-8b")
+    mem = scale.training_memory(m, recompute=True)  # no sharding: every chip holds everything
+    return (mem.weights + mem.gradients + mem.optimizer) / m.params
 
 
-compute_ratio = Exercise(
-    "lab09.compute_ratio",
-    "AWS says a Trn3 UltraServer has 4.4x the compute of a Trn2 UltraServer. From the catalogue, "
-    "what is the ratio of their dense 8-bit peaks (Trn3 Gen2 MXFP8 over Trn2 FP8)?",
+adam_bytes = Exercise(
+    "lab09.adam_bytes",
+    "Mixed-precision Adam keeps BF16 weights, BF16 gradients, and FP32 master weights, momentum "
+    "and variance. How many bytes per parameter is that?",
     close_to(
-        _ratio,
-        what="the ratio",
-        unit="x",
-        slips=lambda: (
-            slips.Slip(1 / _ratio() ** 2, "that is the ratio the other way round: Trn3 on top"),
+        _state_bytes_per_param,
+        what="bytes per parameter",
+        unit="bytes per parameter",
+        slips=(
             slips.Slip(
-                catalog.chip("trn3").peak_flops("mxfp8")
-                / catalog.chip("trn2").peak_flops("fp8")
-                / _ratio(),
-                "that is one chip against one chip; an UltraServer has 144 (Trn3 Gen2) or 64 "
-                "(Trn2) of them",
-                0.005,
+                12 / 16,
+                "that is the FP32 optimizer state alone; add the BF16 weights "
+                "and gradients (2 + 2 bytes)",
             ),
             slips.Slip(
-                catalog.system("trn3-ultraserver-gen1").peak_flops("mxfp8")
-                / catalog.system("trn2-ultraserver").peak_flops("fp8")
-                / _ratio(),
-                "that is the 64-chip Trn3 Gen1; the question's Trn3 UltraServer is the "
-                "144-chip Gen2",
-                0.005,
+                8 / 16,
+                "that counts 2 bytes for every copy; the master weights, "
+                "momentum and variance are FP32 (4 bytes each)",
             ),
             slips.Slip(
-                catalog.system("trn3-ultraserver-gen2").peak_flops("mxfp8")
-                / catalog.system("trn2-ultraserver").peak_flops("bf16")
-                / _ratio(),
-                "that divides by Trn2's BF16 peak; the question compares 8-bit peaks (FP8)",
-                0.005,
-            ),
-        ),
-        known={4.4: "that is AWS's claim; the question asks what the catalogue's figures give"},
-    ),
-    hints=(
-        "catalog.system('trn3-ultraserver-gen2').peak_flops('mxfp8')",
-        "... divided by catalog.system('trn2-ultraserver').peak_flops('fp8')",
-    ),
-    solution=_ratio,
-    solution_text="144 x 2.517 PF / (64 x 1.299 PF) = 4.36: the 4.4x follows from published specs",
-)
-
-
-def _implied_power() -> float:
-    # "4x energy efficiency": (Trn3 peak per W) / (Trn2 peak per W) = 4
-    trn3, trn2 = catalog.chip("trn3"), catalog.chip("trn2")
-    return 4 * trn3.power * trn2.peak_flops("fp8") / trn3.peak_flops("mxfp8")
-
-
-implied_trn2_power = Exercise(
-    "lab09.implied_power",
-    "Trainium3 is estimated at about 1,000 W per chip; no source gives Trainium2's power. If "
-    "'4x energy efficiency' meant peak 8-bit FLOPs per watt, what Trainium2 power (W) would it "
-    "imply?",
-    close_to(
-        _implied_power,
-        what="the implied power",
-        unit="W",
-        slips=lambda: (
-            *slips.si_prefixes("W", hi=6),
-            slips.Slip(
-                1 / 16,
-                "that divides by 4 where it should multiply: a 4x better Trn3 means Trn2 "
-                "spends 4x the power per FLOP",
+                18 / 16,
+                "that keeps FP32 gradients (Megatron-LM without a distributed "
+                "optimizer): the question's gradients are BF16",
             ),
             slips.Slip(
-                catalog.chip("trn2").peak_flops("bf16") / catalog.chip("trn2").peak_flops("fp8"),
-                "that uses Trainium2's BF16 peak; the question compares 8-bit peaks (FP8)",
-                0.005,
+                20 / 16,
+                "that counts all five copies in FP32; weights and gradients are BF16 (2 bytes)",
             ),
+            slips.Slip(8.0, "that is bits; the question asks for bytes", kind="unit"),
         ),
     ),
-    hints=(
-        "Efficiency = peak / power. Set (2.517e15 / 1000) / (1.299e15 / P) = 4.",
-        "P = 4 x 1000 x 1.299 / 2.517",
-    ),
-    solution=_implied_power,
-    solution_text="P = 4 * 1000 * 1.299e15 / 2.517e15   # about 2,060 W: implausible for one chip, "
-    "so the claim must count more than chip peaks (utilisation, system power)",
-)
-
-which_follows = Exercise(
-    "lab09.which_follows",
-    "Which claim follows from the published chip and system specifications alone: "
-    "'4.4x compute' or '5x tokens per megawatt'?",
-    choice(
-        "4.4x compute",
-        ["4.4x compute", "5x tokens per megawatt"],
-        explain={
-            "5x tokens per megawatt": "tokens per MW needs power figures the sources do not give "
-            "for Trainium2, and depends on the serving setup: it rests on assumptions"
-        },
-    ),
-    hints=("Which one can you compute from figures in catalog.system(...) with no assumption?",),
-    # The table of section 2 computes the ratio that decides it.
-    giveaways=("4.36",),
-    solution=lambda: "4.4x compute",
-    solution_text="'4.4x compute': 144 x 2.517 PF / (64 x 1.299 PF) = 4.36",
+    hints=("BF16 is 2 bytes, FP32 is 4.", "2 + 2 + 3 x 4"),
+    solution=lambda: 2 + 2 + 3 * 4,
+    solution_text="bytes = 2 + 2 + 4 + 4 + 4   # 16: the ZeRO paper's 2 + 2 + K with K = 12",
 )
 
 
-#: The Trainium2 power the lab assumes (no source gives one): its TRN2_WATTS default.
-TRN2_WATTS = 500.0
-#: Tokens per second each user sees in the comparison (the lab's PER_USER default).
-PER_USER = 20
+def _min_chips() -> int:
+    m = scale.model("llama3-70b")
+    usable = catalog.chip("trn2").hbm_bytes * scale._plan.USABLE_HBM
+    return math.ceil(16 * m.params / usable)
 
 
-@lru_cache(maxsize=1)
-def _serving() -> dict:
-    from trnlab import scale
-
-    points = {}
-    for key, system, fmt, watts in (
-        ("trn2", "trn2.48xlarge", "fp8_e4m3", TRN2_WATTS),
-        ("trn3", "trn3-ultraserver-gen2", "mxfp8_e4m3", None),
+def _min_chips_known() -> dict[float, str]:
+    state = 16 * scale.model("llama3-70b").params
+    usable = catalog.chip("trn2").hbm_bytes * scale._plan.USABLE_HBM
+    found: dict[float, list[str]] = {}
+    for count, says in (
+        (state / usable, "that is the quotient; a fraction of a chip does not exist: round up"),
+        (_min_chips() - 1, "that rounds down, and the state would not fit: round up"),
+        (math.ceil(state / (96 * 2**30)), "that counts all 96 GiB; only 95% is usable"),
+        (math.ceil(state / (0.95 * 96e9)), "that reads 96 GiB as 96 x 10^9 bytes; a GiB is 2^30"),
     ):
-        points[key] = scale.tokens_per_megawatt_at(
-            "llama3-70b",
-            system,
-            PER_USER,
-            tp=4,
-            prompt=2048,
-            output=256,
-            weight_format=fmt,
-            watts_per_chip=watts,
-            batches=[2**k for k in range(11)],
-        )
-    return points
+        found.setdefault(float(count), []).append(says)
+    return {k: "; or ".join(v) for k, v in found.items() if k != _min_chips()}
 
 
-def _tokens_per_mw() -> float:
-    p = _serving()
-    return p["trn3"].tokens_per_megawatt / p["trn2"].tokens_per_megawatt
+min_chips = Exercise(
+    "lab09.min_chips",
+    "Ignoring activations, what is the smallest number of Trainium2 chips whose HBM (96 GiB each, "
+    "95% usable) can hold Llama 3 70B's training state (70.55B parameters x 16 bytes) when ZeRO-3 "
+    "shards all of it?",
+    close_to(
+        _min_chips,
+        what="the chip count",
+        unit="chips",
+        known=_min_chips_known,
+        slips=(
+            slips.Slip(
+                1 / 8,
+                "that counts 2 bytes per parameter (the BF16 weights "
+                "alone); the training state is 16 bytes per parameter",
+            ),
+        ),
+    ),
+    hints=(
+        "Total state = 16 x 70.55e9 bytes; one chip holds 0.95 x 96 x 2^30 bytes.",
+        "Divide and round up: a fraction of a chip does not exist.",
+    ),
+    solution=_min_chips,
+    solution_text="math.ceil(16 * 70.55e9 / (0.95 * 96 * 2**30))   # 12: the state alone; activations need more",
+)
+
+bubble = Exercise(
+    "lab09.bubble",
+    "A 1F1B pipeline has 4 stages and runs 16 micro-batches per step. What fraction of the step "
+    "are the stages idle (the pipeline bubble)?",
+    close_to(
+        (4 - 1) / (16 + 4 - 1),
+        what="the bubble fraction",
+        slips=(
+            *slips.fraction_vs_percent("fraction"),
+            slips.Slip(
+                (4 - 1) / 16 / ((4 - 1) / (16 + 4 - 1)),
+                "that is (p-1)/m, the bubble measured against the ideal (bubble-free) time, "
+                "the other convention in the literature; the question asks for its share of "
+                "the step, (p-1)/(m+p-1)",
+                0.005,
+            ),
+            slips.Slip(
+                4 / (16 + 4) / ((4 - 1) / (16 + 4 - 1)),
+                "that is p/(m+p); the pipeline fills in p - 1 slots and drains in p - 1: "
+                "(p-1)/(m+p-1)",
+                0.005,
+            ),
+        ),
+    ),
+    hints=(
+        "The step takes m + p - 1 micro-batch slots for m micro-batches.",
+        "Idle share = (p - 1) / (m + p - 1).",
+    ),
+    solution=lambda: (4 - 1) / (16 + 4 - 1),
+    solution_text="bubble = (4 - 1) / (16 + 4 - 1)   # 0.158: more micro-batches shrink it",
+)
 
 
-def _explain_tokens(predicted: float, model: float) -> str:
-    p = _serving()
-    t2, t3 = p["trn2"], p["trn3"]
-    per_chip = t3.tokens_per_second_per_chip / t2.tokens_per_second_per_chip
-    power = t3.result.watts_per_chip / t2.result.watts_per_chip
-    bw = catalog.chip("trn3").hbm_bandwidth / catalog.chip("trn2").hbm_bandwidth
+SEQ_LEN = 4096
+
+
+def _zero3_memory_gib() -> float:
+    m = scale.model("llama3-70b")
+    return scale.training_memory(m, seq_len=SEQ_LEN, dp=64, zero=3).total / 2**30
+
+
+def _explain_zero3(predicted: float, model: float) -> str:
+    m = scale.model("llama3-70b")
+    r = scale.training_memory(m, seq_len=SEQ_LEN, dp=64, zero=3)
+    gib = 2**30
+    state = (r.weights + r.gradients + r.optimizer) / gib
     why = (
-        f"decoding is bound by HBM bandwidth (Trainium3 has {bw:.1f}x Trainium2's), and at "
-        f"{PER_USER} tokens/s per user the faster chip can serve a bigger batch ({t3.batch} "
-        f"against {t2.batch}), so it makes {per_chip:.1f}x the tokens per chip; at "
-        f"{power:.1f}x the power per chip (1,000 W estimated against {TRN2_WATTS:.0f} W "
-        f"assumed) that is {model:.1f}x per megawatt."
+        f"ZeRO-3 shards the 16 bytes per parameter over 64 chips: {state:.1f} GiB. The rest is "
+        f"what every chip keeps for itself: the activations of its own {SEQ_LEN}-token sequence "
+        f"for the backward pass, about 34 bytes per token per hidden unit in each of the "
+        f"{m.layers} layers ({r.activations / gib:.0f} GiB), the gathered weights of the layers "
+        f"in flight ({r.buffers / gib:.1f} GiB) and the logits ({r.logits / gib:.1f} GiB). "
+        "Sharding divides the state, not the activations: that is what recomputation is for."
     )
-    if predicted > 1.5 * model:
-        why += (
-            " The claimed 'over 5x' needs more than the chips: a lower Trainium2 power, MXFP4, "
-            "larger batches at a looser latency, or system-level effects."
-        )
+    if predicted < 0.5 * model:
+        why += " A figure near the sharded state leaves the activations out."
     return why
 
 
-tokens_per_mw = Prediction(
-    "lab09.tokens_per_mw",
-    f"Predict before the next cell runs the model: serving Llama 3 70B (4-way tensor "
-    f"parallel) so that every user sees {PER_USER} tokens/s, how many times Trainium2's output "
-    f"tokens per megawatt does Trainium3 produce? Assume {TRN2_WATTS:.0f} W per Trainium2 (the "
-    "lab's TRN2_WATTS) and 1,000 W per Trainium3; AWS claims over 5x.",
-    _tokens_per_mw,
-    what="the ratio",
-    unit="x",
-    explain=_explain_tokens,
+zero3_memory = Prediction(
+    "lab09.zero3_memory",
+    "Predict before the chart: Llama 3 70B (70.55B parameters, 80 layers, hidden 8,192) trained "
+    "on 64 chips, data-parallel with ZeRO-3 (all 16 bytes per parameter of state sharded), one "
+    "4,096-token sequence per chip, FlashAttention, no recomputation. How much memory does each "
+    "chip need, in GiB?",
+    _zero3_memory_gib,
+    what="the memory per chip",
+    unit="GiB",
+    explain=_explain_zero3,
     within=0.25,
+    slips=(*slips.binary_prefixes("GiB"), *slips.si_prefixes("GiB", hi=9)),
     hints=(
-        "Decode reads every weight (and the KV cache) once per generated token: its speed is "
-        "set by HBM bandwidth.",
-        "Tokens per MW = tokens per second per chip / watts per chip: compare both factors.",
+        "Start from the state: 16 bytes x 70.55e9 parameters over 64 chips.",
+        "Then the activations kept for the backward pass: per layer, about 34 bytes per token "
+        "per hidden unit (Korthikanti et al.), for 4,096 tokens and 80 layers.",
     ),
-    solution_text="HBM bandwidth 4.9 / 2.9 = 1.7x and a larger batch at the same latency give "
-    "about 3.9x the tokens per chip; at twice the power, about 1.9x per megawatt",
+    solution_text="state 16 * 70.55e9 / 64 / 2**30 = 16.4 GiB; activations 34 * 4096 * 8192 * "
+    "80 / 2**30 = 85 GiB; plus gathered weights and logits",
 )

@@ -3,7 +3,7 @@
 
 The NKI kernels are the one source of truth. ``tiled(ctx, a_t, b, c)`` and its siblings trace
 the NKI kernel onto a ``KernelContext`` (:func:`trnlab.nki.record_into`) so code written
-against the engine-level API (lab 04's checks, ``core.run``) keeps running them.
+against the engine-level API (lab 05's checks, ``core.run``) keeps running them.
 """
 
 from __future__ import annotations

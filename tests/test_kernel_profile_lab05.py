@@ -1,4 +1,4 @@
-"""Lab 04's kernel checks, on NKI kernels: the references pass; correct alternatives (other
+"""Lab 05's kernel checks, on NKI kernels: the references pass; correct alternatives (other
 tile sizes, other loop orders) pass; adversarial kernels fail with the right diagnosis:
 padded with useless matmuls, reloading an operand, a two-pass epilogue (on chip or through
 HBM), wrong values, NaN from reading memory never written."""
@@ -14,7 +14,7 @@ import trnlab.nki as nki
 import trnlab.nki.isa as nisa
 import trnlab.nki.language as nl
 from trnlab import core, exercises
-from trnlab.exercises import lab04
+from trnlab.exercises import lab05
 
 
 @pytest.fixture(autouse=True)
@@ -34,10 +34,10 @@ def _message(ex, kernel) -> str:
 @pytest.mark.parametrize(
     ("ex", "ref"),
     [
-        (lab04.correct_matmul, lab04.reference_tiled),
-        (lab04.fits_sbuf, lab04.reference_streamed),
-        (lab04.fast, lab04.reference_blocked),
-        (lab04.epilogue, lab04.reference_epilogue),
+        (lab05.correct_matmul, lab05.reference_tiled),
+        (lab05.fits_sbuf, lab05.reference_streamed),
+        (lab05.fast, lab05.reference_blocked),
+        (lab05.epilogue, lab05.reference_epilogue),
     ],
 )
 def test_reference_kernels_pass_and_untouched_is_not_attempted(ex, ref):
@@ -118,25 +118,25 @@ def returns_another_tensor(a_t, b):
 
 
 def test_correct_alternatives_pass():
-    assert lab04.correct_matmul.check(n_outer).status == exercises.PASSED
+    assert lab05.correct_matmul.check(n_outer).status == exercises.PASSED
 
 
 def test_wrong_matmuls_are_told_what_is_wrong():
-    assert "only the last K tile" in _message(lab04.correct_matmul, overwrites_psum)
-    msg = _message(lab04.correct_matmul, accumulates_from_the_start)
+    assert "only the last K tile" in _message(lab05.correct_matmul, overwrites_psum)
+    msg = _message(lab05.correct_matmul, accumulates_from_the_start)
     assert "NaN" in msg and "never written" in msg and "accumulate=True" in msg
-    msg = _message(lab04.correct_matmul, reads_unloaded_rows)
+    msg = _message(lab05.correct_matmul, reads_unloaded_rows)
     assert "NaN" in msg and "[:ks, :ms]" in msg
-    assert "returned no HBM tensor" in _message(lab04.correct_matmul, forgets_to_return)
-    assert "never stored" in _message(lab04.correct_matmul, returns_another_tensor)
-    assert "NKI kernel" in _message(lab04.correct_matmul, 42)
-    assert "raised ZeroDivisionError" in _message(lab04.correct_matmul, lambda a_t, b: 1 / 0)
-    old_style = _message(lab04.correct_matmul, lambda ctx, a_t, b, c: None)
+    assert "returned no HBM tensor" in _message(lab05.correct_matmul, forgets_to_return)
+    assert "never stored" in _message(lab05.correct_matmul, returns_another_tensor)
+    assert "NKI kernel" in _message(lab05.correct_matmul, 42)
+    assert "raised ZeroDivisionError" in _message(lab05.correct_matmul, lambda a_t, b: 1 / 0)
+    old_style = _message(lab05.correct_matmul, lambda ctx, a_t, b, c: None)
     assert "TypeError" in old_style and "def my_kernel(a_t, b)" in old_style
 
 
 def test_a_slow_kernel_is_told_where_its_time_goes():
-    msg = _message(lab04.correct_matmul, small_n_tiles)
+    msg = _message(lab05.correct_matmul, small_n_tiles)
     assert "slow" in msg and "reference tiled kernel" in msg
     assert "a_t" in msg and "times over" in msg  # 64-wide N tiles reload A 16 times
     assert "Where the time goes: DMA q" in msg and "cost per transfer" in msg
@@ -211,20 +211,20 @@ def streamed_reloading_a(a_t, b, chunk=16):
 
 @nki.jit
 def streamed_in_chunks_of_8(a_t, b):
-    return lab04.reference_streamed(a_t, b, chunk=8)
+    return lab05.reference_streamed(a_t, b, chunk=8)
 
 
 def test_sbuf_fit_diagnoses_the_overflow_and_the_operand_that_reloads():
-    msg = _message(lab04.fits_sbuf, hoisted)
+    msg = _message(lab05.fits_sbuf, hoisted)
     assert "refused" in msg and "SBUF" in msg and "180224" in msg and "chunks" in msg
-    msg = _message(lab04.fits_sbuf, streamed_reloading_a)
+    msg = _message(lab05.fits_sbuf, streamed_reloading_a)
     assert "it fits, but" in msg
     # every N tile (2 of them) loads A again; every M tile (4) loads B again
     assert "a_t 2.0 times over" in msg and "b 4.0 times over" in msg
     assert "Where the time goes: DMA q" in msg
-    msg = _message(lab04.fits_sbuf, lab04.reference_tiled)
+    msg = _message(lab05.fits_sbuf, lab05.reference_tiled)
     assert "target" in msg and "times over" in msg
-    assert lab04.fits_sbuf.check(streamed_in_chunks_of_8).status == exercises.PASSED
+    assert lab05.fits_sbuf.check(streamed_in_chunks_of_8).status == exercises.PASSED
 
 
 # --- useful utilisation ---------------------------------------------------------------------------
@@ -310,22 +310,22 @@ def blocked_n_outer(a_t, b):
 
 
 def test_useful_utilisation_never_counts_padding():
-    shape = lab04.FAST_SHAPE
-    run = lab04.profile(padded, shape)
-    ref = lab04.profile(lab04.reference_blocked, shape)
+    shape = lab05.FAST_SHAPE
+    run = lab05.profile(padded, shape)
+    ref = lab05.profile(lab05.reference_blocked, shape)
     # the Tensor Engine is busier than the target, so counting executed matmuls would pass it
-    assert run.utilisation > lab04.UTILISATION_TARGET
+    assert run.utilisation > lab05.UTILISATION_TARGET
     assert run.latency > ref.latency
     m, k, n = shape
-    assert lab04.useful_utilisation(run, shape) == pytest.approx(
+    assert lab05.useful_utilisation(run, shape) == pytest.approx(
         2 * m * n * k / run.latency / core.core_params("trn1").peak_flops("bf16")
     )
-    msg = _message(lab04.fast, padded)
+    msg = _message(lab05.fast, padded)
     assert "3.0x the FLOPs the product needs" in msg and "never count" in msg
     assert "reference blocked kernel" in msg
-    msg = _message(lab04.fast, lab04.reference_tiled)
+    msg = _message(lab05.fast, lab05.reference_tiled)
     assert "55%" in msg and "times over" in msg and "DMA q" in msg
-    assert lab04.fast.check(blocked_n_outer).status == exercises.PASSED
+    assert lab05.fast.check(blocked_n_outer).status == exercises.PASSED
 
 
 # --- the fused epilogue ---------------------------------------------------------------------------
@@ -401,13 +401,13 @@ def no_bias(w, x_t, bias):
 
 
 def test_epilogue_is_judged_per_output_element_with_any_tiles():
-    assert lab04.epilogue.check(fused_small_tiles).status == exercises.PASSED
-    msg = _message(lab04.epilogue, two_pass_on_chip)
+    assert lab05.epilogue.check(fused_small_tiles).status == exercises.PASSED
+    msg = _message(lab05.epilogue, two_pass_on_chip)
     assert "not fused" in msg and "262,144 of the 262,144 elements" in msg
     assert "went through 2 engine instructions" in msg
-    msg = _message(lab04.epilogue, two_pass_through_hbm)
+    msg = _message(lab05.epilogue, two_pass_through_hbm)
     assert "not fused" in msg and "back from HBM" in msg
-    assert "values are wrong" in _message(lab04.epilogue, no_bias)
+    assert "values are wrong" in _message(lab05.epilogue, no_bias)
 
 
 def test_element_passes_counts_each_element_of_a_mixed_kernel():
@@ -446,26 +446,26 @@ def test_element_passes_counts_each_element_of_a_mixed_kernel():
 
 # --- predict, then run ----------------------------------------------------------------------------
 def test_the_prediction_names_the_slip_and_explains_the_gap():
-    model = lab04.predict_tiled.reference()
-    run = lab04.profile(lab04.reference_tiled, lab04.TILED_SHAPE)
+    model = lab05.predict_tiled.reference()
+    run = lab05.profile(lab05.reference_tiled, lab05.TILED_SHAPE)
     assert model == pytest.approx(run.latency * 1e6)
-    assert lab04.predict_tiled.check(round(model)).status == exercises.PASSED
-    assert lab04.predict_tiled.check(f"{model * 1.2:.1f}").status == exercises.PASSED
-    assert lab04.predict_tiled.check(None).status == exercises.NOT_ATTEMPTED
+    assert lab05.predict_tiled.check(round(model)).status == exercises.PASSED
+    assert lab05.predict_tiled.check(f"{model * 1.2:.1f}").status == exercises.PASSED
+    assert lab05.predict_tiled.check(None).status == exercises.NOT_ATTEMPTED
     # the roofline figure: bytes over the DMA bandwidth
-    msg = _message(lab04.predict_tiled, run.memory_bound_s * 1e6)
+    msg = _message(lab05.predict_tiled, run.memory_bound_s * 1e6)
     assert "roofline" in msg and "too low" in msg
-    assert "microseconds" in _message(lab04.predict_tiled, model * 1e-6)
-    assert "two DMA queues" in _message(lab04.predict_tiled, 2 * model)
-    far = _message(lab04.predict_tiled, 10 * model)
+    assert "microseconds" in _message(lab05.predict_tiled, model * 1e-6)
+    assert "two DMA queues" in _message(lab05.predict_tiled, 2 * model)
+    far = _message(lab05.predict_tiled, 10 * model)
     assert "about 10x too high" in far
-    for m in (far, _message(lab04.predict_tiled, model / 3)):
+    for m in (far, _message(lab05.predict_tiled, model / 3)):
         assert "%" not in m
-    text = lab04.explain_prediction(30)
+    text = lab05.explain_prediction(30)
     assert "You predicted 30 us" in text and f"{model:.1f} us" in text
 
 
-# --- issue 14 acceptance 2, lab 04: each exercise's right answer, its right answer rounded
+# --- issue 14 acceptance 2, lab 05: each exercise's right answer, its right answer rounded
 # (the numeric one), at least two plausible wrong answers with their diagnosis, an untouched
 # answer; no message with 0%, a percentage of 10,000% or more, or a 10-digit number ----------
 @nki.jit
@@ -496,12 +496,12 @@ WRONG_KERNELS = {
     "fits_sbuf": [
         (hoisted, "chunks"),
         (streamed_reloading_a, "a_t 2.0 times over"),
-        (lab04.reference_tiled, "times over"),
+        (lab05.reference_tiled, "times over"),
     ],
     "fast": [
         (padded, "3.0x the FLOPs the product needs"),
-        (lab04.reference_tiled, "55%"),
-        (lab04.reference_streamed, "b 4.0 times over"),  # fits SBUF, but B is re-read per M group
+        (lab05.reference_tiled, "55%"),
+        (lab05.reference_streamed, "b 4.0 times over"),  # fits SBUF, but B is re-read per M group
     ],
     "epilogue": [
         (two_pass_on_chip, "went through 2 engine instructions"),
@@ -511,15 +511,15 @@ WRONG_KERNELS = {
 }
 
 
-def test_every_lab04_exercise_is_audited():
-    found = {v.key for v in vars(lab04).values() if isinstance(v, exercises.Exercise)}
-    assert found == {f"lab04.{k}" for k in WRONG_KERNELS} | {"lab04.predict_tiled"}
+def test_every_lab05_exercise_is_audited():
+    found = {v.key for v in vars(lab05).values() if isinstance(v, exercises.Exercise)}
+    assert found == {f"lab05.{k}" for k in WRONG_KERNELS} | {"lab05.predict_tiled"}
     assert all(len(cases) >= 2 for cases in WRONG_KERNELS.values())
 
 
 @pytest.mark.parametrize("name", sorted(WRONG_KERNELS))
 def test_each_kernel_exercise_diagnoses_its_plausible_wrong_kernels(name):
-    ex = getattr(lab04, name)
+    ex = getattr(lab05, name)
     for answer in (None, ...):  # the template's placeholder, and an Ellipsis left in
         assert ex.check(answer).status == exercises.NOT_ATTEMPTED
     for kernel, says in WRONG_KERNELS[name]:
@@ -529,7 +529,7 @@ def test_each_kernel_exercise_diagnoses_its_plausible_wrong_kernels(name):
 
 
 def test_the_prediction_passes_rounded_and_with_its_unit_and_reads_as_a_person_says():
-    ex = lab04.predict_tiled
+    ex = lab05.predict_tiled
     model = ex.reference()
     for answer in (model, float(f"{model:.3g}"), f"{model:.3g} us", f"{model / 1e3:.3g} ms"):
         assert ex.check(answer).status == exercises.PASSED, answer
@@ -537,6 +537,6 @@ def test_the_prediction_passes_rounded_and_with_its_unit_and_reads_as_a_person_s
     assert "time" in _message(ex, f"{model:.3g} GB")  # a size is not a latency
     # an exact prediction: no "0%" in the explanation (was "slightly too low (0%)")
     for p in (model, model * (1 + 1e-9), f"{model:.3g} us"):
-        text = lab04.explain_prediction(p)
+        text = lab05.explain_prediction(p)
         assert text.startswith("You predicted"), text
         _reasonable(text)
