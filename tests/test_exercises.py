@@ -81,6 +81,9 @@ def test_right_answer_passes_rounded_or_with_a_unit(answer):
         (2.53, "slightly too low, by 0.6%"),
         (-2.5444, "has the wrong sign"),
         ("fast", "'fast' does not start with a number"),
+        ("E0", "'E0' does not start with a number"),  # an exponent alone (hypothesis found it)
+        ("-e5 GHz", "does not start with a number"),
+        ("1 x 10^99999 GHz", "the answer is a finite number"),
         ("2.5 TB/s", "is a bandwidth (bytes per second), but the question asks for a clock"),
         ([2.5], "should be a number (in GHz), not a list"),
         (float("nan"), "finite"),

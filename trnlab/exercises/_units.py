@@ -197,14 +197,18 @@ def split_answer(text: str) -> tuple[float, str]:
     if not m or not m["num"] or m["num"] in {"-", "+", "."}:
         raise UnitMismatch(f"'{text}' does not start with a number")
     raw = m["num"].replace(",", "").replace("_", "").replace("−", "-")
-    value = float(raw)
+    try:
+        value = float(raw)
+    except ValueError:  # an exponent with no digits before it: "E0", "-e5"
+        raise UnitMismatch(f"'{text}' does not start with a number") from None
     if m["den"]:
         den = float(m["den"])
         if den == 0:
             raise UnitMismatch(f"'{text}' divides by zero")
         value /= den
     if m["exp"]:
-        value *= 10.0 ** int(m["exp"].replace("−", "-"))
+        # through float's own parsing: beyond its range it gives inf or 0, never an error
+        value = float(f"{value!r}e{int(m['exp'].replace('−', '-'))}")
     return value, m["unit"]
 
 
