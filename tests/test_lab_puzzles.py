@@ -8,6 +8,7 @@ get the diagnosis of their slip.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ import trnlab.nki.isa as nisa
 import trnlab.nki.language as nl
 from trnlab import core, exercises
 from trnlab.exercises import lab04 as pz
-from trnlab.exercises._puzzle import _inputs
+from trnlab.exercises._puzzle import _inputs, _output, run_kernel
 
 IDS = [p.key for p in pz.PUZZLES]
 
@@ -546,3 +547,39 @@ def test_inputs_are_rounded_to_the_arguments_dtype():
     assert [a.name for a in args] == ["q_t", "k_t", "v"]
     q = vals["q_t"]
     assert np.array_equal(q, q.astype(np.float32).astype(np.float64))
+
+
+# --- The prediction before puzzle 9: what rotating buffers buy ---------------------------------
+def test_the_one_buffer_kernel_computes_the_same_product_more_slowly():
+    run, vals, problem = run_kernel(pz.one_buffer_matmul, pz.double_buffer.spec)
+    assert problem is None
+    _, out, problem = _output(run)
+    assert problem is None
+    np.testing.assert_allclose(
+        np.asarray(out, np.float64), vals["a_t"].T @ vals["b"], rtol=1e-3, atol=1e-2
+    )
+    one, rotating = pz.buffer_runs()
+    assert one.latency > rotating.latency
+    assert pz.buffer_speedup.reference() == pytest.approx(one.latency / rotating.latency)
+
+
+def test_buffer_speedup_prediction_feedback():
+    p = pz.buffer_speedup
+    model = p.reference()
+    one, rotating = pz.buffer_runs()
+    assert p.check(None).status == exercises.NOT_ATTEMPTED
+    assert p.check(model).status == exercises.PASSED
+    assert p.check(round(model, 1)).status == exercises.PASSED  # rounded: 1.6
+    assert p.check(f"{model:.2f}x").status == exercises.PASSED  # with its unit
+    # "the matmul is all one buffer loses": a speed-up near 1, told what it left out
+    near_one = p.check(1.1)
+    assert near_one.status == exercises.FAILED
+    assert "whole latency and the waits between engines" in near_one.message
+    # too high: told how far, with both times
+    high = p.check(3 * model)
+    assert high.status == exercises.FAILED and "3x too high" in high.message
+    assert f"{one.latency * 1e6:.1f} us" in high.message
+    assert f"{rotating.latency * 1e6:.1f} us" in high.message
+    for answer in (0.011, 1.1, 3 * model, 1e9, "1e-9"):
+        message = p.check(answer).message
+        assert not re.search(r"(?<![\d.])0%|\d{5,},?\d*%|\d{11,}", message), message

@@ -137,8 +137,8 @@ def test_lab05_has_four_kernels_and_a_prediction():
     assert pace.estimate_lab(5).kinds == {"predict": 1, "kernel": 4}
 
 
-def test_the_puzzle_lab_has_ten_puzzles():
-    assert pace.estimate_lab(4).kinds == {"puzzle": 10}
+def test_the_puzzle_lab_has_ten_puzzles_and_a_prediction():
+    assert pace.estimate_lab(4).kinds == {"puzzle": 10, "predict": 1}
     # a puzzle's expected minutes: a first attempt and, for two learners in three, a retry
     assert pace.rates().exercise["puzzle"] == pytest.approx(7.0 + 0.67 * 4.0)
 
