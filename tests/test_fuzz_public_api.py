@@ -6,8 +6,8 @@ explains the machinery and the verdict). A name exported in a subpackage's ``__a
 line here fails :func:`test_every_public_name_has_a_fuzz_spec`: add a fuzz spec for it.
 
 Budget: ``FUZZ_EXAMPLES`` examples per target (``TRNLAB_FUZZ_EXAMPLES`` overrides it), drawn
-deterministically so the suite stays reproducible; ``TRNLAB_FUZZ_RANDOM=1`` draws fresh
-examples for a longer local hunt.
+as the suite's hypothesis profile says (``tests/conftest.py``: the same examples every run;
+``TRNLAB_FUZZ_RANDOM=1`` draws fresh ones for a longer local hunt).
 """
 
 from __future__ import annotations
@@ -29,8 +29,6 @@ FUZZ_EXAMPLES = int(os.environ.get("TRNLAB_FUZZ_EXAMPLES", "12"))
 _SETTINGS = settings(
     max_examples=FUZZ_EXAMPLES,
     deadline=None,  # the watchdog in _fuzz.run_with_budget is the per-call limit
-    derandomize=os.environ.get("TRNLAB_FUZZ_RANDOM") != "1",
-    database=None,
     suppress_health_check=list(HealthCheck),
     print_blob=False,
 )
