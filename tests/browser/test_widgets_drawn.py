@@ -222,6 +222,10 @@ def check_choice_redraws(page, watch, where: str, title, control: str, what: str
     """Choose the next option of the dashboard's ``control``; the figure titled ``title`` and
     the dashboard's text (summary, table) must both change on the page."""
     explorer = h.dashboard(page, page.locator("text.gtitle", has_text=title))
+    # A dashboard may draw after the kernel goes idle (long work runs off the UI thread, and
+    # the browser renders the widget after its model arrives): wait for the chart, not a clock.
+    wait_until(explorer.count, f"{where}: its {title!r} chart drawn", 20,
+               seen=lambda: f"{explorer.count()} such outputs")  # fmt: skip
     assert explorer.count() == 1, f"{where}: expected one dashboard with a {title!r} chart"
     explorer.scroll_into_view_if_needed()
     fig = h.figure(explorer, title)

@@ -328,8 +328,27 @@ def achieved_flops_per_chip(
     return _achieved(chip.key, dtype, shape)
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=4096)
 def _achieved(chip_key: str, dtype: str, shape: tuple[int, int, int] | None) -> tuple[float, str]:
+    rate, where = _large_gemm_rate(chip_key, dtype)
+    if shape is not None:
+        chip = catalog.chip(chip_key)
+        # Wave and tile quantization of the GEMM's output tiles over the GPU's SMs.
+        q = _quantization(chip.key, shape)
+        if q is not None and q < 1.0:
+            rate *= q
+            where = f"{where}, {q:.1%} after wave quantization of {shape[0]}x{shape[1]}"
+        roof, what = _roofline(chip, shape)
+        if roof < rate:
+            rate, where = roof, f"{where}, held to the {what}"
+    return rate, where
+
+
+@lru_cache(maxsize=64)
+def _large_gemm_rate(chip_key: str, dtype: str) -> tuple[float, str]:
+    """The large-GEMM rate of one chip and format, before any shape's quantization or
+    roofline: one kernel simulation per (chip, format), shared by every shape a search
+    evaluates."""
     chip = catalog.chip(chip_key)
     peak = chip.peak_flops(dtype)
     if chip.core is None or dtype not in _KERNEL_FORMAT:
@@ -359,15 +378,6 @@ def _achieved(chip_key: str, dtype: str, shape: tuple[int, int, int] | None) -> 
         )
         rate = run.achieved_flops * chip.cores
         where = f"NeuronCore model, blocked_mnk {_GEMM}^3 ({run.utilisation:.0%} of core peak)"
-    if shape is not None:
-        # Wave and tile quantization of the GEMM's output tiles over the GPU's SMs.
-        q = _quantization(chip.key, shape)
-        if q is not None and q < 1.0:
-            rate *= q
-            where = f"{where}, {q:.1%} after wave quantization of {shape[0]}x{shape[1]}"
-        roof, what = _roofline(chip, shape)
-        if roof < rate:
-            rate, where = roof, f"{where}, held to the {what}"
     return rate, where
 
 
