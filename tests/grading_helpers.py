@@ -142,3 +142,48 @@ def sandbox_or_skip() -> None:
         if os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no"):
             raise
         pytest.skip(str(err))
+
+
+def alive(name: str) -> list[int]:
+    """PIDs of live (not zombie) processes whose command name (``/proc/PID/comm``) is
+    ``name``."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                comm = Path(f"/proc/{entry.name}/comm").read_text().strip()
+                state = Path(f"/proc/{entry.name}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if comm == name and state != "Z":
+                found.append(int(entry.name))
+    return found
+
+
+def daemon_cell(targets: list[str], name: str) -> str:
+    """A cell that starts a detached process (double fork, new session) named ``name`` that
+    keeps rewriting ``targets``; it records its pid in ``daemon_pid``."""
+    return f"""
+import ctypes, os, time
+marker = os.path.abspath("daemon-started")
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        ctypes.CDLL(None).prctl(15, {name.encode()!r}, 0, 0, 0)  # PR_SET_NAME
+        with open(marker, "w") as f:
+            f.write(str(os.getpid()))
+        while True:
+            for target in {targets!r}:
+                try:
+                    with open(target, "w") as f:
+                        f.write("rewritten by a detached process")
+                except OSError:
+                    pass
+            time.sleep(0.05)
+    os._exit(0)
+os.wait()
+deadline = time.monotonic() + 120
+while not os.path.exists(marker) and time.monotonic() < deadline:
+    time.sleep(0.01)
+daemon_pid = open(marker).read()
+"""

@@ -2,10 +2,10 @@
 the same batch are graded as usual.
 
 One batch of lab 01 notebooks (graded two at a time) holds a student who tries to write
-outside the sandbox and overwrite another student's notebook, one who forges the results
-bundle and switches the solutions on, one who patches the checks in their kernel, one who
-leaves a detached process rewriting the grades CSV, one with an infinite loop, one who forks
-and allocates without bound, a victim and an honest student. A second batch holds lab 05
+outside the sandbox, overwrite another student's notebook and leave a detached process
+rewriting the grades CSV; one who forges the results bundle, switches the solutions on and
+patches the checks in their kernel; one with an infinite loop; one who forks and allocates
+without bound; a victim and an honest student. A second batch holds lab 05
 NKI kernels: an honest one, and one that patches the checks from inside the kernel.
 
 Afterwards: nothing outside the sandbox changed (the submissions, a canary file, the host's
@@ -16,11 +16,9 @@ grader returned, and every hostile exercise is graded as not passed.
 from __future__ import annotations
 
 import hashlib
-import os
 import uuid
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from tests.grading_helpers import (
@@ -29,6 +27,8 @@ from tests.grading_helpers import (
     ROOT,
     TILED_KERNEL,
     WRONG,
+    alive,
+    daemon_cell,
     lab05_submission,
     load_scaled,
     read_csv,
@@ -49,22 +49,6 @@ def _snapshot(*roots: Path, skip: tuple[Path, ...] = ()) -> dict[str, tuple[int,
             if path.is_file() and "__pycache__" not in path.parts and path not in skip:
                 data = path.read_bytes()
                 found[str(path)] = (len(data), hashlib.sha256(data).hexdigest())
-    return found
-
-
-def _alive(name: str) -> list[int]:
-    """PIDs of live (not zombie) processes whose command name (``/proc/PID/comm``) is
-    ``name``."""
-    found = []
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                comm = Path(f"/proc/{entry.name}/comm").read_text().strip()
-                state = Path(f"/proc/{entry.name}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            except OSError:
-                continue
-            if comm == name and state != "Z":
-                found.append(int(entry.name))
     return found
 
 
@@ -107,33 +91,6 @@ import trnlab.exercises._checks as _checks
 for _ex in (lab01.clock, lab01.growth, lab01.bandwidth_implied, lab01.trust):
     _ex._check = lambda answer: None  # every answer "correct" in this kernel
 _checks.close_to = lambda *a, **k: (lambda answer: None)
-"""
-
-
-def _daemon_cell(targets: list[str], name: str) -> str:
-    return f"""
-import ctypes, os, time
-marker = os.path.abspath("daemon-started")
-if os.fork() == 0:
-    os.setsid()
-    if os.fork() == 0:
-        ctypes.CDLL(None).prctl(15, {name.encode()!r}, 0, 0, 0)  # PR_SET_NAME
-        with open(marker, "w") as f:
-            f.write(str(os.getpid()))
-        while True:
-            for target in {targets!r}:
-                try:
-                    with open(target, "w") as f:
-                        f.write("rewritten by a detached process")
-                except OSError:
-                    pass
-            time.sleep(0.05)
-    os._exit(0)
-os.wait()
-deadline = time.monotonic() + 120
-while not os.path.exists(marker) and time.monotonic() < deadline:
-    time.sleep(0.01)
-daemon_pid = open(marker).read()
 """
 
 
@@ -181,13 +138,16 @@ def test_hostile_lab01_submissions_change_nothing_outside_and_pass_nothing(tmp_p
 
     targets = [str(canary), str(csv_path), str(folder / "planted.ipynb"), str(host_tmp)]
     targets += [str(source_file), str(ROOT / "planted.txt"), "/root/planted", "/usr/planted"]
-    escape_answers = {**WRONG, "trust": "f'escape written={written} tampered={tampered}'"}
-    submission(folder / name("eve"), "eve", escape_answers, extra=_escape_cell(targets, victim))
-    submission(folder / name("fred"), "fred", None, extra=FORGE_CELL)
-    submission(folder / name("pete"), "pete", WRONG, extra=PATCH_CELL)
-    daemon_answers = {**WRONG, "trust": "f'daemon {daemon_pid} was running'"}
-    daemon = _daemon_cell([str(csv_path), str(canary)], daemon_name)
-    submission(folder / name("dan"), "dan", daemon_answers, extra=daemon)
+    # Eve writes outside, tampers with the victim, then leaves a detached process rewriting
+    # the grades and the canary; each attack leaves its result in her answer to 'trust'.
+    eve_answers = {
+        **WRONG,
+        "trust": "f'escape written={written} tampered={tampered}; daemon {daemon_pid} was running'",
+    }
+    eve = _escape_cell(targets, victim) + daemon_cell([str(csv_path), str(canary)], daemon_name)
+    submission(folder / name("eve"), "eve", eve_answers, extra=eve)
+    # Fred forges the results bundle, switches the solutions on and patches the checks.
+    submission(folder / name("fred"), "fred", WRONG, extra=FORGE_CELL + PATCH_CELL)
     loop = {k: RIGHT[k] for k in ("growth", "ridge_trn3")}
     loop["clock_ghz"] = "None\nwhile True:\n    pass"
     submission(folder / name("lou"), "lou", loop)
@@ -205,7 +165,7 @@ def test_hostile_lab01_submissions_change_nothing_outside_and_pass_nothing(tmp_p
     rows = grading.grade(
         folder,
         csv_path,
-        timeout=load_scaled(30),
+        timeout=load_scaled(20),  # per cell: lou's loop is stopped after this
         notebook_timeout=load_scaled(240),
         lab="01",
         jobs=2,
@@ -215,7 +175,7 @@ def test_hostile_lab01_submissions_change_nothing_outside_and_pass_nothing(tmp_p
     # Nothing outside the sandboxes changed, and nothing of the batch is still running.
     assert _snapshot(tmp_path, ROOT / "trnlab", skip=(csv_path,)) == before
     assert not host_tmp.exists() and not (ROOT / "planted.txt").exists()
-    assert _alive(daemon_name) == []
+    assert alive(daemon_name) == []
     assert read_csv(csv_path) == rows
 
     got = {(r["student"], r["exercise"]): (r["status"], r["message"]) for r in rows}
@@ -227,13 +187,11 @@ def test_hostile_lab01_submissions_change_nothing_outside_and_pass_nothing(tmp_p
     assert [status["eve", k] for k in KEYS] == ["failed"] * len(KEYS), _rows_of(got, "eve")
     # (the one write that "worked" went to the sandbox's own /tmp, which left with it)
     assert f"escape written=[{str(host_tmp)!r}] tampered=[]" in got["eve", "lab01.trust"][1]
-    # Forged bundle and solutions switched on: nothing was answered.
-    assert [status["fred", k] for k in KEYS] == ["not attempted"] * len(KEYS), _rows_of(got, "fred")
-    # Checks patched in the kernel: the real checks still say failed.
-    assert [status["pete", k] for k in KEYS] == ["failed"] * len(KEYS), _rows_of(got, "pete")
-    # The daemon ran in the sandbox (its pid is in the answer) and died with it.
-    assert [status["dan", k] for k in KEYS] == ["failed"] * len(KEYS), _rows_of(got, "dan")
-    assert "was running" in got["dan", "lab01.trust"][1]
+    # Her daemon ran in the sandbox (its pid is in the answer) and died with it.
+    assert "was running" in got["eve", "lab01.trust"][1]
+    # Forged bundle, solutions switched on, checks patched in the kernel: the grader's own
+    # checks of the wrong answers still say failed.
+    assert [status["fred", k] for k in KEYS] == ["failed"] * len(KEYS), _rows_of(got, "fred")
     # The infinite loop: what came before is graded, the rest is not passed, and it says why.
     # (the timed-out cell was interrupted: KeyboardInterrupt)
     assert [status["lou", k] for k in KEYS] == ["passed"] * 2 + ["error"] + ["not attempted"] * 2, (
@@ -246,7 +204,7 @@ def test_hostile_lab01_submissions_change_nothing_outside_and_pass_nothing(tmp_p
     # The other lab's notebook is graded as this lab, and says so.
     assert [status["zed", k] for k in KEYS] == ["not attempted"] * len(KEYS), _rows_of(got, "zed")
     assert got["zed", ""] == ("error", "this notebook is lab00's, but lab01 is being graded")
-    assert {s for s, _ in got} == {"eve", "fred", "pete", "dan", "lou", "hal", "vic", "pat", "zed"}
+    assert {s for s, _ in got} == {"eve", "fred", "lou", "hal", "vic", "pat", "zed"}
 
 
 CHEAT_KERNEL = """
@@ -287,55 +245,3 @@ def test_a_lab05_kernel_that_patches_the_checks_is_graded_on_what_it_computes(tm
         for key in ("lab05.fits_sbuf", "lab05.fast", "lab05.epilogue"):
             assert got[student, key][0] == "not attempted"
     assert not [r for r in rows if r["exercise"] == ""]  # no submission-level errors
-
-
-def test_without_a_sandbox_a_notebook_still_ends_with_its_processes(tmp_path):
-    """--unsafe-no-sandbox gives no isolation, but grades the same, and a detached process of
-    the notebook (re-parented to the runner) is still ended with it."""
-    folder = tmp_path / "submissions"
-    folder.mkdir()
-    name = f"trnlab{uuid.uuid4().hex[:8]}"
-    daemon_answers = {**RIGHT, "trust": "f'daemon {daemon_pid} was running'"}
-    submission(folder / "pat.ipynb", "pat", daemon_answers, extra=_daemon_cell([], name))
-    rows = grading.grade(
-        folder,
-        tmp_path / "g.csv",
-        timeout=load_scaled(120),
-        lab="01",
-        unsafe_no_sandbox=True,
-        log=None,
-    )
-    assert [(r["exercise"], r["status"]) for r in rows] == [
-        *[(k, "passed") for k in KEYS[:-1]],
-        ("lab01.trust", "failed"),
-    ]
-    assert "was running" in rows[-1]["message"]
-    assert _alive(name) == []
-
-
-def test_a_notebook_over_its_time_limit_is_stopped_and_graded_on_what_it_checked(tmp_path):
-    """Every cell within --timeout, the whole over --notebook-timeout: the run is stopped
-    (all its processes), and the answers checked before then still count."""
-    sandbox_or_skip()
-    folder = tmp_path / "submissions"
-    folder.mkdir()
-    slow = "import time\nfor _ in range(25):\n    time.sleep(1)"
-    path = submission(folder / "sam.ipynb", "sam", RIGHT, extra=slow, after="lab01.clock.check(")
-    nb = nbformat.read(path, as_version=4)
-    at = next(i for i, c in enumerate(nb.cells) if "lab01.clock.check(" in c.source)
-    limit = load_scaled(60)  # time enough for the answers up to the clock, under any load
-    for _ in range(limit // 25 + 1):  # 25 s cells after the first answer: past the limit
-        nb.cells.insert(at + 1, nbformat.v4.new_code_cell(slow))
-    nbformat.write(nb, path)
-    rows = grading.grade(
-        folder, tmp_path / "g.csv", timeout=limit, notebook_timeout=limit, lab="01", log=None
-    )
-    assert [(r["exercise"], r["status"]) for r in rows] == [
-        *[(k, "passed") for k in KEYS[: KEYS.index("lab01.clock") + 1]],
-        *[(k, "not attempted") for k in KEYS[KEYS.index("lab01.clock") + 1 :]],
-        ("", "error"),
-    ]
-    stopped = limit - max(5.0, 0.05 * limit)  # the runner stops it just inside the limit
-    assert rows[-1]["message"].startswith(
-        f"the notebook was stopped after {stopped:.0f} s, its time limit"
-    )

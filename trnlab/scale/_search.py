@@ -183,28 +183,29 @@ def search(
     m = model(model_spec)
     sysobj = _system_of(system)
     chips, domain = sysobj.chips, tiers(sysobj).domain
-    candidates = []
+    splits = []  # (tp, cp, pp, dp, expert-parallel degrees)
     for tp, cp in itertools.product(_divisors(chips), context_parallel):
         if tp > domain or m.heads % tp or chips % (tp * cp):
             continue  # not a candidate: cannot split the heads, or leaves the domain
         for pp in [d for d in _divisors(chips // (tp * cp)) if d <= m.layers]:
             dp = chips // (tp * cp * pp)
-            eps = [e for e in _divisors(dp) if m.experts % e == 0]
-            for ep, zero, rc, mb in itertools.product(
-                eps if m.is_moe else [1], zero_stages, recompute, micro_batches
-            ):
-                candidates.append(
-                    Parallelism(
-                        tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, zero=zero, recompute=rc, micro_batch=mb
-                    )
-                )
-    if len(candidates) > MAX_PLANS:
+            eps = [e for e in _divisors(dp) if m.experts % e == 0] if m.is_moe else [1]
+            splits.append((tp, cp, pp, dp, eps))
+    # Counted before any plan is built, so an oversized search is refused at once.
+    total = sum(len(eps) for *_, eps in splits)
+    total *= len(zero_stages) * len(recompute) * len(micro_batches)
+    if total > MAX_PLANS:
         raise WorkloadError(
-            f"this search would evaluate {len(candidates):,} plans (about "
-            f"{len(candidates) * 2e-3:,.0f} s at ~2 ms a plan); the limit is {MAX_PLANS:,}. Offer "
+            f"this search would evaluate {total:,} plans (about "
+            f"{total * 2e-3:,.0f} s at ~2 ms a plan); the limit is {MAX_PLANS:,}. Offer "
             f"fewer choices (micro_batches, zero_stages, recompute, context_parallel), or plan "
             f"the splits you want with scale.plan."
         )
+    candidates = [
+        Parallelism(tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, zero=zero, recompute=rc, micro_batch=mb)
+        for tp, cp, pp, dp, eps in splits
+        for ep, zero, rc, mb in itertools.product(eps, zero_stages, recompute, micro_batches)
+    ]
     stop = cancel.is_set if hasattr(cancel, "is_set") else cancel
     if stop is not None and not callable(stop):
         raise WorkloadError(
@@ -215,7 +216,6 @@ def search(
             f"progress is a function called with a share 0..1, not {short(progress)}"
         )
     ranked, rejected = [], []
-    total = len(candidates)
     for i, p in enumerate(candidates):
         if stop is not None and stop():
             raise SearchCancelled(f"search cancelled after {i:,} of {total:,} plans")
