@@ -111,6 +111,32 @@ def labs() -> list[Path]:
     return sorted(LABS_DIR.glob(LAB_GLOB))
 
 
+#: Labs whose dashboards ``test_widgets_drawn.py`` drives: that module runs them (once, in its
+#: own JupyterLab) and checks they ran clean; ``test_labs_run.py`` runs the others. A lab run
+#: twice, once per module, cost each a second Run All in a second server.
+WIDGET_LABS = (
+    "03_tiled_matmul.ipynb",
+    "05_write_a_kernel.ipynb",
+    "06_numeric_formats.ipynb",
+    "08_neuronlink_and_collectives.ipynb",
+    "09_scale_to_ultraservers.ipynb",
+)
+
+
+def check_ran_clean(executed, lab: Path, artifacts: Path) -> None:
+    """A lab run top to bottom in JupyterLab: a screenshot, no error output, no console or
+    page error, no request off this machine."""
+    page, watch, seconds = executed.get(lab.name)
+    plots = page.locator(".js-plotly-plot")
+    if plots.count():  # the screenshot shows the first chart, not only the last cell
+        plots.first.scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts / f"jupyterlab-{lab.stem}.png"))
+    errors = error_outputs(page)
+    assert not errors, f"{lab.name}: error output on the page after Run All:\n" + "\n".join(errors)
+    problems = watch.problems()
+    assert not problems, f"{lab.name} (ran in {seconds:.0f} s): " + "\n".join(problems)
+
+
 # Servers ---------------------------------------------------------------------------------------
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:

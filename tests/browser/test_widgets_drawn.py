@@ -2,8 +2,9 @@
 
 Each test finds controls by their description or tooltip (the text a learner reads), acts
 (click, arrow keys, choosing an option), then reads the page, never the kernel: a plotly
-figure's SVG, the drawn cursor, a dashboard's text. Run after the lab itself has run in
-JupyterLab (the page is shared with ``test_labs``), or alone (then the lab runs first).
+figure's SVG, the drawn cursor, a dashboard's text. The labs they drive (``h.WIDGET_LABS``)
+are run here first, top to bottom, and checked as ``test_labs_run`` checks the others; each
+test then uses the page its lab ran on.
 """
 
 from __future__ import annotations
@@ -24,6 +25,17 @@ NOTEBOOK7_SHELL = re.compile(
     r"Cannot read properties of undefined \(reading 'schema'\)|"
     r"Command 'filebrowser:open-path' not registered"
 )
+
+
+WIDGET_LABS = [p for p in h.labs() if p.name in h.WIDGET_LABS]
+assert len(WIDGET_LABS) == len(h.WIDGET_LABS), f"a lab in h.WIDGET_LABS is missing: {h.WIDGET_LABS}"
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("lab", WIDGET_LABS, ids=[p.stem for p in WIDGET_LABS])
+def test_lab_runs_clean_in_jupyterlab(lab, executed, artifacts):
+    """The labs driven below run top to bottom cleanly (as every other lab in test_labs_run)."""
+    h.check_ran_clean(executed, lab, artifacts)
 
 
 def step_reader(dash, where: str):
