@@ -614,6 +614,21 @@ def figure(scope, title: str):
     return scope.locator(".js-plotly-plot").filter(has=page.locator("text.gtitle", has_text=title))
 
 
+DRAW_S = 20  # a dashboard or chart appears after its cell ran (a second or two idle)
+
+
+def one(locator, what: str, base: float = DRAW_S):
+    """Wait until ``locator`` finds something, then require exactly one; return it.
+
+    A widget draws after its kernel went idle (its model reaches the browser later, and long
+    work runs off the UI thread), so looking once right after Run All can miss it on a busy
+    machine: every lookup of a dashboard, chart or control waits for it first."""
+    wait_until(locator.count, f"{what} drawn", base, seen=lambda: f"{locator.count()} found")
+    found = locator.count()
+    assert found == 1, f"expected one {what}; found {found}"
+    return locator
+
+
 def dashboard(page, marker):
     """The output area holding one dashboard, told by something only it has (a locator made
     from ``page``: a control's title, a figure's title)."""

@@ -82,7 +82,8 @@ def test_voila_app_shows_every_dashboard_and_they_respond(voila_server, browser,
         h.wait_for_change(lambda: text.first.inner_text(), before, "the step text",
                           "clicking '>|' (end of the run)")  # fmt: skip
         assert text.first.inner_text().startswith("End of the run"), text.first.inner_text()
-        assert gantt.locator(".shapelayer path").count(), "the cursor line is not drawn"
+        cursor = gantt.locator(".shapelayer path")
+        wait_until(cursor.count, "the cursor line on the engine timeline", TAB_S)
 
         problems = watch.problems()
         assert not problems, "voila app:\n" + "\n".join(problems)

@@ -60,11 +60,8 @@ def step_reader(dash, where: str):
 def find_stepper(page, where: str):
     """The MatmulStepper's output area, and a function reading the step number it shows."""
     # KernelProfile has the same step buttons; only the stepper has tile-size controls.
-    stepper = h.dashboard(page, page.get_by_label("tile N", exact=True))
-    assert stepper.count() == 1, (
-        f"{where}: expected one MatmulStepper output (a control described 'tile N'); "
-        f"found {stepper.count()}"
-    )
+    stepper = h.one(h.dashboard(page, page.get_by_label("tile N", exact=True)),
+                    f"{where}: MatmulStepper output (a control described 'tile N')")  # fmt: skip
     stepper.scroll_into_view_if_needed()
     return stepper, step_reader(stepper, where)
 
@@ -92,8 +89,7 @@ def find_profile(page, where: str, first: re.Pattern):
 
 def timeline_cursor(dash, where: str):
     """A function reading the dashed cursor line drawn on the dashboard's engine timeline."""
-    gantt = h.figure(dash, "Engine timeline")
-    assert gantt.count() == 1, f"{where}: expected one 'Engine timeline' chart"
+    gantt = h.one(h.figure(dash, "Engine timeline"), f"{where}: 'Engine timeline' chart")
     return lambda: gantt.locator(".shapelayer path").first.get_attribute("d") or ""
 
 
@@ -142,8 +138,7 @@ def check_slider_keys(page, watch, where: str, dash, step) -> None:
     """Focus the dashboard's 'Step' slider; ArrowRight / ArrowLeft move one step each way."""
     before = len(watch.problems())
     cursor = timeline_cursor(dash, where)
-    handle = h.slider(dash, "Step")
-    assert handle.count() == 1, f"{where}: expected one slider described 'Step'"
+    handle = h.one(h.slider(dash, "Step"), f"{where}: slider described 'Step'")
     s, x = step(), cursor()
     handle.focus()
     page.keyboard.press("ArrowRight")
@@ -234,11 +229,7 @@ def check_choice_redraws(page, watch, where: str, title, control: str, what: str
     """Choose the next option of the dashboard's ``control``; the figure titled ``title`` and
     the dashboard's text (summary, table) must both change on the page."""
     explorer = h.dashboard(page, page.locator("text.gtitle", has_text=title))
-    # A dashboard may draw after the kernel goes idle (long work runs off the UI thread, and
-    # the browser renders the widget after its model arrives): wait for the chart, not a clock.
-    wait_until(explorer.count, f"{where}: its {title!r} chart drawn", 20,
-               seen=lambda: f"{explorer.count()} such outputs")  # fmt: skip
-    assert explorer.count() == 1, f"{where}: expected one dashboard with a {title!r} chart"
+    h.one(explorer, f"{where}: dashboard with a {title!r} chart")
     explorer.scroll_into_view_if_needed()
     fig = h.figure(explorer, title)
     before, text = h.drawn(fig), explorer.inner_text()
@@ -269,9 +260,7 @@ def test_scale_explorer_redraws_when_the_sequence_changes(executed):
 def test_collective_explorer_sliders_redraw(executed):
     page, watch, _ = executed.get("08_neuronlink_and_collectives.ipynb")
     explorer = h.dashboard(page, page.locator("text.gtitle", has_text="Ring all-reduce"))
-    wait_until(lambda: explorer.count(), "lab 08's CollectiveExplorer ('Ring all-reduce') drawn",
-               20, seen=lambda: f"{explorer.count()} such outputs")  # fmt: skip
-    assert explorer.count() == 1, "lab 08: expected one CollectiveExplorer ('Ring all-reduce')"
+    h.one(explorer, "lab 08: CollectiveExplorer ('Ring all-reduce')")
     explorer.scroll_into_view_if_needed()
     ring = h.figure(explorer, "Ring all-reduce")
 
