@@ -372,3 +372,20 @@ def test_bad_collective_sizes_are_refused(value):
         return  # zero bytes is a valid, empty collective
     with pytest.raises(fabric.FabricError):
         fabric.collective("all_reduce", value, "trn2.48xlarge")
+
+
+def test_a_search_simulates_the_large_gemm_once_per_chip_and_format():
+    """The NeuronCore kernel behind a chip's GEMM rate does not depend on the GEMM's shape
+    (only the roofline applied after it does): a search meeting hundreds of shapes simulates
+    it once, not once per shape (10 s for a search on one trn1.32xlarge when it did)."""
+    _plan = plan_module
+    _plan._large_gemm_rate.cache_clear()
+    _plan._achieved.cache_clear()
+    r = scale.search("llama3-8b", "trn1.32xlarge", global_batch=512, seq_len=4096)
+    shapes = _plan._achieved.cache_info().currsize
+    assert len(r.ranked) + len(r.rejected) > 100 and shapes > 50
+    assert _plan._large_gemm_rate.cache_info().misses == 1, _plan._large_gemm_rate.cache_info()
+    # and a shape's rate is the large-GEMM rate held to that shape's roofline, never above it
+    large, _ = scale.achieved_flops_per_chip("trn1", "bf16")
+    thin, where = scale.achieved_flops_per_chip("trn1", "bf16", (1, 4096, 4096))
+    assert thin < large and "held to the" in where
