@@ -112,8 +112,8 @@ def labs() -> list[Path]:
 
 
 #: Labs whose dashboards ``test_widgets_drawn.py`` drives: that module runs them (once, in its
-#: own JupyterLab) and checks they ran clean; ``test_labs_run.py`` runs the others. A lab run
-#: twice, once per module, cost each a second Run All in a second server.
+#: own JupyterLab) and checks they ran clean; ``test_labs_run.py`` runs the others (a lab in
+#: both cost a second Run All, in a second JupyterLab).
 WIDGET_LABS = (
     "03_tiled_matmul.ipynb",
     "05_write_a_kernel.ipynb",
