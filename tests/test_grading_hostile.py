@@ -146,8 +146,10 @@ def test_hostile_lab01_submissions_change_nothing_outside_and_pass_nothing(tmp_p
     }
     eve = _escape_cell(targets, victim) + daemon_cell([str(csv_path), str(canary)], daemon_name)
     submission(folder / name("eve"), "eve", eve_answers, extra=eve)
-    # Fred forges the results bundle, switches the solutions on and patches the checks.
-    submission(folder / name("fred"), "fred", WRONG, extra=FORGE_CELL + PATCH_CELL)
+    # Fred forges the results bundle, switches the solutions on and patches the checks; two
+    # answers are wrong, the rest left untouched (what switching the solutions on would fill).
+    fred_answers = {k: WRONG[k] for k in ("growth", "clock_ghz")}
+    submission(folder / name("fred"), "fred", fred_answers, extra=FORGE_CELL + PATCH_CELL)
     loop = {k: RIGHT[k] for k in ("growth", "ridge_trn3")}
     loop["clock_ghz"] = "None\nwhile True:\n    pass"
     submission(folder / name("lou"), "lou", loop)
@@ -190,8 +192,9 @@ def test_hostile_lab01_submissions_change_nothing_outside_and_pass_nothing(tmp_p
     # Her daemon ran in the sandbox (its pid is in the answer) and died with it.
     assert "was running" in got["eve", "lab01.trust"][1]
     # Forged bundle, solutions switched on, checks patched in the kernel: the grader's own
-    # checks of the wrong answers still say failed.
-    assert [status["fred", k] for k in KEYS] == ["failed"] * len(KEYS), _rows_of(got, "fred")
+    # checks say failed for the wrong answers and not attempted for the untouched ones.
+    fred = ["failed", "not attempted", "failed", "not attempted", "not attempted"]
+    assert [status["fred", k] for k in KEYS] == fred, _rows_of(got, "fred")
     # The infinite loop: what came before is graded, the rest is not passed, and it says why.
     # (the timed-out cell was interrupted: KeyboardInterrupt)
     assert [status["lou", k] for k in KEYS] == ["passed"] * 2 + ["error"] + ["not attempted"] * 2, (
