@@ -1,4 +1,5 @@
-"""Planner speed: one plan evaluation, and full plan searches (issue 6 figures)."""
+"""Planner speed: one plan evaluation, full plan searches (issue 6 figures), and a serving
+curve as a learner's first call computes it (its decode attention runs on the NeuronCore model)."""
 
 from __future__ import annotations
 
@@ -17,14 +18,28 @@ scale.search("llama3-8b", "trn1.32xlarge", global_batch=512, seq_len=4096, dtype
 print(time.perf_counter() - t0)
 """
 
+_FIRST_SERVING = """
+import time
+from trnlab import scale
+t0 = time.perf_counter()
+scale.serving_curve("llama3-70b", "trn2.48xlarge", tp=4, prompt=2048, output=256,
+                    batches=[2**k for k in range(11)])
+t1 = time.perf_counter()
+scale.inference("llama3-8b", "trn1.32xlarge", tp=16, prompt=65536, output=65536)
+print(t1 - t0, time.perf_counter() - t1)
+"""
+
+
+def _fresh(code: str) -> list[float]:
+    """Run ``code`` in a fresh interpreter (nothing cached); the figures its last line prints."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return [float(x) for x in out.stdout.strip().splitlines()[-1].split()]
+
 
 def _first_search_s() -> float:
     """A search as a learner's first one runs it: in a fresh interpreter, nothing cached (the
     NeuronCore model simulates its large GEMM once per chip and format on the way)."""
-    out = subprocess.run(
-        [sys.executable, "-c", _FIRST_SEARCH], capture_output=True, text=True, check=True
-    )
-    return float(out.stdout.split()[-1])
+    return _fresh(_FIRST_SEARCH)[0]
 
 
 def _explorer_stall() -> tuple[float, float]:
@@ -57,7 +72,10 @@ def run() -> dict:
         lambda: scale.search("llama3-405b", million, global_batch=1_000_000, seq_len=8192), 1
     )
     stall, returned = _explorer_stall()
+    curve, long_context = _fresh(_FIRST_SERVING)
     return {
+        "serving_curve_70b_trn2_first_call_s": round(curve, 3),
+        "inference_8b_128k_context_s": round(long_context, 3),
         "search_8b_trn1_32xlarge_first_call_s": round(_first_search_s(), 3),
         "search_405b_1m_chips_s": round(s1m, 3),
         "search_405b_1m_plans": len(r1m.ranked) + len(r1m.rejected),

@@ -1339,6 +1339,10 @@ _NKI_KERNELS = {
     "nki_rmsnorm": (kernels.nki_rmsnorm, lambda m, k, n: ((m, n), (n,))),
     "nki_layernorm": (kernels.nki_layernorm, lambda m, k, n: ((m, n), (n,), (n,))),
     "nki_attention": (kernels.nki_attention, lambda m, k, n: ((k, m), (k, n), (n, k))),
+    "nki_decode_attention": (
+        kernels.nki_decode_attention,
+        lambda m, k, n: ((k, min(m, 128)), (k, n), (n, k)),
+    ),
     "nki_tensor_add": (kernels.nki_tensor_add[1, 1], lambda m, k, n: ((m, n), (m, n))),
     "nki_avgpool2d": (kernels.nki_avgpool2d, lambda m, k, n: ((m, 8, 8), 2)),
     "nki_transpose2d": (kernels.nki_transpose2d, lambda m, k, n: ((m, 12), (3, 4))),

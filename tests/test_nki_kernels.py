@@ -78,6 +78,38 @@ def test_fused_attention_matches_softmax_qk_v(s, d, kv, causal, seed):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
+@SOME
+@given(
+    h=st.integers(1, 16),
+    d=st.integers(1, 128),
+    context=st.integers(1, 9000),
+    seed=st.integers(0, 999),
+)
+def test_decode_attention_matches_softmax_qk_v(h, d, context, seed):
+    """One token's query heads against a cache that may span several 4,096-key blocks (the
+    running maximum and sum are corrected between blocks)."""
+    rng = _rng(seed)
+    q = rng.standard_normal((h, d)).astype(np.float32)
+    k = rng.standard_normal((context, d)).astype(np.float32)
+    v = rng.standard_normal((context, d)).astype(np.float32)
+    got = nki.simulate(kernels.nki_decode_attention)(
+        np.ascontiguousarray(q.T), np.ascontiguousarray(k.T), v
+    )
+    np.testing.assert_allclose(got, kernels.attention_reference(q, k, v), rtol=1e-4, atol=1e-5)
+
+
+def test_decode_attention_time_grows_by_the_same_amount_per_block_of_keys():
+    def latency(context):
+        args = (nki.hbm((128, 1), "bfloat16"), nki.hbm((128, context), "bfloat16"),
+                nki.hbm((context, 128), "bfloat16"))  # fmt: skip
+        return nki.profile(kernels.nki_decode_attention, chip="trn1")(*args).latency
+
+    b = kernels.BLOCK_DECODE
+    one, two, three = latency(b), latency(2 * b), latency(3 * b)
+    assert two - one == pytest.approx(three - two, rel=0.02)  # each block the same work
+    assert two - one > 0
+
+
 def test_attention_in_bf16_and_its_profile():
     rng = _rng(1)
     q, k, v = (rng.standard_normal((256, 64)).astype(np.float32) for _ in range(3))
@@ -194,6 +226,7 @@ def test_library_kernels_are_written_in_nki_only():
         "_elementwise",
         "_norms",
         "_attention",
+        "_decode",
         "_mamba",
     ):
         tree = ast.parse((folder / f"{name}.py").read_text())

@@ -19,7 +19,10 @@ def test_decode_pays_two_all_reduces_and_a_step_cost_per_layer():
     assert r.tpot_comm == pytest.approx(2 * m.layers * ar)
     assert r.tpot_overhead == pytest.approx(m.layers * over)
     assert r.tpot == pytest.approx(
-        max(r.tpot_memory_bound, r.tpot_compute_bound) + r.tpot_comm + r.tpot_overhead
+        max(r.tpot_memory_bound, r.tpot_compute_bound)
+        + r.tpot_attention
+        + r.tpot_comm
+        + r.tpot_overhead
     )
     bare = inference("llama3-70b", "trn2.48xlarge", tp=16, batch=1, prompt=1024, output=128,
                      layer_overhead=0.0)  # fmt: skip
@@ -34,6 +37,79 @@ def test_the_catalogued_decode_overheads_are_what_the_calibration_fits():
         assert stored.extra.get("calibrated") is True
     roles = [c.role for c in DECODE_CASES]
     assert roles.count("calibration") == 2 and roles.count("validation") >= 6
+
+
+def test_trainium_decode_attends_over_the_compiled_length_on_the_neuroncore_model():
+    """Neuron's decode graphs have fixed shapes: the attention of every step walks the cache up
+    to prompt + output, so two requests compiled for the same length decode at the same speed
+    (the Trn1 table: Llama-3-8B at 8,192 positions, 7.03 and 7.04 ms from 128 and 4,096-token
+    prompts), and the time is the decode-attention kernel on one NeuronCore per layer."""
+    import trnlab.nki as nki
+    from trnlab import kernels
+
+    short = inference("llama3-8b", "trn1.32xlarge", tp=16, prompt=128, output=8064)
+    long = inference("llama3-8b", "trn1.32xlarge", tp=16, prompt=4096, output=4096)
+    half = inference("llama3-8b", "trn1.32xlarge", tp=16, prompt=128, output=3968)
+    assert short.tpot_attention == pytest.approx(long.tpot_attention)
+    assert short.tpot_attention > 1.5 * half.tpot_attention
+    # 32 query and 8 KV heads on 16 chips: each chip holds one KV head (replicated) and the
+    # two query heads that share it: one walk of the cache per layer, on one of its two cores
+    args = (nki.hbm((128, 2), "bfloat16"), nki.hbm((128, 8192), "bfloat16"),
+            nki.hbm((8192, 128), "bfloat16"))  # fmt: skip
+    one = nki.profile(kernels.nki_decode_attention, chip="trn1")(*args).latency
+    assert short.tpot_attention == pytest.approx(32 * one)
+    assert "8,192 positions" in short.attention_basis
+    # a batch of 4: four walks, two per core; the second on a core overlaps the first and adds
+    # only its busiest resource, so less than a whole walk
+    four = inference("llama3-8b", "trn1.32xlarge", tp=16, batch=4, prompt=128, output=8064)
+    assert short.tpot_attention < four.tpot_attention < 2 * short.tpot_attention
+    assert "4 walks" not in four.attention_basis and "2 walks" in four.attention_basis
+
+
+def test_a_chips_cores_share_the_walks_over_the_kv_cache():
+    """Llama 3 70B at tp=4 on Trainium2: 2 KV heads per chip, 8 NeuronCores. Four sequences
+    make 8 walks (sequence x KV head), one per core: no slower than one sequence; a fifth
+    puts a second walk on some core."""
+    kw = dict(tp=4, prompt=2048, output=256)
+    one, four, five = (inference("llama3-70b", "trn2.48xlarge", batch=b, **kw) for b in (1, 4, 5))
+    assert four.tpot_attention == pytest.approx(one.tpot_attention)
+    assert five.tpot_attention > four.tpot_attention
+
+
+def test_decode_attention_beyond_the_simulated_length_follows_the_kernels_block_slope(
+    monkeypatch,
+):
+    from trnlab.kernels import BLOCK_DECODE
+    from trnlab.scale import _decode
+
+    direct = _decode._simulate("trn2", 1, 128, 4 * BLOCK_DECODE, "bfloat16")
+    monkeypatch.setattr(_decode, "_SIMULATED", 2 * BLOCK_DECODE)
+    _decode._kernel_time.cache_clear()
+    try:
+        extended = _decode._kernel_time("trn2", 1, 128, 4 * BLOCK_DECODE, "bfloat16")
+    finally:
+        _decode._kernel_time.cache_clear()
+    assert extended == pytest.approx(direct, rel=0.01)
+
+
+def test_gpu_decode_reads_the_kv_cache_at_hbm_bandwidth_inside_the_memory_bound():
+    r = inference("llama3-8b", "p5.48xlarge", tp=8, prompt=4096, output=256)
+    assert r.tpot_attention == 0.0
+    kv = r.memory.kv_cache * (4096 + 128) / (4096 + 256)  # the average context
+    assert r.tpot_memory_bound == pytest.approx(
+        (r.memory.weights + kv) / catalog.chip("h100").hbm_bandwidth
+    )
+
+
+def test_trainium_streams_weights_no_faster_than_its_cores_dma_engines():
+    from trnlab.scale._memory_bound import stream_bandwidth
+
+    trn1, trn2 = catalog.chip("trn1"), catalog.chip("trn2")
+    # 2 NeuronCores x 16 DMA engines x 17 B/ns (DMA bandwidth guide) < 820 GB/s of HBM
+    assert stream_bandwidth(trn1) == pytest.approx(2 * 16 * 17e9)
+    assert stream_bandwidth(trn2) == pytest.approx(trn2.hbm_bandwidth)  # 8 x 368 > 2,900 GB/s
+    r = inference("llama3-70b", "trn1.32xlarge", tp=16, prompt=128, output=128)
+    assert r.tpot_memory_bound == pytest.approx(r.memory.weights / stream_bandwidth(trn1))
 
 
 def test_kv_heads_are_replicated_beyond_tp_equal_to_kv_heads():

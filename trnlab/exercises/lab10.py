@@ -157,16 +157,33 @@ def _tokens_per_mw() -> float:
     return p["trn3"].tokens_per_megawatt / p["trn2"].tokens_per_megawatt
 
 
+def _breakdown(point) -> str:
+    r = point.result
+    return (
+        f"weights {r.tpot_memory_bound * 1e3:.1f} ms, attention over the KV cache "
+        f"{r.tpot_attention * 1e3:.1f} ms, all-reduces {r.tpot_comm * 1e3:.1f} ms, step costs "
+        f"{r.tpot_overhead * 1e3:.1f} ms"
+    )
+
+
 def _explain_tokens(predicted: float, model: float) -> str:
     p = _serving()
     t2, t3 = p["trn2"], p["trn3"]
     per_chip = t3.tokens_per_second_per_chip / t2.tokens_per_second_per_chip
     power = t3.result.watts_per_chip / t2.result.watts_per_chip
     bw = catalog.chip("trn3").hbm_bandwidth / catalog.chip("trn2").hbm_bandwidth
+    size = (
+        "a bigger batch"
+        if t3.batch > t2.batch
+        else ("the same batch" if t3.batch == t2.batch else "a smaller batch")
+    )
     why = (
-        f"decoding is bound by HBM bandwidth (Trainium3 has {bw:.1f}x Trainium2's), and at "
-        f"{PER_USER} tokens/s per user the faster chip can serve a bigger batch ({t3.batch} "
-        f"against {t2.batch}), so it makes {per_chip:.1f}x the tokens per chip; at "
+        f"at {PER_USER} tokens/s per user Trainium3 serves {size} ({t3.batch} against "
+        f"{t2.batch}) and makes {per_chip:.1f}x the tokens per chip (its HBM bandwidth is "
+        f"{bw:.1f}x Trainium2's). Where a token's time goes at those batches: Trainium2 "
+        f"{_breakdown(t2)}; Trainium3 {_breakdown(t3)}. HBM bandwidth speeds up only the "
+        f"weights, which the batch shares; each sequence's walk over its KV cache runs on the "
+        f"NeuronCores' engines and grows with the batch, so it is what limits the batch. At "
         f"{power:.1f}x the power per chip (1,000 W estimated against {TRN2_WATTS:.0f} W "
         f"assumed) that is {model:.1f}x per megawatt."
     )
@@ -190,10 +207,12 @@ tokens_per_mw = Prediction(
     explain=_explain_tokens,
     within=0.25,
     hints=(
-        "Decode reads every weight (and the KV cache) once per generated token: its speed is "
-        "set by HBM bandwidth.",
+        "Each generated token streams every weight from HBM once (the batch shares it) and, "
+        "for every sequence of the batch, walks that sequence's KV cache on the NeuronCores' "
+        "engines (the batch does not share that).",
         "Tokens per MW = tokens per second per chip / watts per chip: compare both factors.",
     ),
-    solution_text="HBM bandwidth 4.9 / 2.9 = 1.7x and a larger batch at the same latency give "
-    "about 3.9x the tokens per chip; at twice the power, about 1.9x per megawatt",
+    solution_text="the busiest batch within the latency on each chip, its tokens per second "
+    "per chip, divided by the power ratio (1,000 W / TRN2_WATTS): the next cell's printout "
+    "gives each factor",
 )

@@ -3,11 +3,11 @@
 The matmul progression (:data:`VARIANTS`: ``tiled`` -> ``hoisted`` -> ``blocked_mn`` ->
 ``blocked_mnk`` -> ``pipelined``), a matmul with a fused bias + activation epilogue,
 transposes, an SPMD tensor add, average pooling, RMSNorm, LayerNorm, row softmax, fused
-self-attention and Mamba's selective scan. Each ``nki_*`` kernel runs unchanged on a Trainium
-instance with NKI's own imports; read one with ``inspect.getsource``. :func:`matmul` and its
-siblings run a kernel on numpy arrays (or shapes, timing only) and return a
-:class:`trnlab.core.Run`; ``tiled(ctx, a_t, b, c)`` etc. are the same kernels as
-``trnlab.core`` kernels.
+self-attention, decode attention over a KV cache and Mamba's selective scan. Each ``nki_*``
+kernel runs unchanged on a Trainium instance with NKI's own imports; read one with
+``inspect.getsource``. :func:`matmul` and its siblings run a kernel on numpy arrays (or
+shapes, timing only) and return a :class:`trnlab.core.Run`; ``tiled(ctx, a_t, b, c)`` etc. are
+the same kernels as ``trnlab.core`` kernels.
 
 >>> import numpy as np
 >>> from trnlab import kernels
@@ -39,6 +39,8 @@ from ._api import (
     transpose_kernel,
 )
 from ._attention import attention_reference, nki_attention
+from ._decode import BLOCK as BLOCK_DECODE
+from ._decode import nki_decode_attention
 from ._elementwise import nki_avgpool2d, nki_tensor_add
 from ._epilogue import nki_matmul_bias_act
 from ._mamba import nki_selective_scan, selective_scan_reference
@@ -53,6 +55,7 @@ from ._norms import nki_layernorm, nki_rmsnorm, nki_softmax
 from ._transpose import nki_transpose, nki_transpose2d
 
 __all__ = [
+    "BLOCK_DECODE",
     "VARIANTS",
     "attention",
     "attention_reference",
@@ -66,6 +69,7 @@ __all__ = [
     "matmul_bias_act_kernel",
     "nki_attention",
     "nki_avgpool2d",
+    "nki_decode_attention",
     "nki_layernorm",
     "nki_matmul_bias_act",
     "nki_matmul_blocked_mn",

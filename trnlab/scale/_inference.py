@@ -6,12 +6,14 @@ tensor-parallel all-reduces of the batch's activations (Megatron: after attentio
 the MLP), and a fixed per-layer step cost (kernel boundaries and synchronisation, calibrated on
 published decode runs, ``decode_layer_overhead`` in the catalogue).
 
-Prefill runs the prompt's FLOPs at the GEMM's achieved rate. Decode reads every weight and the
-whole KV cache once per generated token, so a token never takes less than
-(weight bytes + KV bytes) / HBM bandwidth (the memory roofline); the per-layer collectives and
-step costs come on top, whatever the batch. With tp beyond the KV heads each KV head is
-replicated (grouped-query attention cannot split a head), so each chip reads 1/kv_heads of the
-cache, not 1/tp.
+Prefill runs the prompt's FLOPs at the GEMM's achieved rate. Decode reads every weight once
+per generated token, so a token never takes less than weight bytes / HBM bandwidth (the memory
+roofline), and attends over the KV cache: on Trainium the decode-attention kernel timed on the
+NeuronCore model (:mod:`._decode`: the cores stream their KV heads and take a softmax as long
+as the compiled context), on GPUs the cache's bytes at the HBM bandwidth, inside the memory
+bound. The per-layer collectives and step costs come on top, whatever the batch. With tp beyond
+the KV heads each KV head is replicated (grouped-query attention cannot split a head), so each
+chip reads 1/kv_heads of the cache, not 1/tp.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from dataclasses import dataclass
 from trnlab import catalog
 from trnlab.catalog import CatalogError, System
 
+from ._decode import decode_attention_time
 from ._memory import MemoryBreakdown, _whole, bytes_per_value, inference_memory
+from ._memory_bound import stream_bandwidth
 from ._plan import USABLE_HBM, _achieved, _positive, collective_time, tiers
 from ._workloads import ModelSpec, WorkloadError, model
 
@@ -67,6 +71,8 @@ class InferenceResult:
     watts_per_chip: float | None
     tpot_overhead: float = 0.0
     weight_format: str = "bf16"
+    tpot_attention: float = 0.0
+    attention_basis: str = ""
 
     @property
     def replicas(self) -> int:
@@ -103,7 +109,8 @@ class InferenceResult:
             f"{self.system.name}, batch {self.batch}: first token {self.ttft * 1e3:,.0f} ms, then "
             f"{self.tpot * 1e3:,.1f} ms per token ({self.bound}-bound: memory "
             f"{self.tpot_memory_bound * 1e3:,.1f} ms, compute {self.tpot_compute_bound * 1e3:,.1f} "
-            f"ms; tensor-parallel all-reduces {self.tpot_comm * 1e3:,.1f} ms and per-layer step "
+            f"ms; attention over the KV cache {self.tpot_attention * 1e3:,.1f} ms, "
+            f"tensor-parallel all-reduces {self.tpot_comm * 1e3:,.1f} ms and per-layer step "
             f"costs {self.tpot_overhead * 1e3:,.1f} ms on top); "
             f"{self.tokens_per_second_per_user:,.0f} tokens/s per user, "
             f"{self.tokens_per_second_per_chip:,.0f} tokens/s per chip."
@@ -194,9 +201,19 @@ def inference(
     prefill_flops = batch * prompt * m.prefill_flops_per_token(prompt)
     prefill_comm = 2 * m.layers * collective_time("all_reduce", batch * prompt * act, sysobj, tp)
     ttft = prefill_flops / (tp * flops) + prefill_comm + m.layers * overhead
-    # Decode: every weight and this chip's share of the KV cache once per token.
-    kv_bytes = mem.kv_cache * context / (prompt + output)
-    t_mem = (mem.weights + kv_bytes) / sysobj.chip.hbm_bandwidth
+    # Decode: every weight once per token, and attention over this chip's share of the KV
+    # cache: on Trainium the decode-attention kernel on the NeuronCore model, over the length
+    # the graph was compiled for; elsewhere the cache's bytes at the HBM bandwidth.
+    attention = decode_attention_time(
+        m, sysobj.chip.key, tp, batch, prompt + output, bytes_per_value(kv_format)
+    )
+    if attention is None:
+        kv_bytes = mem.kv_cache * context / (prompt + output)
+        t_mem = (mem.weights + kv_bytes) / sysobj.chip.hbm_bandwidth
+        t_attn, attn_where = 0.0, "KV cache bytes at the HBM bandwidth (in the memory bound)"
+    else:
+        t_mem = mem.weights / stream_bandwidth(sysobj.chip)
+        t_attn, attn_where = m.layers * attention[0], attention[1]
     # The FLOPs at the chip's matmul rate; the bytes they need are t_mem (the roofline is the
     # larger of the two, so the GEMM's own memory roofline is not applied twice).
     dflops, _ = _achieved(sysobj.chip.key, dtype, None)
@@ -212,11 +229,13 @@ def inference(
         output=output,
         memory=mem,
         ttft=ttft,
-        tpot=max(t_mem, t_compute) + t_comm + t_over,
+        tpot=max(t_mem, t_compute) + t_attn + t_comm + t_over,
         tpot_memory_bound=t_mem,
         tpot_compute_bound=t_compute,
         tpot_comm=t_comm,
         tpot_overhead=t_over,
+        tpot_attention=t_attn,
+        attention_basis=attn_where,
         watts_per_chip=watts_per_chip if watts_per_chip is not None else sysobj.chip.power,
         weight_format=weight_format,
     )

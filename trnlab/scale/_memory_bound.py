@@ -35,7 +35,8 @@ tensors and the BF16 weight; gradient clipping reads the gradients once more (Me
 
 The bytes run at :func:`stream_bandwidth`: what a streaming elementwise kernel measured on the
 chip where the catalogue has it (A100: 1,616 of 2,039 GB/s; H100: PyTorch's layer norm at
-1,643 of 3,350 GB/s), else the HBM bandwidth (the roofline, an upper bound on speed).
+1,643 of 3,350 GB/s); on Trainium at most what the cores' DMA engines move; else the HBM
+bandwidth (the roofline, an upper bound on speed).
 """
 
 from __future__ import annotations
@@ -184,7 +185,14 @@ def optimizer_bytes_per_param(grad_bytes: float = 2.0) -> float:
 
 
 def stream_bandwidth(chip) -> float:
-    """Bytes per second a streaming elementwise kernel moves on ``chip``: its measured
-    ``stream_bandwidth`` where the catalogue has one, else the HBM bandwidth (the roofline)."""
+    """Bytes per second a streaming kernel moves on ``chip``: its measured
+    ``stream_bandwidth`` where the catalogue has one; on Trainium what the NeuronCores' DMA
+    engines can move when that is below the HBM bandwidth (every byte between HBM and a core
+    goes through them: 2 cores x 272 GB/s = 544 GB/s on a Trainium chip with 820 GB/s of
+    HBM); else the HBM bandwidth (the roofline)."""
     fig = chip.figures.get("stream_bandwidth")
-    return float(fig.value) if fig is not None else float(chip.hbm_bandwidth)
+    if fig is not None:
+        return float(fig.value)
+    if chip.core is not None and chip.cores:
+        return min(float(chip.hbm_bandwidth), chip.cores * chip.core.dma_bandwidth)
+    return float(chip.hbm_bandwidth)

@@ -89,9 +89,6 @@ MECHANISMS = {
     "llama3.1-8b trn1 32 nodes": _TP16,
     "llama3.1-70b trn1 32 nodes": _TP16,
     "gpt3-175b trn1 32 nodes": _TP16,
-    "mistral-7b trn1 16k": "long context: decode at 8-16k tokens of context, where attention "
-    "reads the KV cache through the vector engines; the model charges only the KV bytes at HBM "
-    "bandwidth (Llama-2-13B's published 8k and 16k rows show the same growth, 9.8 to 13.4 ms).",
 }
 
 
@@ -284,7 +281,18 @@ def validation_markdown(rows) -> str:
         "(norms, activation, dropout, residual adds, rotary embeddings, the softmax over stored "
         "scores, the loss) and the optimizer step as bytes at the chip's streaming bandwidth "
         "(trnlab.scale._memory_bound; A100: 1,616 GB/s and H100: 1,643 GB/s measured for a "
-        "framework's kernels, other chips their HBM roofline); collectives from trnlab.fabric.",
+        "framework's kernels; Trainium chips what their cores' DMA engines move, at most "
+        "the HBM roofline: 544 of 820 GB/s on Trainium; other chips their HBM roofline); "
+        "collectives from trnlab.fabric.",
+        "",
+        "Mechanisms every decode case goes through: every weight streamed once per token at "
+        "the chip's streaming bandwidth (as above); attention over the KV cache as the "
+        "decode-attention kernel (trnlab.kernels.nki_decode_attention) takes on the NeuronCore "
+        "model, over the sequence length the decode graph was compiled for (prompt + output: "
+        "Neuron's decode graphs have fixed shapes and read the cache up to it, "
+        "ndoc-vllm-neuron-decode-buckets), each core walking its KV heads for the query heads "
+        "that share them; two tensor-parallel all-reduces per layer from trnlab.fabric; the "
+        "fitted step cost per layer.",
         "",
     ]
     overall = mean_absolute_error(rows)

@@ -1,0 +1,98 @@
+"""Decode attention on Trainium: the time one layer's attention over the KV cache takes per
+generated token, from the NeuronCore model.
+
+A decode step is a chain of small operations, and attention over a long cache is the one that
+grows with the context: each NeuronCore streams its KV heads' keys and values from HBM and
+takes a softmax as long as the context for the few query heads that share each KV head. Its
+time is not the KV bytes at the HBM roofline (a whole chip's bandwidth, every byte in flight at
+once): it is the :func:`trnlab.kernels.nki_decode_attention` kernel timed on one NeuronCore of
+the chip, the chip's cores sharing its walks over the cache (one per sequence and KV head).
+
+The context is the sequence length the decode graph was compiled for (prompt + output): Neuron's
+decode graphs have fixed shapes and every step reads the cache up to that length, masking the
+positions not yet written (``ndoc-vllm-neuron-decode-buckets``; the Trn1 decode table agrees:
+Llama-3-8B compiled for 8,192 positions decodes at 7.03 ms from a 128-token prompt and 7.04 ms
+from a 4,096-token one, 5.86 ms compiled for 4,096).
+
+Chips without a NeuronCore model (GPUs) read the cache at their HBM bandwidth instead
+(FlashDecoding-style kernels stream it); the caller charges that as bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+from trnlab import catalog
+
+from ._workloads import ModelSpec
+
+__all__ = ["decode_attention_time"]
+
+# Beyond this many cached positions the kernel's time is extended by its per-block slope (each
+# block of keys is the same work), so a million-token context costs no longer to evaluate.
+_SIMULATED = 32768
+
+
+def decode_attention_time(
+    model: ModelSpec, chip_key: str, tp: int, batch: int, context: int, kv_bytes: float
+) -> tuple[float, str] | None:
+    """Seconds of attention per layer per decode step on one chip of a ``tp``-chip replica,
+    and how it was found; ``None`` for a chip without a NeuronCore model.
+
+    Each chip holds ``ceil(kv_heads / tp)`` KV heads (a head is replicated when tp exceeds
+    them) and ``ceil(heads / tp)`` query heads. A walk is one sequence's cache of one KV head,
+    for the query heads that share it on this chip; the chip's ``batch x KV heads`` walks are
+    shared out over its cores (a core with none idles: a walk is not split). On each core the
+    first walk takes the kernel's whole latency (a chain of dependent steps); the walks after
+    it are independent of it and of each other, so they pipeline and each adds only the time
+    of the kernel's busiest resource (an engine's busy time or its bytes at the core's DMA
+    bandwidth): an ASSUMPTION, the ideal overlap of a batched kernel. The cache walks in
+    BF16, FP32 or (any format of 8 bits or fewer) FP8 tiles.
+    """
+    chip = catalog.chip(chip_key)
+    if chip.core is None or not chip.cores:
+        return None
+    kv_per_chip = math.ceil(model.kv_heads / tp)
+    rows = math.ceil(math.ceil(model.heads / tp) / kv_per_chip)
+    head_dim = model.hidden // model.heads
+    # a head wider than the partitions, or more query heads than partitions, runs in pieces
+    pieces = math.ceil(head_dim / 128) * math.ceil(rows / 128)
+    rows = math.ceil(rows / math.ceil(rows / 128))
+    fmt = "float8_e4m3" if kv_bytes <= 1.5 else ("bfloat16" if kv_bytes <= 2.5 else "float32")
+    latency, busiest = _kernel_time(chip.key, rows, min(head_dim, 128), context, fmt)
+    walks = math.ceil(batch * kv_per_chip * pieces / chip.cores)  # on the busiest core
+    per_layer = latency + (walks - 1) * busiest
+    where = (
+        f"NeuronCore model: decode attention over {context:,} positions, {walks:,} walk"
+        f"{'s' if walks > 1 else ''} of the cache per core ({rows} query head"
+        f"{'s' if rows > 1 else ''} each): the first {latency * 1e6:,.1f} us, each further "
+        f"{busiest * 1e6:,.1f} us (its busiest resource)"
+    )
+    return per_layer, where
+
+
+@lru_cache(maxsize=256)
+def _kernel_time(chip_key: str, rows: int, d: int, context: int, fmt: str) -> tuple[float, float]:
+    """The decode-attention kernel's own latency (no launch overhead) on one core, and the
+    time of its busiest resource."""
+    from trnlab.kernels import BLOCK_DECODE
+
+    if context <= _SIMULATED:
+        return _simulate(chip_key, rows, d, context, fmt)
+    full = _simulate(chip_key, rows, d, _SIMULATED, fmt)
+    less = _simulate(chip_key, rows, d, _SIMULATED - BLOCK_DECODE, fmt)
+    more = (context - _SIMULATED) / BLOCK_DECODE  # each block of keys is the same work
+    return tuple(f + (f - x) * more for f, x in zip(full, less, strict=True))
+
+
+@lru_cache(maxsize=256)
+def _simulate(chip_key: str, rows: int, d: int, context: int, fmt: str) -> tuple[float, float]:
+    import trnlab.nki as nki
+    from trnlab.kernels import nki_decode_attention
+
+    run = nki.profile(nki_decode_attention, chip=chip_key)(
+        nki.hbm((d, rows), fmt), nki.hbm((d, context), fmt), nki.hbm((context, d), fmt)
+    )
+    engines = max(f * run.latency for e, f in run.busy.items() if e != "DMA")
+    return run.latency, max(engines, run.memory_bound_s)
