@@ -188,7 +188,7 @@ def test_an_nki_kernel_replayed_from_its_calls_gets_the_same_verdict(exercise, k
     replay = _trip(kernel, recorder)
     assert isinstance(replay, A.KernelReplay)
     again = exercise.check(replay)
-    assert (first.status, first.message) == ("passed", "correct")
+    assert first.status == "passed" and first.message.startswith("correct")
     assert (again.status, again.message) == (first.status, first.message)
 
 

@@ -301,7 +301,20 @@ def transpose_reloading(x):
     return y
 
 
+@nki.jit
+def transpose_zeros(x):
+    """y of the right shape, stored, but all zeros: no known slip, so the first wrong value."""
+    R, C = x.shape
+    y = nl.ndarray((C, R), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((C, R), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=t, value=0.0)
+    nisa.dma_copy(dst=y, src=t)
+    return y
+
+
 def test_transpose_slips():
+    m = _says(pz.transpose, transpose_zeros)
+    assert m.startswith("y[0, 0] is 0, expected")  # the output named as the kernel names it
     m = _says(pz.transpose, transpose_store_psum)
     assert "in PSUM" in m and "tensor_copy" in m
     m = _says(pz.transpose, transpose_whole)
@@ -362,8 +375,27 @@ def softmax_separate_sum(x):
     return out
 
 
+@nki.jit
+def softmax_plus_max(x):
+    """The maximum added as the bias (no negate): exp(x + max) overflows."""
+    P, C = x.shape
+    out = nl.ndarray((P, C), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((P, C), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    m = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_reduce(dst=m, op=nl.maximum, data=t, axis=1)
+    e = nl.ndarray((P, C), dtype=nl.float32, buffer=nl.sbuf)
+    s = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation(dst=e, op=nl.exp, data=t, bias=m, reduce_op=nl.add, reduce_res=s)
+    nisa.tensor_scalar(dst=e, data=e, op0=nl.divide, operand0=s)
+    nisa.dma_copy(dst=out, src=e)
+    return out
+
+
 def test_softmax_slips():
     assert "subtract each row's maximum" in _says(pz.softmax, softmax_no_max)
+    m = _says(pz.softmax, softmax_plus_max)
+    assert "added each row's maximum instead of subtracting it" in m and "negate=True" in m
     m = _says(pz.softmax, softmax_two_pass)
     assert "x crossed HBM 2.0 times over" in m and "Two passes over x" in m
     m = _says(pz.softmax, softmax_separate_sum)
@@ -371,7 +403,7 @@ def test_softmax_slips():
 
 
 # 7. RMSNorm ------------------------------------------------------------------------------------
-def _rms_kernel(gamma_in_loop=False, use_gamma=True, mean=True):
+def _rms_kernel(gamma_in_loop=False, use_gamma=True, mean=True, rsqrt=True):
     @nki.jit
     def rms(x, gamma):
         R, C = x.shape
@@ -392,7 +424,11 @@ def _rms_kernel(gamma_in_loop=False, use_gamma=True, mean=True):
             nisa.activation(dst=sq, op=nl.square, data=t, reduce_op=nl.add, reduce_res=ss)
             nisa.tensor_scalar(dst=ss, data=ss, op0=nl.multiply, operand0=1.0 / C if mean else 1.0,
                                op1=nl.add, operand1=pz.RMS_EPS)  # fmt: skip
-            nisa.activation(dst=ss, op=nl.rsqrt, data=ss)
+            if rsqrt:
+                nisa.activation(dst=ss, op=nl.rsqrt, data=ss)
+            else:  # the same value in two instructions
+                nisa.activation(dst=ss, op=nl.sqrt, data=ss)
+                nisa.reciprocal(dst=ss, data=ss)
             y = nl.ndarray((128, C), dtype=x.dtype, buffer=nl.sbuf)
             nisa.tensor_scalar(dst=y, data=t, op0=nl.multiply, operand0=ss)
             if use_gamma:
@@ -408,10 +444,12 @@ def test_rmsnorm_slips():
     assert "uses their mean" in _says(pz.rmsnorm, _rms_kernel(mean=False))
     m = _says(pz.rmsnorm, _rms_kernel(gamma_in_loop=True))
     assert "gamma crossed HBM 2.0 times over" in m and "Load gamma once" in m
+    m = _says(pz.rmsnorm, _rms_kernel(rsqrt=False))
+    assert "the limit is 19" in m and "op=nl.rsqrt" in m
 
 
 # 8. linear + silu ------------------------------------------------------------------------------
-def _linear_kernel(fused=True, op=nl.silu, with_bias=True):
+def _linear_kernel(fused=True, op=nl.silu, with_bias=True, swapped=False):
     @nki.jit
     def layer(w, x_t, bias):
         K, N = w.shape
@@ -424,7 +462,10 @@ def _linear_kernel(fused=True, op=nl.silu, with_bias=True):
         nisa.dma_copy(dst=xt, src=x_t)
         nisa.dma_copy(dst=bt, src=bias)
         acc = nl.ndarray((N, M), dtype=nl.float32, buffer=nl.psum)
-        nisa.nc_matmul(dst=acc, stationary=wt, moving=xt)
+        if swapped:
+            nisa.nc_matmul(dst=acc, stationary=xt, moving=wt)
+        else:
+            nisa.nc_matmul(dst=acc, stationary=wt, moving=xt)
         y = nl.ndarray((N, M), dtype=nl.float32, buffer=nl.sbuf)
         if fused:
             nisa.activation(dst=y, op=op, data=acc, bias=bt if with_bias else None)
@@ -442,6 +483,8 @@ def test_linear_silu_slips():
     assert "issues 7 instructions" in m and "Fuse" in m
     assert "that is relu" in _says(pz.linear_silu, _linear_kernel(op=nl.relu))
     assert "the bias is missing" in _says(pz.linear_silu, _linear_kernel(with_bias=False))
+    m = _says(pz.linear_silu, _linear_kernel(swapped=True))
+    assert "swap the operands" in m and "stationary.T @ moving" in m
 
 
 # 9. double-buffered matmul ---------------------------------------------------------------------
@@ -481,10 +524,40 @@ def matmul_overwrites(a_t, b):
     return c
 
 
+@nki.jit
+def matmul_stores_every_step(a_t, b):
+    """Right values, but c is stored after every K tile, not once at the end."""
+    K, M = a_t.shape
+    N = b.shape[1]
+    c = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.psum)
+    for k0 in nl.sequential_range(0, K, 128):
+        a_tile = nl.ndarray((128, M), dtype=a_t.dtype, buffer=nl.sbuf)
+        b_tile = nl.ndarray((128, N), dtype=b.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=a_tile, src=a_t[k0 : k0 + 128])
+        nisa.dma_copy(dst=b_tile, src=b[k0 : k0 + 128])
+        nisa.nc_matmul(dst=acc, stationary=a_tile, moving=b_tile)
+        ct = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=ct, src=acc)
+        nisa.dma_copy(dst=c, src=ct)
+    return c
+
+
 def test_double_buffer_slips():
     m = _says(pz.double_buffer, matmul_one_buffer)
     assert "the limit is 18.5 us" in m and "inside the nl.affine_range body" in m
     assert "only the last K tile" in _says(pz.double_buffer, matmul_overwrites)
+    m = _says(pz.double_buffer, matmul_stores_every_step)
+    assert "c crossed HBM 8.0 times over" in m and "Store c once" in m
+    assert "load it once" not in m  # the inputs crossed once: no advice about them
+
+
+def test_a_passing_kernel_is_told_what_it_spent_against_each_limit():
+    result = pz.double_buffer.check(pz.double_buffer.kernel)
+    run = pz.double_buffer.reference_run()
+    assert result.status == exercises.PASSED
+    assert f"{run.latency * 1e6:,.2f} us on trn1 (limit 18.5)" in result.message
+    assert "bytes over HBM (limit 1,572,864)" in result.message
 
 
 # 10. attention ---------------------------------------------------------------------------------

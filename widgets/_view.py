@@ -122,9 +122,10 @@ class Dashboard(ABC):
         """A static picture of the dashboard as it is now: settings, charts (inline SVG, no
         scripts) and text, for front ends that cannot run widgets."""
         name = type(self).__name__
+        settings = self.settings_text()
         return (
             f'<div class="trnlab-static" role="group" aria-label="{name} (static picture)">'
-            f"<p><b>{name}</b>: {html.escape(self.settings_text())}</p>"
+            f"<p><b>{name}</b>{': ' + html.escape(settings) if settings else ''}</p>"
             f"{_static(self.widget)}"
             "<p><i>A static picture of this dashboard as it was drawn; run the notebook for "
             "the live, interactive one.</i></p></div>"

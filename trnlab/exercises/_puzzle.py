@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._exercise import Exercise
+from ._exercise import PASSED, Exercise
 
 __all__ = ["Constraint", "Puzzle", "Slip"]
 
@@ -158,7 +158,7 @@ def _close(out, exact, scale, tol) -> np.ndarray:
     return ~(np.abs(out - exact) <= tol * scale + 1e-6)
 
 
-def _values_problem(spec: Spec, out: np.ndarray, vals: dict) -> str | None:
+def _values_problem(spec: Spec, out: np.ndarray, vals: dict, name: str = "out") -> str | None:
     exact = np.asarray(spec.expected(vals), np.float64)
     if out.shape != exact.shape:
         return f"the output has shape {out.shape}; expected {exact.shape}"
@@ -177,12 +177,14 @@ def _values_problem(spec: Spec, out: np.ndarray, vals: dict) -> str | None:
     if np.isnan(out).any():
         nan = int(np.isnan(out).sum())
         return (
-            f"{nan:,} of {out.size:,} output values are NaN (out{list(idx)} among them): NaN is "
-            f"what trnlab, like nki.simulate, gives memory never written. Check that every "
-            f"element of the output is stored and computed only from tiles you filled."
+            f"{nan:,} of {out.size:,} output values are NaN ({name}{list(idx)} among them): NaN is "
+            f"what trnlab, like nki.simulate, gives memory never written, and what "
+            f"inf - inf or inf / inf gives after a value overflowed. Check that every element "
+            f"of the output is stored and computed only from tiles you filled, and that no "
+            f"intermediate overflows its format."
         )
     return (
-        f"out{list(idx)} is {out[idx]:.5g}, expected {exact[idx]:.5g}; {int(bad.sum()):,} of "
+        f"{name}{list(idx)} is {out[idx]:.5g}, expected {exact[idx]:.5g}; {int(bad.sum()):,} of "
         f"{out.size:,} values are off (tolerance {spec.tolerance:g} of the values' scale)"
     )
 
@@ -212,11 +214,22 @@ def _bytes_problem(spec: Spec, run) -> str | None:
         reverse=True,
     )  # fmt: skip
     said = "; ".join(f"{n} crossed HBM {x:.1f} times over ({c} transfers)" for x, n, c in again)
+    stored = [n for n, t in traffic.items() if t["size"] and t["stored"] > t["size"]]
+    loaded = [n for n, t in traffic.items() if t["size"] and t["loaded"] > t["size"]]
+    advice = ""
+    if stored:
+        advice = (
+            f"Store {' and '.join(stored)} once, when the values are final (after the loop "
+            f"that accumulates them), not at every step. "
+        )
+    if loaded or not stored:
+        advice += spec.advice.get(
+            "bytes", "Load each tile once and keep it in SBUF while it is needed."
+        )
     return (
         f"correct, but your kernel moves {moved:,.0f} bytes over HBM; the limit is "
-        f"{limit:,} (each input byte read once, each output byte written once). {said}. "
-        + spec.advice.get("bytes", "Load each tile once and keep it in SBUF while it is needed.")
-    )
+        f"{limit:,} (each input byte read once, each output byte written once). {said}. " + advice
+    ).rstrip()
 
 
 def _instructions_problem(spec: Spec, run, reference_counts: dict) -> str | None:
@@ -235,6 +248,21 @@ def _instructions_problem(spec: Spec, run, reference_counts: dict) -> str | None
         f"the limit is {limit}. More than the reference: {', '.join(more) or 'none of one kind'}. "
         + spec.advice.get("instructions", "")
     ).rstrip()
+
+
+def _spent(limit: Constraint, run) -> str:
+    """What a passing kernel spent against each of the puzzle's limits."""
+    from trnlab import core
+
+    parts = []
+    if limit.hbm_bytes is not None:
+        moved = sum(t["loaded"] + t["stored"] for t in core.hbm_traffic(run).values())
+        parts.append(f"{moved:,.0f} bytes over HBM (limit {limit.hbm_bytes:,})")
+    if limit.instructions is not None:
+        parts.append(f"{len(run.program)} instructions (limit {limit.instructions})")
+    if limit.latency_us is not None:
+        parts.append(f"{run.latency * 1e6:,.2f} us on {limit.chip} (limit {limit.latency_us:g})")
+    return ", ".join(parts)
 
 
 def _latency_problem(spec: Spec, run) -> str | None:
@@ -277,6 +305,7 @@ class Puzzle(Exercise):
             solution_text=solution_text,
         )
         self._reference_run = None
+        self._judged = None  # the run of the kernel checked last
 
     def reference_run(self):
         """The reference solution's run (cached): what the constraint is derived from."""
@@ -307,15 +336,23 @@ class Puzzle(Exercise):
                 return run, "your kernel"
         return self.reference_run(), "the reference solution"
 
+    def _verdict(self, answer) -> tuple[str, str]:
+        status, message = super()._verdict(answer)
+        if status == PASSED and self._judged is not None:
+            message = f"correct: {_spent(self.spec.constraint, self._judged)}"
+        return status, message
+
     def _judge(self, kernel) -> str | None:
+        self._judged = None
         run, vals, problem = run_kernel(kernel, self.spec)
         if problem:
             return problem
-        _, out, problem = _output(run)
+        self._judged = run
+        name, out, problem = _output(run)
         if problem:
             return problem
         return (
-            _values_problem(self.spec, out, vals)
+            _values_problem(self.spec, out, vals, name)
             or _forbidden_problem(self.spec, run)
             or _bytes_problem(self.spec, run)
             or _instructions_problem(self.spec, run, self.reference_run().program.counts())

@@ -117,7 +117,7 @@ vector_add = Puzzle(
 @nki.jit
 def reference_bias(x, bias):
     """The bias row is loaded once onto one partition and copied to all 128 partitions once
-    (``nl.broadcast_to``: a matmul of a column of ones by the row); every block then adds it."""
+    (``nl.broadcast_to``: a matmul of a row of ones by the row); every block then adds it."""
     R, C = x.shape
     out = nl.ndarray((R, C), dtype=x.dtype, buffer=nl.shared_hbm)
     row = nl.ndarray((1, C), dtype=bias.dtype, buffer=nl.sbuf)
@@ -171,7 +171,8 @@ bias = Puzzle(
         "partition. Your bias is one value per column, so it must be a [128, 512] tile.",
         "Load bias into a (1, 512) SBUF tile once, before the row loop; "
         "nl.broadcast_to(row, (128, 512)) makes it a 128-partition tile on chip (one matmul "
-        "by a column of ones). Then one tensor_tensor add per block.",
+        "with a row of ones, one partition by 128, as the stationary operand). Then one "
+        "tensor_tensor add per block.",
     ),
     solution_text="Bias row loaded once, broadcast to 128 partitions once, one add per block.",
 )
@@ -390,6 +391,12 @@ def _naive_softmax(v):
     return e / e.sum(axis=1, keepdims=True)
 
 
+def _plus_max_softmax(v):
+    x = v["x"].astype(np.float32)
+    e = np.exp(x + x.max(axis=1, keepdims=True))  # fp32, as the engine computes it: overflows
+    return e / e.sum(axis=1, keepdims=True)
+
+
 SOFTMAX_SHAPE = (128, 512)
 softmax = Puzzle(
     "lab04.softmax",
@@ -403,8 +410,8 @@ softmax = Puzzle(
             hbm_bytes=2 * SOFTMAX_SHAPE[0] * SOFTMAX_SHAPE[1] * F32,
             instructions=6,
             why="one pass: x read once, out written once; a load, a max, an exp that also "
-            "sums (the model counts its row sum as a second Scalar instruction), a divide by "
-            "the per-row sum, a store",
+            "sums (the model counts its row sum as a second Scalar instruction, listed as a "
+            "copy), a divide by the per-row sum, a store",
         ),
         tolerance=1e-5,
         slips=(
@@ -413,6 +420,12 @@ softmax = Puzzle(
                 "exp(x) overflows fp32 for logits above about 88 "
                 "(inf / inf is NaN): subtract each row's maximum first (softmax is unchanged "
                 "by it)",
+            ),
+            Slip(
+                _plus_max_softmax,
+                "the bias added each row's maximum instead of subtracting it: exp(x + max) "
+                "overflows fp32 (inf / inf is NaN). Pass -max: tensor_reduce(..., "
+                "negate=True), or multiply the maximum by -1",
             ),
         ),
         advice={
@@ -510,7 +523,8 @@ rmsnorm = Puzzle(
             "bytes": "Load gamma once, before the loop over blocks, and broadcast it on chip once.",
             "instructions": "nisa.activation(op=nl.square, reduce_op=nl.add, reduce_res=...) "
             "squares and sums in one instruction; nisa.tensor_scalar takes two operators "
-            "(multiply by 1/C, then add eps) in one.",
+            "(multiply by 1/C, then add eps) in one; nisa.activation(op=nl.rsqrt) is "
+            "1 / sqrt in one instruction (no sqrt followed by a reciprocal).",
         },
     ),
     reference_rmsnorm,
@@ -890,8 +904,9 @@ attention = Puzzle(
         "P V contracts over the keys, so the keys must be on partitions: transpose P in blocks "
         "of 128 keys (nc_transpose into PSUM, tensor_copy to SBUF) and accumulate "
         "nc_matmul(dst=acc [S, d], stationary=p_t [128, S], moving=v_tile [128, d]).",
-        "Divide by the row sums once, at the end: acc times 1/sum (tensor_scalar with a "
-        "[S, 1] operand) on the way out of PSUM.",
+        "Divide by the row sums once, at the end, on the way out of PSUM: one tensor_scalar "
+        "with the [S, 1] sums as its operand (op0=nl.divide; a reciprocal, then a multiply, "
+        "is one instruction more).",
     ),
     solution_text="Scores in one PSUM bank; max, exp (scaled, fused row sum) from PSUM; P^T "
     "per 128 keys by nc_transpose; P V accumulated in PSUM; 1/sum on the way out.",

@@ -150,7 +150,7 @@ def _same_partitions(a, ra, b, rb, api: str, wa: str, wb: str) -> None:
     if ra[1] - ra[0] != rb[1] - rb[0]:
         raise HardwareRuleError(
             f"nisa.{api}: {wa} spans {ra[1] - ra[0]} partitions and {wb} {rb[1] - rb[0]}; "
-            f"they must match (an engine works partition by partition)"
+            f"they must match (an engine works partition by partition)."
         )
 
 
@@ -377,7 +377,14 @@ def _matmul_operands(tr, dst, stationary, moving, api):
         raise TileTooLargeError(
             f"nisa.{api}: stationary free size {m} exceeds {p.stationary_free_max} "
             f"(nl.tile_size.gemm_stationary_fmax) on {p.name}; split M into tiles of "
-            f"<= {p.stationary_free_max}."
+            f"<= {p.stationary_free_max}"
+            + (
+                f", or swap the operands: nc_matmul computes stationary.T @ moving into [M, N] "
+                f"and the moving operand's free size {n} would fit as M"
+                if n <= p.stationary_free_max
+                else ""
+            )
+            + "."
         )
     if n > p.psum_free_max:
         raise TileTooLargeError(
