@@ -2402,7 +2402,7 @@ view_targets(
 )
 target(
     "trnlab.widgets.MemoryTraffic",
-    lambda run, title: widgets.MemoryTraffic(run, title).summary_text(),
+    lambda run, title, structure: widgets.MemoryTraffic(run, title, structure).summary_text(),
     examples=4,
     run=Arg(
         st.just(None).map(lambda _: _small_run()),
@@ -2412,6 +2412,7 @@ target(
     title=Arg(
         st.sampled_from(["", "puzzle 1, your kernel"]), st.sampled_from([5, None, b"x"]), ("title",)
     ),
+    structure=Arg(st.booleans(), st.sampled_from(["no", 0, None]), ("structure",)),
 )
 CLASSES.update(
     {

@@ -45,6 +45,20 @@ def test_the_picture_and_the_table_say_what_crossed_hbm():
     assert "MemoryTraffic" in view.static_html()
 
 
+def test_without_structure_only_what_crossed_hbm_is_shown():
+    """A reference solution shown as the target before a learner's try: the HBM bytes and how
+    often each tensor crossed, not the transfers or the on-chip paths that say how it is built."""
+    run = _run()
+    view = MemoryTraffic(run, "the reference solution", structure=False)
+    text = view.summary_text()
+    assert "x | 128 KiB | 256 KiB | 0 B | 2.0x | -" in text
+    assert "HBM → SBUF" not in text and "shown once your own kernel has run" in text
+    titles = [a.text for a in view.chart.fig.layout.annotations]
+    assert titles == ["x (loads: 2.0x)", "y (stores: 1.0x)"]  # the target stays in the picture
+    with pytest.raises(TrnlabTypeError, match="flag"):
+        MemoryTraffic(run, structure="no")
+
+
 def test_anything_but_a_run_is_refused_saying_what_it_takes():
     with pytest.raises(TrnlabTypeError, match=r"core.Run .* not dict"):
         MemoryTraffic({})

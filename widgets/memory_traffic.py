@@ -15,6 +15,7 @@ import html
 import ipywidgets as W
 
 from trnlab import core
+from trnlab._checks import flag
 from trnlab._errors import TrnlabTypeError
 from trnlab.units import si
 
@@ -29,23 +30,33 @@ def _times(moved: float, size: float) -> str:
     return f"{moved / size:.1f}x" if size else "-"
 
 
-def traffic_table(run: core.Run) -> str:
-    """The bytes per HBM tensor (against its size) and along each on-chip path, as HTML."""
+def traffic_table(run: core.Run, structure: bool = True) -> str:
+    """The bytes per HBM tensor (against its size) and along each on-chip path, as HTML.
+    ``structure=False`` leaves out the transfers and the on-chip paths, which would say how
+    the kernel is built (a reference solution shown as the target before a learner's try)."""
     rows = []
     for name, t in core.hbm_traffic(run).items():
+        transfers = int(t["loads"] + t["stores"]) if structure else "-"
         rows.append(
             f"<tr><td style='text-align:left'>{html.escape(name)}</td>"
             f"<td>{si(t['size'], 'B')}</td><td>{si(t['loaded'], 'B')}</td>"
             f"<td>{si(t['stored'], 'B')}</td>"
             f"<td>{_times(t['loaded'] + t['stored'], t['size'])}</td>"
-            f"<td>{int(t['loads'] + t['stores'])}</td></tr>"
+            f"<td>{transfers}</td></tr>"
         )
-    paths = "; ".join(f"{a} &rarr; {b} {si(v, 'B')}" for (a, b), v in core.traffic(run).items())
+    if structure:
+        paths = "; ".join(f"{a} &rarr; {b} {si(v, 'B')}" for (a, b), v in core.traffic(run).items())
+        on_chip = f"On chip: {paths}."
+    else:
+        on_chip = (
+            "On chip: shown once your own kernel has run (the path through SBUF, PSUM and the "
+            "engines, and the number of transfers, would say how this one is built)."
+        )
     return (
         "<table><thead><tr><th style='text-align:left'>HBM tensor</th><th>size</th>"
         "<th>loaded</th><th>stored</th><th>crossed HBM</th><th>transfers</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>"
-        f"<p style='max-width:520px'>On chip: {paths}.</p>"
+        f"<p style='max-width:520px'>{on_chip}</p>"
     )
 
 
@@ -58,6 +69,10 @@ class MemoryTraffic(Dashboard):
         The run to show (from ``nki.profile`` or ``core.run``).
     title : str
         What the run is (shown above the pictures); default: the run's summary line.
+    structure : bool
+        Show the transfers per tensor and the on-chip paths (default). False shows only what
+        crossed HBM: the target, when the run is a reference solution a learner has not yet
+        tried to match.
 
     Examples
     --------
@@ -66,8 +81,9 @@ class MemoryTraffic(Dashboard):
     >>> MemoryTraffic(kernels.matmul((256, 256), (256, 512), numerics=False))  # doctest: +SKIP
     """
 
-    def __init__(self, run: core.Run, title: str = "") -> None:
+    def __init__(self, run: core.Run, title: str = "", structure: bool = True) -> None:
         super().__init__()
+        self.structure = flag(structure, "MemoryTraffic(structure=...)", TrnlabTypeError)
         if not isinstance(run, core.Run):
             raise TrnlabTypeError(
                 f"MemoryTraffic shows a trnlab.core.Run (from nki.profile or core.run), "
@@ -103,4 +119,4 @@ class MemoryTraffic(Dashboard):
             for n, pic in zip(self.names, pictures, strict=True)
         ]
         self.chart.draw(pictures, titles, f"HBM traffic: {self.title}")
-        self.table.value = traffic_table(run)
+        self.table.value = traffic_table(run, self.structure)
