@@ -75,12 +75,7 @@ def nki_attention(q_t, k_t, v, causal=False):
         qs = _span(q0, S, Q_TILE)
         q_tile = nl.ndarray((d, Q_TILE), dtype=dt, buffer=nl.sbuf)
         nisa.dma_copy(dst=q_tile[:, :qs], src=q_t[:, q0 : q0 + qs])
-        m = nl.ndarray((Q_TILE, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.memset(dst=m, value=_NEG)
-        l_sum = nl.ndarray((Q_TILE, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.memset(dst=l_sum, value=0.0)
-        acc = nl.ndarray((Q_TILE, d), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.memset(dst=acc, value=0.0)
+        m, l_sum, acc = _online_state(Q_TILE, d)
         kv_end = min(S_kv, q0 + qs) if causal else S_kv
         for kv0 in nl.sequential_range(0, kv_end, KV_TILE):
             ks = _span(kv0, kv_end, KV_TILE)
@@ -101,39 +96,61 @@ def nki_attention(q_t, k_t, v, causal=False):
                 nisa.affine_select(dst=scores[:qs, :ks], pattern=[[-1, ks]], channel_multiplier=1,
                                    on_true_tile=scores[:qs, :ks], on_false_value=_NEG,
                                    cmp_op=nl.greater_equal, offset=q0 - kv0)  # fmt: skip
-            block_max = nl.ndarray((Q_TILE, 1), dtype=nl.float32, buffer=nl.sbuf)
-            nisa.tensor_reduce(dst=block_max[:qs], op=nl.maximum, data=scores[:qs, :ks], axis=1)
-            m_new = nl.ndarray((Q_TILE, 1), dtype=nl.float32, buffer=nl.sbuf)
-            nisa.tensor_tensor(dst=m_new[:qs], data1=m[:qs], data2=block_max[:qs], op=nl.maximum)
-            neg_m = nl.ndarray((Q_TILE, 1), dtype=nl.float32, buffer=nl.sbuf)
-            nisa.tensor_scalar(dst=neg_m[:qs], data=m_new[:qs], op0=nl.multiply, operand0=-1.0)
-            probs = nl.ndarray((Q_TILE, KV_TILE), dtype=dt, buffer=nl.sbuf)
-            row_sum = nl.ndarray((Q_TILE, 1), dtype=nl.float32, buffer=nl.sbuf)
-            nisa.activation(dst=probs[:qs, :ks], op=nl.exp, data=scores[:qs, :ks], bias=neg_m[:qs],
-                            reduce_op=nl.add, reduce_res=row_sum[:qs])  # fmt: skip
-            corr = nl.ndarray((Q_TILE, 1), dtype=nl.float32, buffer=nl.sbuf)
-            nisa.activation(dst=corr[:qs], op=nl.exp, data=m[:qs], bias=neg_m[:qs])
-            nisa.tensor_scalar(dst=l_sum[:qs], data=l_sum[:qs], op0=nl.multiply,
-                               operand0=corr[:qs], op1=nl.add, operand1=row_sum[:qs])  # fmt: skip
-            nisa.tensor_copy(dst=m[:qs], src=m_new[:qs])
-            pv_psum = nl.ndarray((Q_TILE, d), dtype=nl.float32, buffer=nl.psum)
-            for c, c0 in enumerate(nl.affine_range(0, ks, 128)):
-                cs = _span(c0, ks, 128)
-                pt_psum = nl.ndarray((128, Q_TILE), dtype=dt, buffer=nl.psum)
-                nisa.nc_transpose(dst=pt_psum[:cs, :qs], data=probs[:qs, c0 : c0 + cs],
-                                  engine=nisa.engine.tensor)  # fmt: skip
-                probs_t = nl.ndarray((128, Q_TILE), dtype=dt, buffer=nl.sbuf)
-                nisa.tensor_copy(dst=probs_t[:cs, :qs], src=pt_psum[:cs, :qs])
-                nisa.nc_matmul(dst=pv_psum[:qs], stationary=probs_t[:cs, :qs],
-                               moving=v_tile[:cs, c_first + c, :])  # fmt: skip
-            nisa.tensor_scalar(dst=acc[:qs], data=acc[:qs], op0=nl.multiply, operand0=corr[:qs])
-            nisa.tensor_tensor(dst=acc[:qs], data1=acc[:qs], data2=pv_psum[:qs], op=nl.add)
+            _attend_block(scores, m, l_sum, acc, v_tile, c_first, slice(0, qs), ks, dt)
         inv = nl.ndarray((Q_TILE, 1), dtype=nl.float32, buffer=nl.sbuf)
         nisa.reciprocal(dst=inv[:qs], data=l_sum[:qs])
         o_tile = nl.ndarray((Q_TILE, d), dtype=dt, buffer=nl.sbuf)
         nisa.tensor_scalar(dst=o_tile[:qs], data=acc[:qs], op0=nl.multiply, operand0=inv[:qs])
         nisa.dma_copy(dst=out[q0 : q0 + qs, :], src=o_tile[:qs])
     return out
+
+
+def _online_state(rows, width):
+    """The running state of an online softmax over ``rows`` query rows: the maximum (minus
+    infinity), the sum (0) and the accumulator of ``P v`` (``rows x width``, 0)."""
+    m = nl.ndarray((rows, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=m, value=_NEG)
+    l_sum = nl.ndarray((rows, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=l_sum, value=0.0)
+    acc = nl.ndarray((rows, width), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=acc, value=0.0)
+    return m, l_sum, acc
+
+
+def _attend_block(scores, m, l_sum, acc, v_tile, c_first, rows, ks, dt):
+    """One key block of an online softmax (flash attention) for the query rows ``rows`` (a
+    slice): from this block's ``scores[rows, :ks]`` the running maximum ``m`` and sum
+    ``l_sum`` move on, and ``acc`` becomes ``acc * exp(m_old - m_new) + P v`` with
+    ``P = exp(scores - m_new)`` transposed per 128 keys (``v_tile`` chunks from
+    ``c_first``). Shared by :func:`nki_attention` and the decode kernel."""
+    n, width = scores.shape[0], acc.shape[1]
+    block_max = nl.ndarray((n, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_reduce(dst=block_max[rows], op=nl.maximum, data=scores[rows, :ks], axis=1)
+    m_new = nl.ndarray((n, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=m_new[rows], data1=m[rows], data2=block_max[rows], op=nl.maximum)
+    neg_m = nl.ndarray((n, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=neg_m[rows], data=m_new[rows], op0=nl.multiply, operand0=-1.0)
+    probs = nl.ndarray(scores.shape, dtype=dt, buffer=nl.sbuf)
+    row_sum = nl.ndarray((n, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation(dst=probs[rows, :ks], op=nl.exp, data=scores[rows, :ks], bias=neg_m[rows],
+                    reduce_op=nl.add, reduce_res=row_sum[rows])  # fmt: skip
+    corr = nl.ndarray((n, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation(dst=corr[rows], op=nl.exp, data=m[rows], bias=neg_m[rows])
+    nisa.tensor_scalar(dst=l_sum[rows], data=l_sum[rows], op0=nl.multiply,
+                       operand0=corr[rows], op1=nl.add, operand1=row_sum[rows])  # fmt: skip
+    nisa.tensor_copy(dst=m[rows], src=m_new[rows])
+    pv_psum = nl.ndarray((n, width), dtype=nl.float32, buffer=nl.psum)
+    for c, c0 in enumerate(nl.affine_range(0, ks, 128)):
+        cs = _span(c0, ks, 128)
+        pt_psum = nl.ndarray((128, n), dtype=dt, buffer=nl.psum)
+        nisa.nc_transpose(dst=pt_psum[:cs, rows], data=probs[rows, c0 : c0 + cs],
+                          engine=nisa.engine.tensor)  # fmt: skip
+        probs_t = nl.ndarray((128, n), dtype=dt, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=probs_t[:cs, rows], src=pt_psum[:cs, rows])
+        nisa.nc_matmul(dst=pv_psum[rows], stationary=probs_t[:cs, rows],
+                       moving=v_tile[:cs, c_first + c, :])  # fmt: skip
+    nisa.tensor_scalar(dst=acc[rows], data=acc[rows], op0=nl.multiply, operand0=corr[rows])
+    nisa.tensor_tensor(dst=acc[rows], data1=acc[rows], data2=pv_psum[rows], op=nl.add)
 
 
 def _load_v(dst, v, start, size):

@@ -28,14 +28,13 @@ import trnlab.nki as nki
 import trnlab.nki.isa as nisa
 import trnlab.nki.language as nl
 
-from ._attention import _load_v
+from ._attention import _attend_block, _load_v, _online_state
 from ._matmul import _span
 
 __all__ = ["BLOCK", "nki_decode_attention"]
 
 BLOCK = 4096  # keys per block: fp32 scores of a block take 16 KiB of each partition
 _MM = 512  # keys per score matmul (one PSUM bank of fp32)
-_NEG = -30000.0
 
 
 @nki.jit
@@ -51,12 +50,7 @@ def nki_decode_attention(q_t, k_t, v):
     out = nl.ndarray((h, d), dtype=dt, buffer=nl.shared_hbm)
     q = nl.ndarray((d, h), dtype=dt, buffer=nl.sbuf)
     nisa.dma_copy(dst=q, src=q_t)
-    m = nl.ndarray((h, 1), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.memset(dst=m, value=_NEG)
-    l_sum = nl.ndarray((h, 1), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.memset(dst=l_sum, value=0.0)
-    acc = nl.ndarray((h, d), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.memset(dst=acc, value=0.0)
+    m, l_sum, acc = _online_state(h, d)
     for b0 in nl.sequential_range(0, S, BLOCK):
         bs = _span(b0, S, BLOCK)
         k_blk = nl.ndarray((d, BLOCK), dtype=dt, buffer=nl.sbuf)
@@ -70,32 +64,7 @@ def nki_decode_attention(q_t, k_t, v):
             nisa.nc_matmul(dst=s_psum[:, :ss], stationary=q, moving=k_blk[:, s0 : s0 + ss])
             nisa.activation(dst=scores[:, s0 : s0 + ss], op=nl.copy, data=s_psum[:, :ss],
                             scale=scale)  # fmt: skip
-        blk_max = nl.ndarray((h, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.tensor_reduce(dst=blk_max, op=nl.maximum, data=scores[:, :bs], axis=1)
-        m_new = nl.ndarray((h, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.tensor_tensor(dst=m_new, data1=m, data2=blk_max, op=nl.maximum)
-        neg_m = nl.ndarray((h, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.tensor_scalar(dst=neg_m, data=m_new, op0=nl.multiply, operand0=-1.0)
-        probs = nl.ndarray((h, BLOCK), dtype=dt, buffer=nl.sbuf)
-        row_sum = nl.ndarray((h, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.activation(dst=probs[:, :bs], op=nl.exp, data=scores[:, :bs], bias=neg_m,
-                        reduce_op=nl.add, reduce_res=row_sum)  # fmt: skip
-        corr = nl.ndarray((h, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.activation(dst=corr, op=nl.exp, data=m, bias=neg_m)
-        nisa.tensor_scalar(dst=l_sum, data=l_sum, op0=nl.multiply, operand0=corr,
-                           op1=nl.add, operand1=row_sum)  # fmt: skip
-        nisa.tensor_copy(dst=m, src=m_new)
-        pv_psum = nl.ndarray((h, d), dtype=nl.float32, buffer=nl.psum)
-        for c, c0 in enumerate(nl.affine_range(0, bs, 128)):
-            cs = _span(c0, bs, 128)
-            pt_psum = nl.ndarray((128, h), dtype=dt, buffer=nl.psum)
-            nisa.nc_transpose(dst=pt_psum[:cs], data=probs[:, c0 : c0 + cs],
-                              engine=nisa.engine.tensor)  # fmt: skip
-            probs_t = nl.ndarray((128, h), dtype=dt, buffer=nl.sbuf)
-            nisa.tensor_copy(dst=probs_t[:cs], src=pt_psum[:cs])
-            nisa.nc_matmul(dst=pv_psum, stationary=probs_t[:cs], moving=v_blk[:cs, c, :])
-        nisa.tensor_scalar(dst=acc, data=acc, op0=nl.multiply, operand0=corr)
-        nisa.tensor_tensor(dst=acc, data1=acc, data2=pv_psum, op=nl.add)
+        _attend_block(scores, m, l_sum, acc, v_blk, 0, slice(0, h), bs, dt)
     inv = nl.ndarray((h, 1), dtype=nl.float32, buffer=nl.sbuf)
     nisa.reciprocal(dst=inv, data=l_sum)
     o_tile = nl.ndarray((h, d), dtype=dt, buffer=nl.sbuf)
