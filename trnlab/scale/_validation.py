@@ -363,6 +363,15 @@ _INTROS = {
     "stages, recomputation and micro-batch) are searched: the plan keeps the fastest that fits. "
     "The trn1 runs use the recomputation, flash attention and dropout of the scripts their "
     "table links to.",
+    "decode": "Time to first token is not validated. The same Trn1 table publishes it, but its "
+    "prefill rates do not follow from FLOPs, bytes or sequence length in any way the model "
+    "could take up: Llama-2-70B's first token takes 54 ms from a 128-token prompt, 82 ms from "
+    "256, 232 ms from 1,024 and 691 ms from 2,048 (0.42, 0.32, 0.23 and 0.34 ms per prompt "
+    "token), and Mistral-7B's 8,192-token prompt takes 1.32 s: its FLOPs at the 16 chips' "
+    "BF16 peak would take 50 ms, 4% of that (Transformers NeuronX 2.18 pads prompts to "
+    "compiled context-encoding buckets; its long-context prefill kernels are not published). "
+    "The model's TTFT (prompt FLOPs at its GEMM rate, plus the collectives and step costs) is "
+    "not checked against these times.",
 }
 
 
