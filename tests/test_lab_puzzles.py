@@ -312,6 +312,14 @@ def transpose_zeros(x):
     return y
 
 
+def test_the_picture_shows_the_reference_as_a_target_until_the_learners_kernel_runs():
+    """A kernel the check refuses (256 partitions) still shows the reference, flagged as not
+    the learner's, so its picture leaves out how it is built."""
+    assert pz.transpose.shown_run(transpose_whole)[1:] == ("the reference solution", False)
+    assert pz.transpose.shown_run(None)[1:] == ("the reference solution", False)
+    assert pz.transpose.shown_run(pz.transpose.kernel)[1:] == ("your kernel", True)
+
+
 def test_transpose_slips():
     m = _says(pz.transpose, transpose_zeros)
     assert m.startswith("y[0, 0] is 0, expected")  # the output named as the kernel names it

@@ -4,6 +4,8 @@ at equal latency per user, the decode calibration, and mixture-of-experts traini
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trnlab import catalog, scale
 from trnlab.scale import WorkloadError, inference
@@ -64,6 +66,81 @@ def test_trainium_decode_attends_over_the_compiled_length_on_the_neuroncore_mode
     four = inference("llama3-8b", "trn1.32xlarge", tp=16, batch=4, prompt=128, output=8064)
     assert short.tpot_attention < four.tpot_attention < 2 * short.tpot_attention
     assert "4 walks" not in four.attention_basis and "2 walks" in four.attention_basis
+
+
+def test_several_kv_heads_per_chip_are_walked_by_its_cores_with_their_query_heads():
+    """Llama 3 70B (64 query, 8 KV heads) at tp=2 on Trainium2: 4 KV heads per chip, each with
+    the 8 query heads that share it; a batch of 4 makes 16 walks over 8 cores: two per core,
+    the second overlapped. At tp=16 on Trainium one KV head per chip has 4 query heads."""
+    import trnlab.nki as nki
+    from trnlab import kernels
+    from trnlab.scale._decode import overlapped_walk
+
+    eight = nki.profile(kernels.nki_decode_attention, chip="trn2")(
+        nki.hbm((128, 8), "bfloat16"), nki.hbm((128, 1024), "bfloat16"),
+        nki.hbm((1024, 128), "bfloat16"),
+    )  # fmt: skip
+    two = inference("llama3-70b", "trn2.48xlarge", tp=2, batch=4, prompt=128, output=896,
+                    weight_format="fp8_e4m3")  # fmt: skip
+    assert "2 walks of the cache per core (8 query heads each)" in two.attention_basis
+    assert two.tpot_attention == pytest.approx(80 * (eight.latency + overlapped_walk(eight, 8)))
+    r = inference("llama3-70b", "trn1.32xlarge", tp=16, prompt=128, output=896)
+    assert "1 walk of the cache per core (4 query heads each)" in r.attention_basis
+
+
+def test_an_overlapped_walk_costs_at_least_its_bytes_and_less_than_a_whole_walk():
+    import trnlab.nki as nki
+    from trnlab import kernels
+    from trnlab.scale._decode import overlapped_walk
+
+    for rows, context in ((1, 2048), (8, 8192), (64, 300)):
+        run = nki.profile(kernels.nki_decode_attention, chip="trn2")(
+            nki.hbm((128, rows), "bfloat16"), nki.hbm((128, context), "bfloat16"),
+            nki.hbm((context, 128), "bfloat16"),
+        )  # fmt: skip
+        walk_bytes = 2 * context * 128 * 2  # K and V in bf16
+        assert overlapped_walk(run, rows) >= walk_bytes / run.params.dma_bandwidth * 0.999
+        assert overlapped_walk(run, rows) < run.latency
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    batch=st.integers(1, 16),
+    more=st.integers(1, 16),
+    context=st.integers(1, 20_000),
+    longer=st.integers(0, 20_000),
+    chip=st.sampled_from(["trn1.32xlarge", "trn2.48xlarge"]),
+)
+def test_decode_attention_never_gets_faster_with_more_batch_or_context(
+    batch, more, context, longer, chip
+):
+    kw = dict(tp=16, output=1, usable_hbm=1.0)
+    base = inference("llama3-8b", chip, batch=batch, prompt=context, **kw)
+    bigger = inference("llama3-8b", chip, batch=batch + more, prompt=context, **kw)
+    long = inference("llama3-8b", chip, batch=batch, prompt=context + longer, **kw)
+    assert 0 < base.tpot_attention <= bigger.tpot_attention
+    assert base.tpot_attention <= long.tpot_attention
+    assert base.tpot_attention < base.tpot
+
+
+def test_the_compiled_length_sets_the_walk_and_is_at_least_the_sequence():
+    kw = dict(tp=16, prompt=10_000, output=1500)
+    plain = inference("llama3-70b", "trn2.48xlarge", **kw)
+    same = inference("llama3-70b", "trn2.48xlarge", compiled_length=11_500, **kw)
+    bucket = inference("llama3-70b", "trn2.48xlarge", compiled_length=12_800, **kw)
+    assert same.tpot == plain.tpot and bucket.tpot_attention > plain.tpot_attention
+    assert "12,800 positions" in bucket.attention_basis
+    for bad in (11_499, 0, 12_800.5, "12800", None.__class__):
+        with pytest.raises(WorkloadError, match="compiled_length"):
+            inference("llama3-70b", "trn2.48xlarge", compiled_length=bad, **kw)
+
+
+def test_heads_wider_than_the_partitions_are_refused_on_trainium_not_guessed():
+    wide = scale.ModelSpec("wide-heads", 8, 4096, 16, 16, 16384, 32000, 4096)  # 256 per head
+    with pytest.raises(WorkloadError, match="not modelled yet"):
+        inference(wide, "trn2.48xlarge", tp=4, prompt=512, output=64)
+    gpu = inference(wide, "p5.48xlarge", tp=4, prompt=512, output=64)
+    assert gpu.tpot > 0 and gpu.tpot_attention == 0.0
 
 
 def test_a_chips_cores_share_the_walks_over_the_kv_cache():

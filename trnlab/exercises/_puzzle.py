@@ -328,18 +328,20 @@ class Puzzle(Exercise):
         return run
 
     def shown_run(self, kernel=None):
-        """The run to draw and whose it is: your kernel's when it runs, else the reference's
-        (an untouched template, or a kernel the check refuses, shows what to aim for)."""
+        """The run to draw, whose it is, and whether it is yours: your kernel's when it runs,
+        else the reference's (an untouched template, or a kernel the check refuses, shows what
+        to aim for; a picture of it should show only the target, not how it is built)."""
         if kernel is not None:
             run, _, problem = run_kernel(kernel, self.spec)
             if problem is None:
-                return run, "your kernel"
-        return self.reference_run(), "the reference solution"
+                return run, "your kernel", True
+        return self.reference_run(), "the reference solution", False
 
     def _verdict(self, answer) -> tuple[str, str]:
         status, message = super()._verdict(answer)
         if status == PASSED and self._judged is not None:
-            message = f"correct: {_spent(self.spec.constraint, self._judged)}"
+            spent = _spent(self.spec.constraint, self._judged)
+            message = f"correct: {spent}" if spent else "correct"
         return status, message
 
     def _judge(self, kernel) -> str | None:

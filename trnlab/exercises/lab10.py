@@ -157,21 +157,15 @@ def _tokens_per_mw() -> float:
     return p["trn3"].tokens_per_megawatt / p["trn2"].tokens_per_megawatt
 
 
-def _breakdown(point) -> str:
-    r = point.result
-    return (
-        f"weights {r.tpot_memory_bound * 1e3:.1f} ms, attention over the KV cache "
-        f"{r.tpot_attention * 1e3:.1f} ms, all-reduces {r.tpot_comm * 1e3:.1f} ms, step costs "
-        f"{r.tpot_overhead * 1e3:.1f} ms"
-    )
-
-
 def _explain_tokens(predicted: float, model: float) -> str:
     p = _serving()
     t2, t3 = p["trn2"], p["trn3"]
     per_chip = t3.tokens_per_second_per_chip / t2.tokens_per_second_per_chip
     power = t3.result.watts_per_chip / t2.result.watts_per_chip
-    bw = catalog.chip("trn3").hbm_bandwidth / catalog.chip("trn2").hbm_bandwidth
+    from trnlab.scale._memory_bound import stream_bandwidth
+
+    trn2, trn3 = catalog.chip("trn2"), catalog.chip("trn3")
+    bw = stream_bandwidth(trn3) / stream_bandwidth(trn2)
     size = (
         "a bigger batch"
         if t3.batch > t2.batch
@@ -179,11 +173,14 @@ def _explain_tokens(predicted: float, model: float) -> str:
     )
     why = (
         f"at {PER_USER} tokens/s per user Trainium3 serves {size} ({t3.batch} against "
-        f"{t2.batch}) and makes {per_chip:.1f}x the tokens per chip (its HBM bandwidth is "
-        f"{bw:.1f}x Trainium2's). Where a token's time goes at those batches: Trainium2 "
-        f"{_breakdown(t2)}; Trainium3 {_breakdown(t3)}. HBM bandwidth speeds up only the "
-        f"weights, which the batch shares; each sequence's walk over its KV cache runs on the "
-        f"NeuronCores' engines and grows with the batch, so it is what limits the batch. At "
+        f"{t2.batch}) and makes {per_chip:.1f}x the tokens per chip. Where a token's time goes "
+        f"at those batches: Trainium2 {t2.result.time_split()}; Trainium3 "
+        f"{t3.result.time_split()}. Trainium3 streams the weights {bw:.1f}x as fast (its cores' "
+        f"DMA engines move {trn3.core.dma_bandwidth * trn3.cores / 1e12:.1f} of its "
+        f"{trn3.hbm_bandwidth / 1e12:.1f} TB/s of HBM bandwidth); the batch shares that cost, "
+        f"while each sequence's walk over its KV cache adds its own bytes and so grows with "
+        f"the batch (how far walks overlap in a batch is an assumption: every published Neuron "
+        f"decode time is for batch 1). At "
         f"{power:.1f}x the power per chip (1,000 W estimated against {TRN2_WATTS:.0f} W "
         f"assumed) that is {model:.1f}x per megawatt."
     )

@@ -1,7 +1,8 @@
 """Fit the decode step cost per layer on one published decode run per chip generation.
 
 The fitted figure is ``decode_layer_overhead`` (seconds per layer per forward step: kernel
-boundaries and synchronisation that neither the HBM roofline nor the collectives account for).
+boundaries and synchronisation that neither the weight streaming, the decode-attention kernel
+nor the collectives account for).
 It is the measured time per output token less the model's time without it, divided by the
 layers, on the one case per generation marked ``"calibration"`` in
 :data:`trnlab.scale._published.DECODE_CASES`; every other decode case validates it.
@@ -29,6 +30,7 @@ def predict_decode(case: DecodeCase, layer_overhead: float | None = None):
         output=case.output,
         weight_format=case.weight_format,
         layer_overhead=layer_overhead,
+        compiled_length=case.compiled,
     )
 
 

@@ -8,8 +8,9 @@ time is not the KV bytes at the HBM roofline (a whole chip's bandwidth, every by
 once): it is the :func:`trnlab.kernels.nki_decode_attention` kernel timed on one NeuronCore of
 the chip, the chip's cores sharing its walks over the cache (one per sequence and KV head).
 
-The context is the sequence length the decode graph was compiled for (prompt + output): Neuron's
-decode graphs have fixed shapes and every step reads the cache up to that length, masking the
+The context is the sequence length the decode graph was compiled for (by default prompt +
+output; ``inference(compiled_length=...)`` names a token-generation bucket): Neuron's decode
+graphs have fixed shapes and every step reads the cache up to that length, masking the
 positions not yet written (``ndoc-vllm-neuron-decode-buckets``; the Trn1 decode table agrees:
 Llama-3-8B compiled for 8,192 positions decodes at 7.03 ms from a 128-token prompt and 7.04 ms
 from a 4,096-token one, 5.86 ms compiled for 4,096).
@@ -25,9 +26,9 @@ from functools import lru_cache
 
 from trnlab import catalog
 
-from ._workloads import ModelSpec
+from ._workloads import ModelSpec, WorkloadError
 
-__all__ = ["decode_attention_time"]
+__all__ = ["decode_attention_time", "overlapped_walk"]
 
 # Beyond this many cached positions the kernel's time is extended by its per-block slope (each
 # block of keys is the same work), so a million-token context costs no longer to evaluate.
@@ -42,40 +43,55 @@ def decode_attention_time(
 
     Each chip holds ``ceil(kv_heads / tp)`` KV heads (a head is replicated when tp exceeds
     them) and ``ceil(heads / tp)`` query heads. A walk is one sequence's cache of one KV head,
-    for the query heads that share it on this chip; the chip's ``batch x KV heads`` walks are
-    shared out over its cores (a core with none idles: a walk is not split). On each core the
-    first walk takes the kernel's whole latency (a chain of dependent steps); the walks after
-    it are independent of it and of each other, so they pipeline and each adds only the time
-    of the kernel's busiest resource (an engine's busy time or its bytes at the core's DMA
-    bandwidth): an ASSUMPTION, the ideal overlap of a batched kernel. The cache walks in
-    BF16, FP32 or (any format of 8 bits or fewer) FP8 tiles.
+    for the query heads that share it on this chip (its rows); the chip's ``batch x KV heads``
+    walks are shared out over its cores (a core with none idles: a walk is not split). On
+    each core the first walk takes the kernel's whole latency (a chain of dependent steps).
+    The walks after it are independent: a batched kernel overlaps them and puts the rows of
+    up to 128 / rows walks on the partitions of one Vector, Scalar or GpSimd instruction (an
+    engine instruction costs the same on 1 partition as on 128), so each further walk adds
+    the largest of its bytes at the core's DMA bandwidth, its Tensor Engine time and its
+    share of the other engines' time. ASSUMPTIONS, both: every published Neuron decode time
+    is for batch 1. The cache walks in BF16, FP32 or FP8 tiles (a format of fewer than 8 bits
+    walks as FP8, an ASSUMPTION that overstates its bytes).
+
+    Raises
+    ------
+    WorkloadError
+        A head wider than the 128 partitions (not modelled yet).
     """
     chip = catalog.chip(chip_key)
     if chip.core is None or not chip.cores:
         return None
+    partitions = chip.core.sbuf_partitions
+    if model.head_dim > partitions:
+        raise WorkloadError(
+            f"{model.name} has heads of {model.head_dim} values; trnlab's decode-attention kernel "
+            f"puts the head dimension on the {partitions} partitions of a NeuronCore, so wider "
+            f"heads are not modelled yet. Serve it on a GPU system, or model heads of <= "
+            f"{partitions}."
+        )
     kv_per_chip = math.ceil(model.kv_heads / tp)
     rows = math.ceil(math.ceil(model.heads / tp) / kv_per_chip)
-    head_dim = model.hidden // model.heads
-    # a head wider than the partitions, or more query heads than partitions, runs in pieces
-    pieces = math.ceil(head_dim / 128) * math.ceil(rows / 128)
-    rows = math.ceil(rows / math.ceil(rows / 128))
+    pieces = math.ceil(rows / partitions)  # more query heads than partitions: in pieces
+    rows = math.ceil(rows / pieces)
     fmt = "float8_e4m3" if kv_bytes <= 1.5 else ("bfloat16" if kv_bytes <= 2.5 else "float32")
-    latency, busiest = _kernel_time(chip.key, rows, min(head_dim, 128), context, fmt)
+    latency, further = _kernel_time(chip.key, rows, model.head_dim, context, fmt)
     walks = math.ceil(batch * kv_per_chip * pieces / chip.cores)  # on the busiest core
-    per_layer = latency + (walks - 1) * busiest
+    per_layer = latency + (walks - 1) * further
     where = (
         f"NeuronCore model: decode attention over {context:,} positions, {walks:,} walk"
         f"{'s' if walks > 1 else ''} of the cache per core ({rows} query head"
         f"{'s' if rows > 1 else ''} each): the first {latency * 1e6:,.1f} us, each further "
-        f"{busiest * 1e6:,.1f} us (its busiest resource)"
+        f"{further * 1e6:,.1f} us (overlapped: its bytes, its matmuls or its share of the "
+        f"engines, an assumption)"
     )
     return per_layer, where
 
 
 @lru_cache(maxsize=256)
 def _kernel_time(chip_key: str, rows: int, d: int, context: int, fmt: str) -> tuple[float, float]:
-    """The decode-attention kernel's own latency (no launch overhead) on one core, and the
-    time of its busiest resource."""
+    """The decode-attention kernel's own latency (no launch overhead) on one core, and what
+    one more, overlapped walk adds (see :func:`decode_attention_time`)."""
     from trnlab.kernels import BLOCK_DECODE
 
     if context <= _SIMULATED:
@@ -94,5 +110,18 @@ def _simulate(chip_key: str, rows: int, d: int, context: int, fmt: str) -> tuple
     run = nki.profile(nki_decode_attention, chip=chip_key)(
         nki.hbm((d, rows), fmt), nki.hbm((d, context), fmt), nki.hbm((context, d), fmt)
     )
-    engines = max(f * run.latency for e, f in run.busy.items() if e != "DMA")
-    return run.latency, max(engines, run.memory_bound_s)
+    return run.latency, overlapped_walk(run, rows)
+
+
+def overlapped_walk(run, rows: int) -> float:
+    """What one more walk adds when a batched kernel overlaps it with others: the largest of
+    its bytes at the core's DMA bandwidth, its Tensor Engine busy time, and the other engines'
+    busy time shared by the ``128 // rows`` walks whose rows fill one instruction's
+    partitions."""
+    per_instruction = max(1, run.params.sbuf_partitions // rows)
+    shared = max(
+        (f * run.latency for e, f in run.busy.items() if e not in ("DMA", "Tensor")),
+        default=0.0,
+    )
+    return max(run.memory_bound_s, run.busy.get("Tensor", 0.0) * run.latency,
+               shared / per_instruction)  # fmt: skip

@@ -7,11 +7,12 @@ the MLP), and a fixed per-layer step cost (kernel boundaries and synchronisation
 published decode runs, ``decode_layer_overhead`` in the catalogue).
 
 Prefill runs the prompt's FLOPs at the GEMM's achieved rate. Decode reads every weight once
-per generated token, so a token never takes less than weight bytes / HBM bandwidth (the memory
-roofline), and attends over the KV cache: on Trainium the decode-attention kernel timed on the
-NeuronCore model (:mod:`._decode`: the cores stream their KV heads and take a softmax as long
-as the compiled context), on GPUs the cache's bytes at the HBM bandwidth, inside the memory
-bound. The per-layer collectives and step costs come on top, whatever the batch. With tp beyond
+per generated token, so a token never takes less than weight bytes / streaming bandwidth (on
+Trainium what the cores' DMA engines move, at most the HBM bandwidth; on GPUs the HBM
+bandwidth), and attends over the KV cache: on Trainium the decode-attention kernel timed on
+the NeuronCore model (:mod:`._decode`: the cores stream their KV heads and take a softmax as
+long as the compiled sequence), on GPUs the cache's bytes at the HBM bandwidth, inside the
+memory bound. The per-layer collectives and step costs come on top, whatever the batch. With tp beyond
 the KV heads each KV head is replicated (grouped-query attention cannot split a head), so each
 chip reads 1/kv_heads of the cache, not 1/tp.
 """
@@ -99,6 +100,20 @@ class InferenceResult:
             return None
         return self.tokens_per_second_per_chip / (self.watts_per_chip / 1e6)
 
+    def time_split(self) -> str:
+        """Where one output token's time goes, in words: weights, attention, collectives,
+        step costs (the compute bound replaces the weights when it is the larger)."""
+        first = (
+            f"weights {self.tpot_memory_bound * 1e3:.1f} ms"
+            if self.tpot_memory_bound >= self.tpot_compute_bound
+            else f"matmuls {self.tpot_compute_bound * 1e3:.1f} ms"
+        )
+        return (
+            f"{first}, attention over the KV cache {self.tpot_attention * 1e3:.1f} ms, "
+            f"all-reduces {self.tpot_comm * 1e3:.1f} ms, step costs "
+            f"{self.tpot_overhead * 1e3:.1f} ms"
+        )
+
     @property
     def bound(self) -> str:
         return "memory" if self.tpot_memory_bound >= self.tpot_compute_bound else "compute"
@@ -130,6 +145,7 @@ def inference(
     watts_per_chip: float | None = None,
     usable_hbm: float = USABLE_HBM,
     layer_overhead: float | None = None,
+    compiled_length: int | None = None,
 ) -> InferenceResult:
     """Serve ``batch`` requests of ``prompt`` tokens generating ``output`` tokens each.
 
@@ -138,6 +154,10 @@ def inference(
     layer_overhead : float, optional
         Seconds of fixed cost per layer per forward step (default: the chip's catalogued
         ``decode_layer_overhead``).
+    compiled_length : int, optional
+        The sequence length the decode graph was compiled for (its token-generation bucket):
+        on Trainium every step attends over all of it. Default ``prompt + output``; at least
+        that.
 
     Raises
     ------
@@ -150,6 +170,15 @@ def inference(
     sysobj = catalog.system(system) if isinstance(system, str) else system
     for name, value in (("batch", batch), ("prompt", prompt), ("output", output), ("tp", tp)):
         _whole(name, value)
+    if compiled_length is None:
+        compiled_length = prompt + output
+    _whole("compiled_length", compiled_length)
+    if compiled_length < prompt + output:
+        raise WorkloadError(
+            f"compiled_length = {compiled_length:,} positions cannot hold a {prompt:,}-token "
+            f"prompt and {output:,} generated tokens ({prompt + output:,}): a decode graph is "
+            "compiled for at least the longest sequence it serves"
+        )
     if watts_per_chip is not None:
         _positive("power per chip (W)", watts_per_chip)
     if layer_overhead is not None and not (
@@ -205,19 +234,21 @@ def inference(
     # cache: on Trainium the decode-attention kernel on the NeuronCore model, over the length
     # the graph was compiled for; elsewhere the cache's bytes at the HBM bandwidth.
     attention = decode_attention_time(
-        m, sysobj.chip.key, tp, batch, prompt + output, bytes_per_value(kv_format)
+        m, sysobj.chip.key, tp, batch, compiled_length, bytes_per_value(kv_format)
     )
     if attention is None:
         kv_bytes = mem.kv_cache * context / (prompt + output)
         t_mem = (mem.weights + kv_bytes) / sysobj.chip.hbm_bandwidth
         t_attn, attn_where = 0.0, "KV cache bytes at the HBM bandwidth (in the memory bound)"
-    else:
+        flops_per_token = m.decode_flops_per_token(context)
+    else:  # the attention FLOPs are inside the kernel's time
         t_mem = mem.weights / stream_bandwidth(sysobj.chip)
         t_attn, attn_where = m.layers * attention[0], attention[1]
+        flops_per_token = m.decode_flops_per_token(0)
     # The FLOPs at the chip's matmul rate; the bytes they need are t_mem (the roofline is the
     # larger of the two, so the GEMM's own memory roofline is not applied twice).
     dflops, _ = _achieved(sysobj.chip.key, dtype, None)
-    t_compute = batch * m.decode_flops_per_token(context) / (tp * dflops)
+    t_compute = batch * flops_per_token / (tp * dflops)
     t_comm = 2 * m.layers * collective_time("all_reduce", batch * act, sysobj, tp)
     t_over = m.layers * overhead
     return InferenceResult(

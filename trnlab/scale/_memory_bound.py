@@ -49,6 +49,7 @@ __all__ = [
     "LayerTraffic",
     "layer_traffic",
     "loss_bytes_per_token",
+    "memory_ceiling",
     "optimizer_bytes_per_param",
     "stream_bandwidth",
 ]
@@ -184,15 +185,18 @@ def optimizer_bytes_per_param(grad_bytes: float = 2.0) -> float:
     return 2 * grad_bytes + 3 * _FP32 * 2 + _VALUE
 
 
-def stream_bandwidth(chip) -> float:
-    """Bytes per second a streaming kernel moves on ``chip``: its measured
-    ``stream_bandwidth`` where the catalogue has one; on Trainium what the NeuronCores' DMA
-    engines can move when that is below the HBM bandwidth (every byte between HBM and a core
-    goes through them: 2 cores x 272 GB/s = 544 GB/s on a Trainium chip with 820 GB/s of
-    HBM); else the HBM bandwidth (the roofline)."""
-    fig = chip.figures.get("stream_bandwidth")
-    if fig is not None:
-        return float(fig.value)
+def memory_ceiling(chip) -> float:
+    """The most bytes per second the chip's compute can draw from HBM: on Trainium what the
+    NeuronCores' DMA engines can move when that is below the HBM bandwidth (every byte between
+    HBM and a core goes through them: 2 cores x 272 GB/s = 544 GB/s on a Trainium chip with
+    820 GB/s of HBM); on other chips the HBM bandwidth."""
     if chip.core is not None and chip.cores:
         return min(float(chip.hbm_bandwidth), chip.cores * chip.core.dma_bandwidth)
     return float(chip.hbm_bandwidth)
+
+
+def stream_bandwidth(chip) -> float:
+    """Bytes per second a streaming kernel moves on ``chip``: its measured
+    ``stream_bandwidth`` where the catalogue has one, else :func:`memory_ceiling`."""
+    fig = chip.figures.get("stream_bandwidth")
+    return float(fig.value) if fig is not None else memory_ceiling(chip)

@@ -45,6 +45,7 @@ from ._memory import (
 from ._memory_bound import (
     layer_traffic,
     loss_bytes_per_token,
+    memory_ceiling,
     optimizer_bytes_per_param,
     stream_bandwidth,
 )
@@ -292,10 +293,11 @@ def _reduction(op: str, nbytes: float, system: System, groups) -> float:
 def _roofline(chip, shape: tuple[int, int, int]) -> tuple[float, str]:
     """FLOP/s a GEMM of ``shape = (M, N, K)`` can reach from HBM: its arithmetic intensity,
     2MNK / ((MK + KN + MN) x 2 bytes) FLOP per byte with BF16 operands read and the result
-    written once, times the chip's HBM bandwidth (Williams et al., "Roofline", CACM 2009)."""
+    written once, times the most the chip's compute can draw from HBM (:func:`memory_ceiling`:
+    on Trainium its cores' DMA engines; Williams et al., "Roofline", CACM 2009)."""
     M, N, K = (max(1, int(x)) for x in shape)
     intensity = 2 * M * N * K / (2 * (M * K + K * N + M * N))
-    return intensity * chip.hbm_bandwidth, f"roofline of a {M}x{N}x{K} GEMM"
+    return intensity * memory_ceiling(chip), f"roofline of a {M}x{N}x{K} GEMM"
 
 
 def achieved_flops_per_chip(

@@ -89,6 +89,7 @@ class DecodeCase:
     role: str = "validation"
     notes: str = ""
     extra: dict = field(default_factory=dict)
+    compiled: int | None = None  # the decode graph's sequence length, when not prompt + output
 
 
 _KORTHIKANTI = [
@@ -336,10 +337,27 @@ DECODE_CASES: tuple[DecodeCase, ...] = (
                8064, "int8", 7.03, notes="int8 weights, BF16 matmuls; SDK 2.18.1"),
     DecodeCase("llama3-70b trn1 1k", _TRN1_INF, "trn1.32xlarge", "llama3-70b", 16, 1, 128,
                1024, "bf16", 24.48, notes="SDK 2.18.1"),
+    # The rest of the table's 8B and 70B rows: the same models at other sequence lengths.
+    DecodeCase("llama3-8b trn1 int8 4k", _TRN1_INF, "trn1.32xlarge", "llama3-8b", 16, 1, 128,
+               3968, "int8", 5.86, notes="int8 weights, BF16 matmuls; SDK 2.18.1"),
+    DecodeCase("llama3-8b trn1 int8 8k long prompt", _TRN1_INF, "trn1.32xlarge", "llama3-8b",
+               16, 1, 4096, 4096, "int8", 7.04, notes="int8 weights, BF16 matmuls; SDK 2.18.1"),
+    DecodeCase("llama3-70b trn1 4k", _TRN1_INF, "trn1.32xlarge", "llama3-70b", 16, 1, 2048,
+               2048, "bf16", 26.2, notes="SDK 2.18.1"),
+    DecodeCase("llama2-70b trn1 512", _TRN1_INF, "trn1.32xlarge", "llama2-70b", 16, 1, 256,
+               256, "bf16", 25.27, notes="SDK 2.18"),
+    DecodeCase("llama2-70b trn1 1152", _TRN1_INF, "trn1.32xlarge", "llama2-70b", 16, 1, 128,
+               1024, "bf16", 25.45, notes="SDK 2.18"),
+    DecodeCase("llama2-70b trn1 2k", _TRN1_INF, "trn1.32xlarge", "llama2-70b", 16, 1, 1024,
+               1024, "bf16", 26.04, notes="SDK 2.18"),
+    DecodeCase("llama2-70b trn1 3k", _TRN1_INF, "trn1.32xlarge", "llama2-70b", 16, 1, 1024,
+               2048, "bf16", 26.62, notes="SDK 2.18"),
     DecodeCase("mistral-7b trn1 16k", _TRN1_INF, "trn1.32xlarge", "mistral-7b", 16, 1, 8192,
                8192, "bf16", 9.89, notes="SDK 2.18"),
     DecodeCase("llama3.3-70b trn2", _TRN2_INF, "trn2.48xlarge", "llama3-70b", 16, 1, 10000, 1500,
-               "bf16", 19.6, "calibration", "TP=64 at LNC=2 = 16 chips; baseline row"),
+               "bf16", 19.6, "calibration", "TP=64 at LNC=2 = 16 chips; baseline row",
+               compiled=12800),
     DecodeCase("llama3.1-405b trn2", _TRN2_INF, "trn2.48xlarge", "llama3-405b", 16, 1, 10000,
-               1500, "bf16", 37.9, notes="TP=64 at LNC=2 = 16 chips; baseline row (BF16)"),
+               1500, "bf16", 37.9, notes="TP=64 at LNC=2 = 16 chips; baseline row (BF16)",
+               compiled=12800),
 )  # fmt: skip

@@ -186,9 +186,10 @@ def _training_rows() -> list[ValidationRow]:
 def _decode_rows() -> list[ValidationRow]:
     rows = []
     for case in DECODE_CASES:
+        compiled = f", compiled for {case.compiled:,}" if case.compiled else ""
         inputs = (
             f"{case.model} on {case.system}, tp {case.tp} chips, batch {case.batch}, "
-            f"{case.prompt} in / {case.output} out, {case.weight_format} weights"
+            f"{case.prompt} in / {case.output} out{compiled}, {case.weight_format} weights"
         )
         if case.role == "not modelled":
             rows.append(ValidationRow("decode", case.key, inputs, case.source, "TPOT (ms)",
@@ -288,11 +289,14 @@ def validation_markdown(rows) -> str:
         "Mechanisms every decode case goes through: every weight streamed once per token at "
         "the chip's streaming bandwidth (as above); attention over the KV cache as the "
         "decode-attention kernel (trnlab.kernels.nki_decode_attention) takes on the NeuronCore "
-        "model, over the sequence length the decode graph was compiled for (prompt + output: "
-        "Neuron's decode graphs have fixed shapes and read the cache up to it, "
-        "ndoc-vllm-neuron-decode-buckets), each core walking its KV heads for the query heads "
-        "that share them; two tensor-parallel all-reduces per layer from trnlab.fabric; the "
-        "fitted step cost per layer.",
+        "model, over the sequence length the decode graph was compiled for (Neuron's decode "
+        "graphs have fixed shapes and read the cache up to it, ndoc-vllm-neuron-decode-buckets: "
+        "prompt + output for the Trn1 table, whose sequence length is their sum; the 12,800-"
+        "position token-generation bucket of the Trn2 tutorials), the chip's walks (sequence x "
+        "KV head) shared over its cores; two tensor-parallel all-reduces per layer from "
+        "trnlab.fabric; the fitted step cost per layer. Every case is batch 1: how further "
+        "walks overlap in a batch (each adds its bytes, its matmuls or its share of the "
+        "engines) is an assumption no published figure checks.",
         "",
     ]
     overall = mean_absolute_error(rows)
