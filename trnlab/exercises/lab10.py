@@ -158,12 +158,12 @@ def _tokens_per_mw() -> float:
 
 
 def _explain_tokens(predicted: float, model: float) -> str:
+    from trnlab.scale._memory_bound import stream_bandwidth
+
     p = _serving()
     t2, t3 = p["trn2"], p["trn3"]
     per_chip = t3.tokens_per_second_per_chip / t2.tokens_per_second_per_chip
     power = t3.result.watts_per_chip / t2.result.watts_per_chip
-    from trnlab.scale._memory_bound import stream_bandwidth
-
     trn2, trn3 = catalog.chip("trn2"), catalog.chip("trn3")
     bw = stream_bandwidth(trn3) / stream_bandwidth(trn2)
     size = (

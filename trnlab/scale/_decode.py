@@ -50,9 +50,9 @@ def decode_attention_time(
     up to 128 / rows walks on the partitions of one Vector, Scalar or GpSimd instruction (an
     engine instruction costs the same on 1 partition as on 128), so each further walk adds
     the largest of its bytes at the core's DMA bandwidth, its Tensor Engine time and its
-    share of the other engines' time. ASSUMPTIONS, both: every published Neuron decode time
-    is for batch 1. The cache walks in BF16, FP32 or FP8 tiles (a format of fewer than 8 bits
-    walks as FP8, an ASSUMPTION that overstates its bytes).
+    share of the other engines' time. Both rules are ASSUMPTIONS: every published Neuron
+    decode time is for batch 1. The cache walks in BF16, FP32 or FP8 tiles (a format of fewer
+    than 8 bits walks as FP8, an ASSUMPTION that overstates its bytes).
 
     Raises
     ------
