@@ -309,6 +309,11 @@ _NOT_MODELLED = (
         "FP8 double-row and MX matmul speed-ups",
         "only the 2x / 4x rules are published, no measured kernel time.",
     ),
+    (
+        "Decode attention over a KV cache (`nki_decode_attention`, used by the serving model)",
+        "no NKI decode-attention kernel time is published; the kernel is checked only through "
+        "whole decode runs (docs/validation.md, decode: Trn1 and Trn2 runs, all batch 1).",
+    ),
 )
 
 
