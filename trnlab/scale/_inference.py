@@ -9,12 +9,12 @@ published decode runs, ``decode_layer_overhead`` in the catalogue).
 Prefill runs the prompt's FLOPs at the GEMM's achieved rate. Decode reads every weight once
 per generated token, so a token never takes less than weight bytes / streaming bandwidth (on
 Trainium what the cores' DMA engines move, at most the HBM bandwidth; on GPUs the HBM
-bandwidth), and attends over the KV cache: on Trainium the decode-attention kernel timed on
-the NeuronCore model (:mod:`._decode`: the cores stream their KV heads and take a softmax as
-long as the compiled sequence), on GPUs the cache's bytes at the HBM bandwidth, inside the
-memory bound. The per-layer collectives and step costs come on top, whatever the batch. With tp beyond
-the KV heads each KV head is replicated (grouped-query attention cannot split a head), so each
-chip reads 1/kv_heads of the cache, not 1/tp.
+bandwidth: :func:`memory_ceiling`), and attends over the KV cache: on Trainium the
+decode-attention kernel timed on the NeuronCore model (:mod:`._decode`: the cores stream their
+KV heads and take a softmax as long as the compiled sequence), on GPUs the cache's bytes at the
+HBM bandwidth, inside the memory bound. The per-layer collectives and step costs come on top,
+whatever the batch. With tp beyond the KV heads each KV head is replicated (grouped-query
+attention cannot split a head), so each chip reads 1/kv_heads of the cache, not 1/tp.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from trnlab.catalog import CatalogError, System
 
 from ._decode import decode_attention_time
 from ._memory import MemoryBreakdown, _whole, bytes_per_value, inference_memory
-from ._memory_bound import stream_bandwidth
+from ._memory_bound import memory_ceiling
 from ._plan import USABLE_HBM, _achieved, _positive, collective_time, tiers
 from ._workloads import ModelSpec, WorkloadError, model
 
@@ -238,11 +238,11 @@ def inference(
     )
     if attention is None:
         kv_bytes = mem.kv_cache * context / (prompt + output)
-        t_mem = (mem.weights + kv_bytes) / sysobj.chip.hbm_bandwidth
+        t_mem = (mem.weights + kv_bytes) / memory_ceiling(sysobj.chip)
         t_attn, attn_where = 0.0, "KV cache bytes at the HBM bandwidth (in the memory bound)"
         flops_per_token = m.decode_flops_per_token(context)
     else:  # the attention FLOPs are inside the kernel's time
-        t_mem = mem.weights / stream_bandwidth(sysobj.chip)
+        t_mem = mem.weights / memory_ceiling(sysobj.chip)
         t_attn, attn_where = m.layers * attention[0], attention[1]
         flops_per_token = m.decode_flops_per_token(0)
     # The FLOPs at the chip's matmul rate; the bytes they need are t_mem (the roofline is the
