@@ -24,12 +24,25 @@ loader instead of the bundle:
   the kernel sends meanwhile (plotly's one-shot ``_py2js_*`` edits) are kept and handed to
   plotly's own model, in order, once the bundle is there; a view renders after that.
 The bundle is plotly's, unchanged; only how often it travels and is evaluated changes.
+
+Evaluating the bundle is still one long task on the page's main thread (about 0.3 s idle, several
+seconds on a loaded 2-core machine or a slow laptop). anywidget's 2 s are wall time from the
+model's creation, and a figure model whose small loader had not finished loading when that task
+began ran out of them: its ``ready`` stayed rejected, anywidget dropped the layout, data and
+every later message the kernel sent it, and it drew an empty, dead chart (the lab 03 stepper's
+engine timeline, one run in three with the page's CPU throttled 8x). So:
+* the first loader to run on a page gives models anywidget creates from then on 60 s instead of
+  2 s to initialize (only anywidget's own 2 s request, recognised by its caller; nothing else on
+  the page is touched), so a model made while the bundle loads waits for it rather than dies;
+* the bundle is not evaluated until every figure model the page already holds (a reloaded page
+  and Voila create them all at once, some before any loader ran) has initialized (at most 20 s).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from pathlib import Path
 
 import ipywidgets
@@ -38,10 +51,36 @@ from plotly.basewidget import BaseFigureWidget
 
 __all__ = ["PlotlyBundle", "install"]
 
-# After KEY (a page-wide name for the shared import) and BUNDLE (the model id of the kernel's
-# PlotlyBundle). The widget manager may register the bundle's model after a figure's (Voila
-# creates them all at once), so the loader asks again until it is there.
+# After KEY (a page-wide name for the shared import), BUNDLE (the model id of the kernel's
+# PlotlyBundle) and FIG (this figure's token). The widget manager may register the bundle's
+# model after a figure's (Voila creates them all at once), so the loader asks again until it
+# is there.
 _LOADER = """\
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+// Figures of this page whose loader has initialized (by FIG, each figure's token).
+const INITIALIZED = (globalThis[KEY + ":initialized"] ??= new Set());
+// anywidget's Runtime asks AbortSignal.timeout(2000) for a model's whole load and initialize;
+// from the first loader on, that one request (told by its caller's file) gets 60 s.
+if (!AbortSignal[KEY]) {
+  const timeout = AbortSignal.timeout.bind(AbortSignal);
+  AbortSignal[KEY] = true;
+  AbortSignal.timeout = (ms) =>
+    timeout(ms === 2000 && /\\/anywidget\\//.test(new Error().stack ?? "") ? 60000 : ms);
+}
+const tokenOf = (model) => /const FIG = "([0-9a-f]+)";/.exec(String(model.get("_esm") ?? ""))?.[1];
+// Wait (at most 20 s) until every figure model the manager holds has initialized.
+async function othersInitialized(manager) {
+  const start = Date.now();
+  while (manager._models && Date.now() - start < 20000) {
+    const models = await Promise.all(Object.values(manager._models).map((p) => p.catch(() => null)));
+    const waiting = models.filter((m) => {
+      const token = m && String(m.get("_esm") ?? "").includes(KEY) && tokenOf(m);
+      return token && !INITIALIZED.has(token);
+    });
+    if (!waiting.length) return;
+    await sleep(50);
+  }
+}
 const PY2JS = ["addTraces", "deleteTraces", "moveTraces", "restyle", "relayout", "update",
   "animate", "removeLayoutProps", "removeTraceProps"].map((k) => "_py2js_" + k);
 async function source(manager) {
@@ -53,11 +92,12 @@ async function source(manager) {
     } catch (err) {
       if (Date.now() - start > 300000) throw new Error(`trnlab: no plotly bundle model ${BUNDLE}: ${err}`);
     }
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await sleep(50);
   }
 }
 const shared = (manager) => (globalThis[KEY] ??= (async () => {
   const text = await source(manager);
+  await othersInitialized(manager);
   const url = URL.createObjectURL(new Blob([text], { type: "text/javascript" }));
   try { return await import(/* webpackIgnore: true */ url); }
   finally { URL.revokeObjectURL(url); }
@@ -91,6 +131,7 @@ export default () => {
   return {
     // Not awaiting plotly.js here: anywidget drops a model that takes over 2 s to initialize.
     initialize({ model, experimental }) {
+      INITIALIZED.add(FIG);
       const pending = [], keep = {};
       for (const k of PY2JS) {
         keep[k] = () => { const v = model.get(k); if (v !== null && v !== undefined) pending.push([k, v]); };
@@ -129,7 +170,8 @@ def _loader() -> str:
     global _bundle
     if _bundle is None or _bundle.comm is None:  # first figure, or closed (Widget.close_all())
         _bundle = PlotlyBundle(source=_source)
-    return f"const KEY = {json.dumps(_key)};\nconst BUNDLE = {json.dumps(_bundle.model_id)};\n{_LOADER}"
+    head = f"const KEY = {json.dumps(_key)};\nconst BUNDLE = {json.dumps(_bundle.model_id)};\n"
+    return f'{head}const FIG = "{uuid.uuid4().hex}";\n{_LOADER}'  # FIG: this figure's token
 
 
 def install() -> None:

@@ -617,13 +617,27 @@ def figure(scope, title: str):
 DRAW_S = 20  # a dashboard or chart appears after its cell ran (a second or two idle)
 
 
-def one(locator, what: str, base: float = DRAW_S):
+def charts_seen(scope) -> str:
+    """The plotly charts drawn in ``scope``, by title, for a failure message (an empty chart,
+    one whose model never received its layout and data, shows as untitled)."""
+    titles = scope.locator(".js-plotly-plot").evaluate_all(
+        "plots => plots.map(p => p.querySelector('.gtitle')?.textContent ?? '(untitled: empty)')"
+    )
+    return f"{len(titles)} chart(s) drawn there: {titles}"
+
+
+def one(locator, what: str, base: float = DRAW_S, scope=None):
     """Wait until ``locator`` finds something, then require exactly one; return it.
 
     A widget draws after its kernel went idle (its model reaches the browser later, and long
     work runs off the UI thread), so looking once right after Run All can miss it on a busy
-    machine: every lookup of a dashboard, chart or control waits for it first."""
-    wait_until(locator.count, f"{what} drawn", base, seen=lambda: f"{locator.count()} found")
+    machine: every lookup of a dashboard, chart or control waits for it first. A failure says
+    which charts ``scope`` (if given) shows instead."""
+
+    def seen() -> str:
+        return f"{locator.count()} found" + (f"; {charts_seen(scope)}" if scope is not None else "")
+
+    wait_until(locator.count, f"{what} drawn", base, seen=seen)
     found = locator.count()
     assert found == 1, f"expected one {what}; found {found}"
     return locator

@@ -89,7 +89,8 @@ def find_profile(page, where: str, first: re.Pattern):
 
 def timeline_cursor(dash, where: str):
     """A function reading the dashed cursor line drawn on the dashboard's engine timeline."""
-    gantt = h.one(h.figure(dash, "Engine timeline"), f"{where}: 'Engine timeline' chart")
+    gantt = h.one(h.figure(dash, "Engine timeline"), f"{where}: 'Engine timeline' chart",
+                  scope=dash)  # fmt: skip
     return lambda: gantt.locator(".shapelayer path").first.get_attribute("d") or ""
 
 
