@@ -68,12 +68,15 @@ if (!AbortSignal[KEY]) {
     timeout(ms === 2000 && /\\/anywidget\\//.test(new Error().stack ?? "") ? 60000 : ms);
 }
 const tokenOf = (model) => /const FIG = "([0-9a-f]+)";/.exec(String(model.get("_esm") ?? ""))?.[1];
-// Wait (at most 20 s) until every figure model the manager holds has initialized.
+// Wait (at most 20 s) until every figure model the manager holds has initialized; a model
+// still being created (its promise pending) may be a figure, so it is waited for too.
 async function othersInitialized(manager) {
-  const start = Date.now();
+  const start = Date.now(), creating = {};
   while (manager._models && Date.now() - start < 20000) {
-    const models = await Promise.all(Object.values(manager._models).map((p) => p.catch(() => null)));
+    const models = await Promise.all(Object.values(manager._models).map((p) =>
+      Promise.race([p.catch(() => null), sleep(200).then(() => creating)])));
     const waiting = models.filter((m) => {
+      if (m === creating) return true;
       const token = m && String(m.get("_esm") ?? "").includes(KEY) && tokenOf(m);
       return token && !INITIALIZED.has(token);
     });
