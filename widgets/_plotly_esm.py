@@ -25,12 +25,12 @@ loader instead of the bundle:
   plotly's own model, in order, once the bundle is there; a view renders after that.
 The bundle is plotly's, unchanged; only how often it travels and is evaluated changes.
 
-Evaluating the bundle is still one long task on the page's main thread (about 0.3 s idle, several
-seconds on a loaded 2-core machine or a slow laptop). anywidget's 2 s are wall time from the
-model's creation, and a figure model whose small loader had not finished loading when that task
-began ran out of them: its ``ready`` stayed rejected, anywidget dropped the layout, data and
-every later message the kernel sent it, and it drew an empty, dead chart (the lab 03 stepper's
-engine timeline, one run in three with the page's CPU throttled 8x). So:
+Evaluating the bundle is still one long task on the page's main thread, the longer the slower
+the machine. anywidget's 2 s are wall time from the model's creation, and a figure model whose
+small loader had not finished loading when that task began ran out of them: its ``ready``
+stayed rejected, anywidget dropped the layout, data and every later message the kernel sent
+it, and it drew an empty, dead chart (the lab 03 stepper's engine timeline, in each of 3 runs
+of ``benchmarks/bench_browser.py``'s page with its CPU throttled 8x; a CI failure). So:
 * the first loader to run on a page gives models anywidget creates from then on 60 s instead of
   2 s to initialize (only anywidget's own 2 s request, recognised by its caller; nothing else on
   the page is touched), so a model made while the bundle loads waits for it rather than dies;
