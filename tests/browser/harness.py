@@ -131,6 +131,12 @@ def check_ran_clean(executed, lab: Path, artifacts: Path) -> None:
     if plots.count():  # the screenshot shows the first chart, not only the last cell
         plots.first.scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts / f"jupyterlab-{lab.stem}.png"))
+    # Every chart of the labs has a title; one drawn without it is a figure model that never
+    # received its layout and data (widgets/_plotly_esm.py): an empty chart that cannot redraw.
+    empty = plots.filter(has_not=page.locator(".gtitle"))
+    wait_until(lambda: empty.count() == 0, f"{lab.name}: every chart drawn with its title and "
+               "data (an untitled chart lost its layout)", DRAW_S,
+               seen=lambda: charts_seen(page))  # fmt: skip
     errors = error_outputs(page)
     assert not errors, f"{lab.name}: error output on the page after Run All:\n" + "\n".join(errors)
     problems = watch.problems()
