@@ -25,10 +25,6 @@ import time
 from pathlib import Path
 
 SLOW_FACTOR, SLOW_RUNS, SETTLE_S = 8, 3, 20
-_TITLES_JS = (
-    "() => [...document.querySelectorAll('.js-plotly-plot')]"
-    ".map(p => p.querySelector('.gtitle')?.textContent ?? '')"
-)
 
 
 def _slow_page(h, server, browser, root: Path) -> dict:
@@ -41,7 +37,7 @@ def _slow_page(h, server, browser, root: Path) -> dict:
         browser.new_cdp_session(page).send("Emulation.setCPUThrottlingRate", {"rate": SLOW_FACTOR})
         seconds = h.open_and_run(page, server, name)
         time.sleep(SETTLE_S)  # charts still drawing after the last cell are given their time
-        titles = page.evaluate(_TITLES_JS)
+        titles = h.chart_titles(page)
         runs.append({"run_all_s": round(seconds, 1), "charts": len(titles),
                      "empty_charts": sum(1 for t in titles if not t)})  # fmt: skip
         page.close()

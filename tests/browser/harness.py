@@ -623,12 +623,17 @@ def figure(scope, title: str):
 DRAW_S = 20  # a dashboard or chart appears after its cell ran (a second or two idle)
 
 
-def charts_seen(scope) -> str:
-    """The plotly charts drawn in ``scope``, by title, for a failure message (an empty chart,
-    one whose model never received its layout and data, shows as untitled)."""
-    titles = scope.locator(".js-plotly-plot").evaluate_all(
-        "plots => plots.map(p => p.querySelector('.gtitle')?.textContent ?? '(untitled: empty)')"
+def chart_titles(scope) -> list[str]:
+    """The title of every plotly chart drawn in ``scope`` (a page or a locator), in page order;
+    '' for an untitled one (an empty chart: its model never received its layout and data)."""
+    return scope.locator(".js-plotly-plot").evaluate_all(
+        "plots => plots.map(p => p.querySelector('.gtitle')?.textContent ?? '')"
     )
+
+
+def charts_seen(scope) -> str:
+    """The charts drawn in ``scope``, by title, for a failure message."""
+    titles = [t or "(untitled: empty)" for t in chart_titles(scope)]
     return f"{len(titles)} chart(s) drawn there: {titles}"
 
 
