@@ -1964,13 +1964,14 @@ target(
 )
 target(
     "trnlab.scale.inference_memory",
-    lambda model, batch, context, tp: scale.inference_memory(
-        model, batch=batch, context=context, tp=tp
+    lambda model, batch, context, tp, ranks_per_chip: scale.inference_memory(
+        model, batch=batch, context=context, tp=tp, ranks_per_chip=ranks_per_chip
     ),
     model=spec_arg,
     batch=F.whole(1, 64, ("batch",)),
     context=F.choice([1, 8192, 10**6], [0, -1, 1.5, None, "8k", True], ("context",)),
     tp=F.whole(1, 8, ("tp",)),
+    ranks_per_chip=F.choice([1, 2, 4], [0, -1, 1.5, None, "2", True], ("ranks_per_chip",)),
 )
 target(
     "trnlab.scale.params_per_chip",

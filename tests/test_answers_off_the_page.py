@@ -44,6 +44,8 @@ COINCIDENCES: dict[tuple[str, str], str] = {
     ("lab09.min_chips", r"12·L·H·Q·T"): "the 12 of PaLM's attention FLOPs, not a chip count",
     ("lab10.compute_ratio", r"4\.4x"): "AWS's claim, which the exercise tests; its answer is "
     "what the catalogue's figures give",
+    ("lab10.tokens_per_mw", r"the peak 8-bit FLOP"): "the ratio of peak FLOPs per watt, which "
+    "the exercise asks the learner to look past (decode is bound by bytes and walks, not FLOPs)",
 }
 
 
@@ -85,7 +87,8 @@ def answer_forms(ex: Exercise) -> list[re.Pattern]:
     r = float(ex.reference())
     forms: set[str] = set()
     if not (float(r).is_integer() and abs(r) < SMALL):
-        forms |= _numbers(abs(r))
+        # 1.008 is also written 1.0, but a bare 1 is on every page, like any small whole number
+        forms |= {t for t in _numbers(abs(r)) if not (t.isdigit() and int(t) < SMALL)}
     try:
         unit = parse_unit(ex.unit) if ex.unit else None
     except UnitMismatch:

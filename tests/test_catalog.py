@@ -281,3 +281,13 @@ def test_each_sparsity_pattern_speeds_up_by_m_over_n_capped_at_the_best():
     with pytest.raises(CatalogError, match="no structured sparsity"):
         catalog.chip("trn1").peak_flops("bf16", pattern="2:4")
     assert catalog.chip("h100").peak_flops("fp8", pattern="2:4") == pytest.approx(2 * 1978.9e12)
+
+
+def test_frameworks_run_one_tensor_parallel_rank_per_logical_neuroncore():
+    """TP=32 over a trn1.32xlarge's 16 chips; LNC=2 (Trainium2's default) exposes 64 NeuronCores
+    on a trn2.48xlarge; a GPU is one rank."""
+    assert catalog.chip("trn1").tp_ranks * 16 == 32
+    trn2 = catalog.chip("trn2")
+    assert trn2.lnc == 2 and trn2.tp_ranks * 16 == 64
+    assert catalog.chip("h100").tp_ranks == 1
+    assert catalog.chip("trn3").figures["lnc"].extra.get("assumption")

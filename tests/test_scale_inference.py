@@ -54,24 +54,43 @@ def test_trainium_decode_attends_over_the_compiled_length_on_the_neuroncore_mode
     half = inference("llama3-8b", "trn1.32xlarge", tp=16, prompt=128, output=3968)
     assert short.tpot_attention == pytest.approx(long.tpot_attention)
     assert short.tpot_attention > 1.5 * half.tpot_attention
-    # 32 query and 8 KV heads on 16 chips: each chip holds one KV head (replicated) and the
-    # two query heads that share it: one walk of the cache per layer, on one of its two cores
-    args = (nki.hbm((128, 2), "bfloat16"), nki.hbm((128, 8192), "bfloat16"),
+    # 32 query and 8 KV heads at TP=32 (16 chips x 2 NeuronCores, each a rank): every rank
+    # holds its own copy of one KV head and the one query head it serves: one walk of the
+    # cache per layer on every core
+    args = (nki.hbm((128, 1), "bfloat16"), nki.hbm((128, 8192), "bfloat16"),
             nki.hbm((8192, 128), "bfloat16"))  # fmt: skip
     one = nki.profile(kernels.nki_decode_attention, chip="trn1")(*args).latency
     assert short.tpot_attention == pytest.approx(32 * one)
-    assert "8,192 positions" in short.attention_basis
-    # a batch of 4: four walks, two per core; the second on a core overlaps the first and adds
-    # only its busiest resource, so less than a whole walk
+    assert "8,192 positions on 32 tensor-parallel ranks (1 KV head each, replicated)" in (
+        short.attention_basis
+    )
+    # a batch of 4: four walks on every core; those after the first overlap it and add only
+    # their busiest resource, so less than whole walks
     four = inference("llama3-8b", "trn1.32xlarge", tp=16, batch=4, prompt=128, output=8064)
-    assert short.tpot_attention < four.tpot_attention < 2 * short.tpot_attention
-    assert "4 walks" not in four.attention_basis and "2 walks" in four.attention_basis
+    assert short.tpot_attention < four.tpot_attention < 4 * short.tpot_attention
+    assert "4 walks of the cache per core" in four.attention_basis
+
+
+def test_kv_heads_are_replicated_per_rank_so_batching_gqa_costs_walks_on_every_core():
+    """The Trn1 table's batched rows: Llama 3 8B (8 KV heads) pays as much per further sequence
+    as Llama 2 7B (32 KV heads), because at TP=32 both models have one KV head per NeuronCore
+    (8 heads replicated 4 times). A chip then holds two copies of its head's cache."""
+    kw = dict(tp=16, prompt=128, output=8064)
+    gqa = [inference("llama3-8b", "trn1.32xlarge", batch=b, **kw) for b in (1, 8)]
+    mha = [inference("llama2-7b", "trn1.32xlarge", batch=b, **kw) for b in (1, 8)]
+    gqa_step = gqa[1].tpot_attention - gqa[0].tpot_attention
+    mha_step = mha[1].tpot_attention - mha[0].tpot_attention
+    assert gqa_step == pytest.approx(mha_step)  # same head size, one KV head per core
+    m = scale.model("llama3-8b")
+    per_chip = 8 * 8192 * m.kv_bytes_per_token(2) * 2 / m.kv_heads  # two ranks, a copy each
+    assert gqa[1].memory.kv_cache == pytest.approx(per_chip)
 
 
 def test_several_kv_heads_per_chip_are_walked_by_its_cores_with_their_query_heads():
-    """Llama 3 70B (64 query, 8 KV heads) at tp=2 on Trainium2: 4 KV heads per chip, each with
-    the 8 query heads that share it; a batch of 4 makes 16 walks over 8 cores: two per core,
-    the second overlapped. At tp=16 on Trainium one KV head per chip has 4 query heads."""
+    """Llama 3 70B (64 query, 8 KV heads) at tp=2 on Trainium2 (LNC=2: 8 ranks of two
+    NeuronCores): one KV head per rank with the 8 query heads that share it; a batch of 4 makes
+    4 walks per rank over its two cores: two per core, the second overlapped. At tp=16 on
+    Trainium (32 ranks) each rank's copy of a KV head serves 2 query heads."""
     import trnlab.nki as nki
     from trnlab import kernels
     from trnlab.scale._decode import overlapped_walk
@@ -85,7 +104,7 @@ def test_several_kv_heads_per_chip_are_walked_by_its_cores_with_their_query_head
     assert "2 walks of the cache per core (8 query heads each)" in two.attention_basis
     assert two.tpot_attention == pytest.approx(80 * (eight.latency + overlapped_walk(eight, 8)))
     r = inference("llama3-70b", "trn1.32xlarge", tp=16, prompt=128, output=896)
-    assert "1 walk of the cache per core (4 query heads each)" in r.attention_basis
+    assert "1 walk of the cache per core (2 query heads each)" in r.attention_basis
 
 
 def test_an_overlapped_walk_costs_at_least_its_bytes_and_less_than_a_whole_walk():
@@ -143,14 +162,14 @@ def test_heads_wider_than_the_partitions_are_refused_on_trainium_not_guessed():
     assert gpu.tpot > 0 and gpu.tpot_attention == 0.0
 
 
-def test_a_chips_cores_share_the_walks_over_the_kv_cache():
-    """Llama 3 70B at tp=4 on Trainium2: 2 KV heads per chip, 8 NeuronCores. Four sequences
-    make 8 walks (sequence x KV head), one per core: no slower than one sequence; a fifth
-    puts a second walk on some core."""
+def test_a_logical_cores_two_neuroncores_share_its_walks_over_the_kv_cache():
+    """Llama 3 70B at tp=4 on Trainium2 at LNC=2: 16 ranks of two NeuronCores, each with its own
+    copy of one KV head. Two sequences make 2 walks per rank, one per physical core: no slower
+    than one sequence; a third puts a second walk on one of them."""
     kw = dict(tp=4, prompt=2048, output=256)
-    one, four, five = (inference("llama3-70b", "trn2.48xlarge", batch=b, **kw) for b in (1, 4, 5))
-    assert four.tpot_attention == pytest.approx(one.tpot_attention)
-    assert five.tpot_attention > four.tpot_attention
+    one, two, three = (inference("llama3-70b", "trn2.48xlarge", batch=b, **kw) for b in (1, 2, 3))
+    assert two.tpot_attention == pytest.approx(one.tpot_attention)
+    assert three.tpot_attention > two.tpot_attention
 
 
 def test_decode_attention_beyond_the_simulated_length_follows_the_kernels_block_slope(
@@ -190,11 +209,17 @@ def test_trainium_streams_weights_no_faster_than_its_cores_dma_engines():
 
 
 def test_kv_heads_are_replicated_beyond_tp_equal_to_kv_heads():
+    """Trainium2 at LNC=2 runs 4 ranks per chip: from tp=2 (8 ranks) on, every rank holds one
+    copy of one of Llama 3 70B's 8 KV heads, so a chip's cache stops shrinking with tp."""
     m = scale.model("llama3-70b")
     kw = dict(batch=4, prompt=4096, output=256)
+    at1, at2 = (inference(m, "trn2.48xlarge", tp=t, weight_format="fp8_e4m3", **kw)
+                for t in (1, 2))  # fmt: skip
+    assert at2.memory.kv_cache == pytest.approx(at1.memory.kv_cache / 2)
     at8 = inference(m, "trn2.48xlarge", tp=8, **kw)
     at16 = inference(m, "trn2.48xlarge", tp=16, **kw)
     assert at16.memory.kv_cache == pytest.approx(at8.memory.kv_cache)
+    assert at8.memory.kv_cache == pytest.approx(at2.memory.kv_cache)
     assert at16.memory.weights == pytest.approx(at8.memory.weights / 2)
 
 

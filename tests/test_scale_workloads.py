@@ -169,6 +169,20 @@ def test_kv_cache_is_replicated_when_tp_exceeds_the_kv_heads():
     assert at32.kv_cache == at8.kv_cache  # 32 chips, but each still holds one KV head
 
 
+def test_kv_heads_are_copied_per_rank_when_a_chip_runs_several_ranks():
+    """A Trainium chip runs one tensor-parallel rank per NeuronCore: at tp=16 chips Llama 3 70B's
+    8 KV heads are copied onto 32 ranks, so each chip holds two copies of one head (1/4 of the
+    cache, not 1/8); below the KV heads nothing is copied."""
+    m = scale.model("llama3-70b")
+    per_token = m.kv_bytes_per_token(2)
+    trn1 = inference_memory(m, batch=1, context=1000, tp=16, ranks_per_chip=2)
+    assert trn1.kv_cache == pytest.approx(1000 * per_token * 2 / 8)
+    split = inference_memory(m, batch=1, context=1000, tp=2, ranks_per_chip=4)
+    assert split.kv_cache == pytest.approx(1000 * per_token / 2)
+    with pytest.raises(scale.WorkloadError, match="ranks_per_chip"):
+        inference_memory(m, batch=1, context=1000, ranks_per_chip=0)
+
+
 def test_kv_cache_bytes():
     m = scale.model("llama3-70b")
     # 2 (K, V) x 80 layers x 8 KV heads x 128 dims x 2 bytes = 327,680 bytes per token

@@ -218,6 +218,22 @@ class Chip:
         return None if v is None else int(v)
 
     @property
+    def lnc(self) -> int:
+        """Physical NeuronCores per logical NeuronCore in the default configuration (LNC=2 on
+        Trainium2); 1 where a chip has no such setting (Trainium, Inferentia2, GPUs)."""
+        v = self._optional("lnc")
+        return 1 if v is None else int(v)
+
+    @property
+    def tp_ranks(self) -> int:
+        """Tensor-parallel ranks a framework runs on one chip: each logical NeuronCore is a rank
+        (a trn1.32xlarge serves at TP=32 over 16 chips, a trn2.48xlarge at TP=64 with LNC=2);
+        a GPU is one rank."""
+        if self.kind != "neuron" or not self.cores:
+            return 1
+        return self.cores // self.lnc
+
+    @property
     def sbuf_bytes(self) -> int:
         """On-chip SBUF of all NeuronCores (computed: cores x SBUF per core)."""
         if self.core is None:

@@ -179,8 +179,8 @@ def _explain_tokens(predicted: float, model: float) -> str:
         f"DMA engines move {trn3.core.dma_bandwidth * trn3.cores / 1e12:.1f} of its "
         f"{trn3.hbm_bandwidth / 1e12:.1f} TB/s of HBM bandwidth); the batch shares that cost, "
         f"while each sequence's walk over its KV cache adds its own bytes and so grows with "
-        f"the batch (how far walks overlap in a batch is an assumption: every published Neuron "
-        f"decode time is for batch 1). At "
+        f"the batch (how far walks overlap in a batch is an assumption, checked on Trainium's "
+        f"published batch 4 and 8 decode times). At "
         f"{power:.1f}x the power per chip (1,000 W estimated against {TRN2_WATTS:.0f} W "
         f"assumed) that is {model:.1f}x per megawatt."
     )

@@ -6,7 +6,8 @@ grows with the context: each NeuronCore streams its KV heads' keys and values fr
 takes a softmax as long as the context for the few query heads that share each KV head. Its
 time is not the KV bytes at the HBM roofline (a whole chip's bandwidth, every byte in flight at
 once): it is the :func:`trnlab.kernels.nki_decode_attention` kernel timed on one NeuronCore of
-the chip, the chip's cores sharing its walks over the cache (one per sequence and KV head).
+the chip, each of its tensor-parallel ranks walking the cache of its own KV heads (one walk
+per sequence and KV head).
 
 The context is the sequence length the decode graph was compiled for (by default prompt +
 output; ``inference(compiled_length=...)`` names a token-generation bucket): Neuron's decode
@@ -41,18 +42,23 @@ def decode_attention_time(
     """Seconds of attention per layer per decode step on one chip of a ``tp``-chip replica,
     and how it was found; ``None`` for a chip without a NeuronCore model.
 
-    Each chip holds ``ceil(kv_heads / tp)`` KV heads (a head is replicated when tp exceeds
-    them) and ``ceil(heads / tp)`` query heads. A walk is one sequence's cache of one KV head,
-    for the query heads that share it on this chip (its rows); the chip's ``batch x KV heads``
-    walks are shared out over its cores (a core with none idles: a walk is not split). On
-    each core the first walk takes the kernel's whole latency (a chain of dependent steps).
-    The walks after it are independent: a batched kernel overlaps them and puts the rows of
-    up to 128 / rows walks on the partitions of one Vector, Scalar or GpSimd instruction (an
-    engine instruction costs the same on 1 partition as on 128), so each further walk adds
-    the largest of its bytes at the core's DMA bandwidth, its Tensor Engine time and its
-    share of the other engines' time. Both rules are ASSUMPTIONS: every published Neuron
-    decode time is for batch 1. The cache walks in BF16, FP32 or FP8 tiles (a format of fewer
-    than 8 bits walks as FP8, an ASSUMPTION that overstates its bytes).
+    Neuron's frameworks make every logical NeuronCore a tensor-parallel rank
+    (:attr:`Chip.tp_ranks`: 2 per Trainium, 4 per Trainium2 at LNC=2), so a ``tp``-chip replica
+    has ``tp x ranks`` of them. Each rank holds ``ceil(kv_heads / ranks)`` KV heads: with more
+    ranks than KV heads each head is replicated until every rank has its own copy (NxD
+    Inference's default, ``REPLICATE_TO_TP_DEGREE``, ndoc-nxdi-gqa), and ``ceil(heads /
+    ranks)`` query heads (padded when they do not divide). A walk is one sequence's cache of
+    one KV head, for the query heads that share it on the rank (its rows); a rank walks
+    ``batch x its KV heads``, shared over its physical cores (LNC=2: two; a core with none
+    idles: a walk is not split, an ASSUMPTION). On each core the first walk takes the kernel's
+    whole latency (a chain of dependent steps). The walks after it are independent: a batched
+    kernel overlaps them and puts the rows of up to 128 / rows walks on the partitions of one
+    Vector, Scalar or GpSimd instruction (an engine instruction costs the same on 1 partition
+    as on 128), so each further walk adds the largest of its bytes at the core's DMA bandwidth,
+    its Tensor Engine time and its share of the other engines' time (an ASSUMPTION, checked
+    by the batch 4 and 8 rows of the Trn1 decode table, docs/validation.md). The cache walks in
+    BF16, FP32 or FP8 tiles (a format of fewer than 8 bits walks as FP8, an ASSUMPTION that
+    overstates its bytes).
 
     Raises
     ------
@@ -70,16 +76,19 @@ def decode_attention_time(
             f"heads are not modelled yet. Serve it on a GPU system, or model heads of <= "
             f"{partitions}."
         )
-    kv_per_chip = math.ceil(model.kv_heads / tp)
-    rows = math.ceil(math.ceil(model.heads / tp) / kv_per_chip)
+    ranks = tp * chip.tp_ranks
+    kv_per_rank = math.ceil(model.kv_heads / ranks)
+    rows = math.ceil(math.ceil(model.heads / ranks) / kv_per_rank)
     pieces = math.ceil(rows / partitions)  # more query heads than partitions: in pieces
     rows = math.ceil(rows / pieces)
     fmt = "float8_e4m3" if kv_bytes <= 1.5 else ("bfloat16" if kv_bytes <= 2.5 else "float32")
     latency, further = _kernel_time(chip.key, rows, model.head_dim, context, fmt)
-    walks = math.ceil(batch * kv_per_chip * pieces / chip.cores)  # on the busiest core
+    walks = math.ceil(batch * kv_per_rank * pieces / chip.lnc)  # on the rank's busiest core
     per_layer = latency + (walks - 1) * further
     where = (
-        f"NeuronCore model: decode attention over {context:,} positions, {walks:,} walk"
+        f"NeuronCore model: decode attention over {context:,} positions on {ranks:,} "
+        f"tensor-parallel ranks ({kv_per_rank} KV head{'s' if kv_per_rank > 1 else ''} each"
+        f"{', replicated' if ranks > model.kv_heads else ''}), {walks:,} walk"
         f"{'s' if walks > 1 else ''} of the cache per core ({rows} query head"
         f"{'s' if rows > 1 else ''} each): the first {latency * 1e6:,.1f} us, each further "
         f"{further * 1e6:,.1f} us (overlapped: its bytes, its matmuls or its share of the "

@@ -13,8 +13,10 @@ bandwidth: :func:`memory_ceiling`), and attends over the KV cache: on Trainium t
 decode-attention kernel timed on the NeuronCore model (:mod:`._decode`: the cores stream their
 KV heads and take a softmax as long as the compiled sequence), on GPUs the cache's bytes at the
 HBM bandwidth, inside the memory bound. The per-layer collectives and step costs come on top,
-whatever the batch. With tp beyond the KV heads each KV head is replicated (grouped-query
-attention cannot split a head), so each chip reads 1/kv_heads of the cache, not 1/tp.
+whatever the batch. The KV cache is split over tensor-parallel ranks (a GPU; on Trainium
+each logical NeuronCore, :attr:`Chip.tp_ranks`), and with more ranks than KV heads each head is
+replicated until every rank has a copy (grouped-query attention cannot split a head; NxD
+Inference's default): a Trainium chip then holds and walks one copy per rank.
 """
 
 from __future__ import annotations
@@ -209,6 +211,7 @@ def inference(
         weight_format=weight_format,
         kv_format=kv_format,
         tp=tp,
+        ranks_per_chip=sysobj.chip.tp_ranks,
     )
     capacity = sysobj.chip.hbm_bytes * usable_hbm
     if mem.total > capacity:

@@ -387,20 +387,28 @@ def inference_memory(
     tp: int = 1,
     pp: int = 1,
     ep: int = 1,
+    ranks_per_chip: int = 1,
 ) -> MemoryBreakdown:
     """Inference memory per chip: weights in ``weight_format`` plus the KV cache of ``batch``
     sequences of ``context`` tokens in ``kv_format``.
 
-    The KV cache splits over pipeline stages and over tensor-parallel chips only as far as
-    there are KV heads: with tp larger than ``kv_heads`` each KV head is replicated on
-    tp / kv_heads chips (grouped-query attention cannot split one head), so each chip holds
-    1 / kv_heads of the cache, not 1 / tp.
+    The KV cache splits over pipeline stages and over tensor-parallel ranks only as far as
+    there are KV heads: grouped-query attention cannot split one head, so with more ranks than
+    ``kv_heads`` every rank holds a copy of one (NxD Inference's ``REPLICATE_TO_TP_DEGREE``,
+    ndoc-nxdi-gqa). A chip holds ``ranks_per_chip`` ranks (:attr:`Chip.tp_ranks`: each
+    logical NeuronCore is one, a GPU is one), so a Trainium chip at tp=16 with 8 KV heads
+    keeps two copies of one head, 1 / 4 of the cache.
     """
     model = _spec(model)
     _check_degrees(model, tp=tp, pp=pp, ep=ep, batch=batch, context=context)
+    _whole("ranks_per_chip", ranks_per_chip)
     weights = params_per_chip(model, tp, pp, ep) * bytes_per_value(weight_format)
-    kv_split = min(tp, model.kv_heads)  # heads beyond kv_heads are copies
-    kv = batch * context * model.kv_bytes_per_token(bytes_per_value(kv_format)) / (kv_split * pp)
+    ranks = tp * ranks_per_chip
+    heads_per_chip = ranks_per_chip * math.ceil(model.kv_heads / ranks)  # copies beyond kv_heads
+    kv = (
+        batch * context * model.kv_bytes_per_token(bytes_per_value(kv_format))
+        * heads_per_chip / (model.kv_heads * pp)
+    )  # fmt: skip
     # Activations of one decode step are a few vectors per sequence: small beside weights and KV.
     activations = 2 * batch * model.hidden * 4 * 2
     return MemoryBreakdown(weights, 0.0, 0.0, activations, kv)
