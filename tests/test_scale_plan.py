@@ -141,7 +141,7 @@ def test_recompute_modes_trade_memory_for_flops():
         mode: plan(
             "llama3-8b",
             "trn2.48xlarge",
-            Parallelism(tp=8, dp=2, recompute=mode, flash_attention=False),
+            Parallelism(tp=2, dp=8, recompute=mode, flash_attention=False),  # 8 ranks, 8 KV
             global_batch=64,
             seq_len=4096,
         )
@@ -171,7 +171,10 @@ def test_mfu_counts_model_flops_against_the_published_peak():
     m = scale.model("llama3-70b")
     model_flops = 256 * 4096 * (6 * m.matmul_params + 12 * 80 * 64 * 128 * 4096)
     assert r.mfu == pytest.approx(model_flops / (r.step_time * peak))
-    assert r.hfu == pytest.approx(r.mfu * m.training_flops_per_token(True, 4096)
+    # HFU counts the rerun forward and the K and V projections copied from 8 KV heads to the
+    # 32 ranks of tp=8 at 4 logical NeuronCores per chip (forward, backward, rerun: 4 passes)
+    copies = 2 * (2 * 8192 * 128 * (32 - 8)) * 80 * 4
+    assert r.hfu == pytest.approx(r.mfu * (m.training_flops_per_token(True, 4096) + copies)
                                   / m.model_flops_per_token(4096))  # fmt: skip
     assert 0 < r.mfu < r.hfu < 1
     assert "embedding lookups are not matmuls" in r.convention
@@ -389,3 +392,23 @@ def test_a_search_simulates_the_large_gemm_once_per_chip_and_format():
     large, _ = scale.achieved_flops_per_chip("trn1", "bf16")
     thin, where = scale.achieved_flops_per_chip("trn1", "bf16", (1, 4096, 4096))
     assert thin < large and "held to the" in where
+
+
+def test_kv_copies_for_more_ranks_than_kv_heads_compute_like_real_heads():
+    """Llama 3 8B (8 KV heads) at tp=16 on Trainium runs 32 ranks: NxD Training copies K and V
+    to 32 heads, so its layers compute what a model with 32 real KV heads computes, and take as
+    long; at tp=4 (8 ranks) nothing is copied."""
+    gqa = scale.model("llama3-8b")
+    mha = replace(gqa, name="llama3-8b-32kv", kv_heads=32)
+    kw = dict(global_batch=64, seq_len=4096)
+    par = Parallelism(tp=16, dp=2, recompute="selective")
+    two = catalog.cluster("trn1.32xlarge", 2)
+    a, b = (plan(m, two, par, **kw) for m in (gqa, mha))
+    assert a.hardware_flops_per_step == pytest.approx(b.hardware_flops_per_step)
+    assert a.model_flops_per_step < b.model_flops_per_step  # copies are not model FLOPs
+    assert a.step_time == pytest.approx(b.step_time, rel=0.02)
+    small = Parallelism(tp=4, dp=8, recompute="selective")
+    c = plan(gqa, two, small, **kw)
+    assert c.hfu == pytest.approx(
+        c.mfu * gqa.training_flops_per_token("selective", 4096) / gqa.model_flops_per_token(4096)
+    )

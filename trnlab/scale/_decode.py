@@ -77,7 +77,7 @@ def decode_attention_time(
             f"{partitions}."
         )
     ranks = tp * chip.tp_ranks
-    kv_per_rank = math.ceil(model.kv_heads / ranks)
+    kv_per_rank = model.kv_heads_on(ranks) // ranks
     rows = math.ceil(math.ceil(model.heads / ranks) / kv_per_rank)
     pieces = math.ceil(rows / partitions)  # more query heads than partitions: in pieces
     rows = math.ceil(rows / pieces)

@@ -403,8 +403,7 @@ def inference_memory(
     _check_degrees(model, tp=tp, pp=pp, ep=ep, batch=batch, context=context)
     _whole("ranks_per_chip", ranks_per_chip)
     weights = params_per_chip(model, tp, pp, ep) * bytes_per_value(weight_format)
-    ranks = tp * ranks_per_chip
-    heads_per_chip = ranks_per_chip * math.ceil(model.kv_heads / ranks)  # copies beyond kv_heads
+    heads_per_chip = model.kv_heads_on(tp * ranks_per_chip) / tp  # copies beyond kv_heads
     kv = (
         batch * context * model.kv_bytes_per_token(bytes_per_value(kv_format))
         * heads_per_chip / (model.kv_heads * pp)

@@ -431,9 +431,14 @@ class PlanResult:
 
     @property
     def hardware_flops_per_step(self) -> float:
-        """What the chips compute, recomputation included."""
-        return self.tokens_per_step * self.model.training_flops_per_token(
-            self.parallel.recompute, self.seq_len
+        """What the chips compute: recomputation included, and the K and V projections copied
+        when tensor-parallel ranks outnumber the KV heads."""
+        m, p = self.model, self.parallel
+        copies = m.kv_heads_on(p.tp * self.system.chip.tp_ranks) - m.kv_heads
+        passes = 4 if p.recompute == "full" else 3  # forward, backward (2x), rerun forward
+        extra = 2 * (2 * m.hidden * m.head_dim * copies) * m.layers * passes
+        return self.tokens_per_step * (
+            m.training_flops_per_token(p.recompute, self.seq_len) + extra
         )
 
     def _peak(self) -> float:
@@ -710,13 +715,18 @@ def _step_time(m: ModelSpec, sysobj: System, p: Parallelism, dtype: str, s: int,
     rows = max(1, b * s // p.cp)  # tokens of one micro-batch on one chip of the cp slice
     # Every GEMM of the layer at its own shape (wave quantization on GPUs, the roofline on
     # any chip): forward, and backward (input and weight gradients).
-    fwd_rate, bwd_rate, source = _layer_rates(m, p, chip_key, dtype, rows)
+    # Tensor-parallel ranks: every logical NeuronCore of a Trainium chip is one (TP=32 on a
+    # trn1.32xlarge), a GPU is one. With more ranks than KV heads the K and V projections are
+    # copied until each rank has a head (NxD Training's kv_size_multiplier): computed, not free.
+    kv_run = m.kv_heads_on(p.tp * sysobj.chip.tp_ranks)
+    fwd_rate, bwd_rate, source = _layer_rates(m, p, chip_key, dtype, rows, kv_run)
     head_fwd_rate, head_bwd_rate = _passes(chip_key, dtype, rows, math.ceil(m.vocab / p.tp), h)
     tokens = b * s  # per micro-batch per pipeline
     # Forward FLOPs per token of one layer: its matmuls (attention projections, the top_k
     # experts a token visits, the router) and the attention scores (PaLM's accounting).
     layer_params = m.attention_params + m.top_k * m.expert_params
     layer_params += m.hidden * m.experts if m.is_moe else 0
+    layer_params += 2 * h * m.head_dim * (kv_run - m.kv_heads)  # the K and V copies
     attn = 4 * m.heads * m.head_dim * s
     linear = 2 * layer_params
     head_fwd = 2 * m.vocab * h  # the output projection, on the last stage
@@ -843,17 +853,19 @@ def _passes(chip_key: str, dtype: str, m: int, n: int, k: int) -> tuple[float, f
     return fwd, 2 / t_bwd
 
 
-def _layer_rates(m: ModelSpec, p: Parallelism, chip_key: str, dtype: str, rows: int):
+def _layer_rates(m: ModelSpec, p: Parallelism, chip_key: str, dtype: str, rows: int,
+                 kv_run: int):  # fmt: skip
     """(forward, backward) FLOP/s over one layer's GEMMs on one chip, each GEMM at its shape
-    and weighted by its FLOPs (QKV, attention output, the two or three FFN products of the
-    experts a chip holds), and the source line of the largest (the FFN's first)."""
+    and weighted by its FLOPs (QKV with the ``kv_run`` K/V heads the group computes, copies
+    included; attention output; the two or three FFN products of the experts a chip holds),
+    and the source line of the largest (the FFN's first)."""
     up = m.ffn * (2 if m.gated_ffn else 1)
     e_rows, held = rows, 1  # rows per expert (the tokens of the ep ranks routed to it), experts
     if m.is_moe:
         e_rows = max(1, math.ceil(rows * m.top_k * p.ep / m.experts))
         held = max(1, m.experts // p.ep)
     gemms = [  # (rows, outputs, inputs, count)
-        (rows, math.ceil((m.heads + 2 * m.kv_heads) * m.head_dim / p.tp), m.hidden, 1),
+        (rows, math.ceil((m.heads + 2 * kv_run) * m.head_dim / p.tp), m.hidden, 1),
         (rows, m.hidden, math.ceil(m.heads * m.head_dim / p.tp), 1),
         (e_rows, math.ceil(up / p.tp), m.hidden, held),
         (e_rows, m.hidden, math.ceil(m.ffn / p.tp), held),

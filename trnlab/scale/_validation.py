@@ -33,10 +33,12 @@ _TP16 = (
     "runs 1-56 MB collectives with RDH, which the model moves over one link per round (15.5 "
     "GB/s bus bandwidth on 16 trn1 chips), and larger ones with rings over the whole torus (62 "
     "GB/s). GPT-3 175B's 50 MB reduce-scatters fall in the first band and come out too slow; "
-    "Llama 3.1's 67 and 134 MB ones in the second and come out too fast. The three runs imply "
-    "27-37 GB/s at 50-134 MB; neither how RDH spreads over trn1's links nor trn1's achieved ring "
-    "bandwidth at these sizes is published (the 2023 two-instance run reaches ~67 GB/s inside "
-    "the instance only at 1 GiB). The TP=8 (4-chip) runs of the same table land within 10%."
+    "Llama 3.1's 67 and 134 MB ones in the second and come out too fast (Llama 3.1 70B only "
+    "just inside the band, after its K and V projections are charged copied 4 times to reach "
+    "32 ranks, as NxD Training's kv_size_multiplier does). The three runs imply 27-37 GB/s at "
+    "50-134 MB; neither how RDH spreads over trn1's links nor trn1's achieved ring bandwidth at "
+    "these sizes is published (the 2023 two-instance run reaches ~67 GB/s inside the instance "
+    "only at 1 GiB). The TP=8 (4-chip) runs of the same table land within 10%."
 )
 
 _MCORE = (

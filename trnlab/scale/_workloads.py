@@ -9,6 +9,7 @@ against the totals the model authors publish; FLOPs per token follow PaLM's acco
 from __future__ import annotations
 
 import difflib
+import math
 from dataclasses import dataclass, replace
 
 from trnlab._checks import flag
@@ -113,6 +114,13 @@ class ModelSpec:
         kv = self.kv_heads * self.head_dim
         bias = (2 * self.hidden + 2 * kv) if self.biases else 0
         return 2 * self.hidden * self.hidden + 2 * self.hidden * kv + bias
+
+    def kv_heads_on(self, ranks: int) -> int:
+        """K/V heads a tensor-parallel group of ``ranks`` holds, copies included. A head cannot
+        be split, so with more ranks than KV heads each is copied until every rank has one
+        (NxD Inference's ``REPLICATE_TO_TP_DEGREE``, ndoc-nxdi-gqa; NxD Training's
+        ``kv_size_multiplier``, ndoc-nxd-gqa-training): ``ranks x ceil(kv_heads / ranks)``."""
+        return ranks * math.ceil(self.kv_heads / ranks)
 
     @property
     def expert_params(self) -> int:
