@@ -397,12 +397,16 @@ def inference_memory(
     ``kv_heads`` every rank holds a copy of one (NxD Inference's ``REPLICATE_TO_TP_DEGREE``,
     ndoc-nxdi-gqa). A chip holds ``ranks_per_chip`` ranks (:attr:`Chip.tp_ranks`: each
     logical NeuronCore is one, a GPU is one), so a Trainium chip at tp=16 with 8 KV heads
-    keeps two copies of one head, 1 / 4 of the cache.
+    keeps two copies of one head, 1 / 4 of the cache; each rank also holds the K and V
+    projection weights of its copy (:meth:`ModelSpec.kv_copy_params`), weights it streams every
+    token like any other.
     """
     model = _spec(model)
     _check_degrees(model, tp=tp, pp=pp, ep=ep, batch=batch, context=context)
     _whole("ranks_per_chip", ranks_per_chip)
-    weights = params_per_chip(model, tp, pp, ep) * bytes_per_value(weight_format)
+    # each rank also holds its copies of K and V (streamed every token like any weight)
+    copies = model.kv_copy_params(tp * ranks_per_chip) * model.layers / (tp * pp)
+    weights = (params_per_chip(model, tp, pp, ep) + copies) * bytes_per_value(weight_format)
     heads_per_chip = model.kv_heads_on(tp * ranks_per_chip) / tp  # copies beyond kv_heads
     kv = (
         batch * context * model.kv_bytes_per_token(bytes_per_value(kv_format))

@@ -434,9 +434,9 @@ class PlanResult:
         """What the chips compute: recomputation included, and the K and V projections copied
         when tensor-parallel ranks outnumber the KV heads."""
         m, p = self.model, self.parallel
-        copies = m.kv_heads_on(p.tp * self.system.chip.tp_ranks) - m.kv_heads
+        copies = m.kv_copy_params(p.tp * self.system.chip.tp_ranks)
         passes = 4 if p.recompute == "full" else 3  # forward, backward (2x), rerun forward
-        extra = 2 * (2 * m.hidden * m.head_dim * copies) * m.layers * passes
+        extra = 2 * copies * m.layers * passes
         return self.tokens_per_step * (
             m.training_flops_per_token(p.recompute, self.seq_len) + extra
         )
@@ -726,7 +726,7 @@ def _step_time(m: ModelSpec, sysobj: System, p: Parallelism, dtype: str, s: int,
     # experts a token visits, the router) and the attention scores (PaLM's accounting).
     layer_params = m.attention_params + m.top_k * m.expert_params
     layer_params += m.hidden * m.experts if m.is_moe else 0
-    layer_params += 2 * h * m.head_dim * (kv_run - m.kv_heads)  # the K and V copies
+    layer_params += m.kv_copy_params(p.tp * sysobj.chip.tp_ranks)  # the K and V copies
     attn = 4 * m.heads * m.head_dim * s
     linear = 2 * layer_params
     head_fwd = 2 * m.vocab * h  # the output projection, on the last stage

@@ -122,6 +122,11 @@ class ModelSpec:
         ``kv_size_multiplier``, ndoc-nxd-gqa-training): ``ranks x ceil(kv_heads / ranks)``."""
         return ranks * math.ceil(self.kv_heads / ranks)
 
+    def kv_copy_params(self, ranks: int) -> int:
+        """Per layer: the K and V projection weights a group of ``ranks`` holds beyond the
+        model's own, as :meth:`kv_heads_on` copies heads (0 when the ranks split the heads)."""
+        return 2 * self.hidden * self.head_dim * (self.kv_heads_on(ranks) - self.kv_heads)
+
     @property
     def expert_params(self) -> int:
         """One FFN (one expert): 3 matrices h x ffn when gated (SwiGLU), else 2."""
