@@ -33,6 +33,8 @@ def test_importing_fabric_does_not_import_numba():
         # across instances / 2 = 64 GB/s.
         ("trn2.48xlarge", (4, 4), (128e9, 128e9)),
         ("trn2-ultraserver", (4, 4, 4), (128e9, 128e9, 64e9)),
+        # Inf2: 192 GiB/s per chip over its 2 ring links / 2 directions = 48 GiB/s.
+        ("inf2.48xlarge", (12,), (48 * 2**30,)),
     ],
 )
 def test_tori_take_per_link_bandwidth_from_the_catalogue(system, shape, per_link):
@@ -84,7 +86,9 @@ def test_torus_routes_are_shortest_and_connected():
         assert node == b
 
 
-@pytest.mark.parametrize("system", ["trn1.32xlarge", "trn2.48xlarge", "trn2-ultraserver"])
+@pytest.mark.parametrize(
+    "system", ["trn1.32xlarge", "trn2.48xlarge", "trn2-ultraserver", "inf2.48xlarge"]
+)
 def test_ring_order_visits_every_chip_over_neighbour_links(system):
     t = fabric.topology(system)
     order = t.ring_order()

@@ -247,3 +247,16 @@ def test_more_sharding_never_needs_more_memory(tp, pp, dp, zero):
         assert more.total <= base.total
     wider = training_memory(m, tp=tp, pp=pp, dp=dp * 2, zero=zero, recompute=True)
     assert wider.total <= base.total
+
+
+def test_serving_pads_query_heads_the_ranks_do_not_divide_and_training_refuses_them():
+    """Llama 2 13B's 40 heads on 32 NeuronCores: the serving frameworks pad them to 64 (and its
+    40 KV heads with them), so every rank holds 2 heads' Q, K, V and O weights; training at a
+    tp that does not divide the heads is refused."""
+    m = scale.model("llama2-13b")
+    mem = inference_memory(m, batch=1, context=1024, tp=16, ranks_per_chip=2)
+    padded = 4 * 5120 * 128 * (64 - 40) * 40  # Q, K, V, O rows of 24 padded heads, 40 layers
+    assert mem.weights == pytest.approx((m.params + padded) / 16 * 2)
+    assert mem.kv_cache == pytest.approx(1024 * m.kv_bytes_per_token(2) * 64 / 40 / 16)
+    with pytest.raises(scale.WorkloadError, match="must divide the 40 attention heads"):
+        training_memory(m, tp=16)

@@ -142,7 +142,8 @@ class System:
 
     @property
     def topology(self) -> str:
-        """Fabric inside the system: ``single``, ``torus2d``, ``torus3d``, ``switch`` or ``efa``."""
+        """Fabric inside the system: ``single``, ``ring``, ``torus2d``, ``torus3d``, ``switch``
+        or ``efa``."""
         if "topology" in self.figures:
             return str(self.figures["topology"].value)
         return "single" if self.chips == 1 else "efa"

@@ -481,7 +481,7 @@ def _from_system(sysobj, params: FabricParams) -> Topology:
     chip = sysobj.chip
     if topo == "single":
         return Topology(name=f"{sysobj.key} (one chip)", kind="single", chips=1, shape=(1,))
-    if topo in ("torus2d", "torus3d"):
+    if topo in ("ring", "torus2d", "torus3d"):
         shape = tuple(int(d) for d in sysobj.figures["torus_shape"].value)
         links = int(chip.figures["neuronlink_links"].value)
         if "neuronlink_instance_bandwidth" in chip.figures:
@@ -489,7 +489,8 @@ def _from_system(sysobj, params: FabricParams) -> Topology:
             ultra = float(chip.figures["neuronlink_ultraserver_bandwidth"].value)
         else:
             inst, ultra = float(chip.figures["neuronlink_bandwidth"].value), 0.0
-        bw = [inst / links / div] * 2  # 4 neighbours of the instance's 4x4 torus
+        # 2 neighbours per axis: the 4 of the instance's 4x4 torus, the 2 of Inf2's ring
+        bw = [inst / links / div] * min(len(shape), 2)
         if len(shape) == 3:
             bw.append(ultra / 2 / div)  # ring of 4 across instances: 2 neighbours
         t = torus(
@@ -497,7 +498,9 @@ def _from_system(sysobj, params: FabricParams) -> Topology:
             tuple(bw),
             lat_nl,
             over,
-            name=f"{sysobj.key} ({'x'.join(map(str, shape))} torus)",
+            name=f"{sysobj.key} ({'x'.join(map(str, shape))} torus)"
+            if len(shape) > 1
+            else f"{sysobj.key} (ring of {shape[0]})",
             op_overhead=params.op,
         )
         note = (

@@ -316,8 +316,8 @@ _NOT_MODELLED = (
     (
         "Decode attention over a KV cache (`nki_decode_attention`, used by the serving model)",
         "no NKI decode-attention kernel time is published; the kernel is checked only through "
-        "whole decode runs (docs/validation.md, decode: Trn1 runs at batch 1, 4 and 8, Trn2 runs "
-        "at batch 1).",
+        "whole decode runs (docs/validation.md, decode: Trn1 and Inf2 runs at batch 1, 4 and 8, "
+        "Trn2 runs at batch 1).",
     ),
 )
 

@@ -132,11 +132,13 @@ def _spec(value) -> ModelSpec:
     )
 
 
-def _check_degrees(model: ModelSpec, **degrees: int) -> None:
+def _check_degrees(model: ModelSpec, *, pad_heads: bool = False, **degrees: int) -> None:
+    """Whole degrees >= 1; tp divides the heads (and splits or replicates the KV heads evenly)
+    unless ``pad_heads``: serving frameworks pad the heads to the ranks instead."""
     for name, value in degrees.items():
         _whole(name, value)
     tp, ep = degrees.get("tp", 1), degrees.get("ep", 1)
-    if model.heads % tp or (model.kv_heads % tp and tp % model.kv_heads):
+    if not pad_heads and (model.heads % tp or (model.kv_heads % tp and tp % model.kv_heads)):
         raise WorkloadError(
             f"{model.name}: tensor parallelism {tp} must divide the {model.heads} attention heads "
             f"(and split or replicate its {model.kv_heads} KV heads evenly)"
@@ -398,14 +400,15 @@ def inference_memory(
     ndoc-nxdi-gqa). A chip holds ``ranks_per_chip`` ranks (:attr:`Chip.tp_ranks`: each
     logical NeuronCore is one, a GPU is one), so a Trainium chip at tp=16 with 8 KV heads
     keeps two copies of one head, 1 / 4 of the cache; each rank also holds the K and V
-    projection weights of its copy (:meth:`ModelSpec.kv_copy_params`), weights it streams every
-    token like any other.
+    projection weights of its copy and of the query heads padded to a multiple of the ranks
+    (:meth:`ModelSpec.tp_extra_params`: 40 heads on 32 ranks become 64), weights it streams
+    every token like any other.
     """
     model = _spec(model)
-    _check_degrees(model, tp=tp, pp=pp, ep=ep, batch=batch, context=context)
+    _check_degrees(model, pad_heads=True, tp=tp, pp=pp, ep=ep, batch=batch, context=context)
     _whole("ranks_per_chip", ranks_per_chip)
-    # each rank also holds its copies of K and V (streamed every token like any weight)
-    copies = model.kv_copy_params(tp * ranks_per_chip) * model.layers / (tp * pp)
+    # each rank also holds its copies of K and V and its padded heads (streamed every token)
+    copies = model.tp_extra_params(tp * ranks_per_chip) * model.layers / (tp * pp)
     weights = (params_per_chip(model, tp, pp, ep) + copies) * bytes_per_value(weight_format)
     heads_per_chip = model.kv_heads_on(tp * ranks_per_chip) / tp  # copies beyond kv_heads
     kv = (

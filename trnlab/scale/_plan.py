@@ -431,14 +431,13 @@ class PlanResult:
 
     @property
     def hardware_flops_per_step(self) -> float:
-        """What the chips compute: recomputation included, and the K and V projections copied
-        when tensor-parallel ranks outnumber the KV heads."""
+        """What the chips compute: recomputation included, and the K and V heads copied and
+        the query heads padded when tensor-parallel ranks do not divide them."""
         m, p = self.model, self.parallel
-        copies = m.kv_copy_params(p.tp * self.system.chip.tp_ranks)
-        passes = 4 if p.recompute == "full" else 3  # forward, backward (2x), rerun forward
-        extra = 2 * copies * m.layers * passes
+        ranks = p.tp * self.system.chip.tp_ranks
         return self.tokens_per_step * (
-            m.training_flops_per_token(p.recompute, self.seq_len) + extra
+            m.training_flops_per_token(p.recompute, self.seq_len)
+            + _tp_extra_flops(m, ranks, p.recompute, self.seq_len)
         )
 
     def _peak(self) -> float:
@@ -717,17 +716,19 @@ def _step_time(m: ModelSpec, sysobj: System, p: Parallelism, dtype: str, s: int,
     # any chip): forward, and backward (input and weight gradients).
     # Tensor-parallel ranks: every logical NeuronCore of a Trainium chip is one (TP=32 on a
     # trn1.32xlarge), a GPU is one. With more ranks than KV heads the K and V projections are
-    # copied until each rank has a head (NxD Training's kv_size_multiplier): computed, not free.
-    kv_run = m.kv_heads_on(p.tp * sysobj.chip.tp_ranks)
-    fwd_rate, bwd_rate, source = _layer_rates(m, p, chip_key, dtype, rows, kv_run)
+    # copied until each rank has a head (NxD Training's kv_size_multiplier), and query heads
+    # that the ranks do not divide are padded: computed, not free.
+    ranks = p.tp * sysobj.chip.tp_ranks
+    q_run, kv_run = m.q_heads_on(ranks), m.kv_heads_on(ranks)
+    fwd_rate, bwd_rate, source = _layer_rates(m, p, chip_key, dtype, rows, q_run, kv_run)
     head_fwd_rate, head_bwd_rate = _passes(chip_key, dtype, rows, math.ceil(m.vocab / p.tp), h)
     tokens = b * s  # per micro-batch per pipeline
     # Forward FLOPs per token of one layer: its matmuls (attention projections, the top_k
     # experts a token visits, the router) and the attention scores (PaLM's accounting).
     layer_params = m.attention_params + m.top_k * m.expert_params
     layer_params += m.hidden * m.experts if m.is_moe else 0
-    layer_params += m.kv_copy_params(p.tp * sysobj.chip.tp_ranks)  # the K and V copies
-    attn = 4 * m.heads * m.head_dim * s
+    layer_params += m.tp_extra_params(ranks)  # K and V copies, padded query heads
+    attn = 4 * q_run * m.head_dim * s
     linear = 2 * layer_params
     head_fwd = 2 * m.vocab * h  # the output projection, on the last stage
     split = p.tp * p.cp
@@ -854,19 +855,19 @@ def _passes(chip_key: str, dtype: str, m: int, n: int, k: int) -> tuple[float, f
 
 
 def _layer_rates(m: ModelSpec, p: Parallelism, chip_key: str, dtype: str, rows: int,
-                 kv_run: int):  # fmt: skip
+                 q_run: int, kv_run: int):  # fmt: skip
     """(forward, backward) FLOP/s over one layer's GEMMs on one chip, each GEMM at its shape
-    and weighted by its FLOPs (QKV with the ``kv_run`` K/V heads the group computes, copies
-    included; attention output; the two or three FFN products of the experts a chip holds),
-    and the source line of the largest (the FFN's first)."""
+    and weighted by its FLOPs (QKV with the ``q_run`` query and ``kv_run`` K/V heads the group
+    computes, padding and copies included; attention output; the two or three FFN products of
+    the experts a chip holds), and the source line of the largest (the FFN's first)."""
     up = m.ffn * (2 if m.gated_ffn else 1)
     e_rows, held = rows, 1  # rows per expert (the tokens of the ep ranks routed to it), experts
     if m.is_moe:
         e_rows = max(1, math.ceil(rows * m.top_k * p.ep / m.experts))
         held = max(1, m.experts // p.ep)
     gemms = [  # (rows, outputs, inputs, count)
-        (rows, math.ceil((m.heads + 2 * kv_run) * m.head_dim / p.tp), m.hidden, 1),
-        (rows, m.hidden, math.ceil(m.heads * m.head_dim / p.tp), 1),
+        (rows, math.ceil((q_run + 2 * kv_run) * m.head_dim / p.tp), m.hidden, 1),
+        (rows, m.hidden, math.ceil(q_run * m.head_dim / p.tp), 1),
         (e_rows, math.ceil(up / p.tp), m.hidden, held),
         (e_rows, m.hidden, math.ceil(m.ffn / p.tp), held),
     ]
@@ -879,6 +880,16 @@ def _layer_rates(m: ModelSpec, p: Parallelism, chip_key: str, dtype: str, rows: 
         t_bwd += f / bwd
     source = _achieved(chip_key, dtype, gemms[2][:3])[1]
     return flops / t_fwd, flops / t_bwd, source
+
+
+def _tp_extra_flops(m: ModelSpec, ranks: int, recompute: str, seq_len: int) -> float:
+    """Hardware FLOPs per token beyond the model's own on ``ranks`` tensor-parallel ranks: the
+    copied K and V and the padded query heads' projections, and the padded heads' attention,
+    in the passes :meth:`ModelSpec.training_flops_per_token` counts (recomputation included)."""
+    linear = 2 * m.tp_extra_params(ranks) * m.layers
+    attn = m._attention_flops(seq_len) * (m.q_heads_on(ranks) - m.heads) / m.heads
+    rerun = {"none": 0.0, "selective": attn, "full": linear + attn}[recompute]
+    return 3 * (linear + attn) + rerun
 
 
 def _stage_param_split(m: ModelSpec, p: Parallelism, layers: int, first: bool, last: bool):

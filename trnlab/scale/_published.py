@@ -324,12 +324,46 @@ TRAINING_CASES = TRAINING_CASES + tuple(
 _TRN1_INF = "ndoc-trn1-inference-perf"
 _TRN2_INF = "ndoc-trn2-llama-tutorials"
 _B = "throughput-optimized table; "
+_PAD = "40 heads on 32 NeuronCores, padded to 64; "
+_INF2_INF = "ndoc-inf2-inference-perf"
+# The Inf2 decoder tables (inf2.48xlarge, TP=24: 12 Inferentia2 chips x 2 NeuronCores, on a
+# NeuronLink-v2 ring; Transformers NeuronX, SDK 2.18): (model, batch, prompt, output, TPOT ms).
+# Nothing is fitted on them: Inferentia2's step cost is Trainium's (the same NeuronCore-v2).
+_INF2 = (
+    ("llama3-8b", 1, 128, 8064, 7.41), ("llama3-8b", 1, 4096, 4096, 7.47),
+    ("llama3-8b", 1, 128, 3968, 6.42), ("llama3-8b", 1, 2048, 2048, 6.50),
+    ("llama3-70b", 1, 2048, 2048, 34.67), ("llama3-70b", 1, 1024, 2048, 33.81),
+    ("llama3-70b", 1, 1024, 1024, 33.14), ("llama3-70b", 1, 128, 1024, 32.47),
+    ("llama3-70b", 1, 256, 256, 32.48), ("llama3-70b", 1, 128, 128, 32.20),
+    ("llama2-7b", 1, 128, 3968, 6.47), ("llama2-7b", 1, 128, 8064, 7.34),
+    ("llama2-13b", 1, 128, 3968, 9.17), ("llama2-13b", 1, 4096, 4096, 10.17),
+    ("llama2-13b", 1, 8192, 8192, 13.50),
+    ("llama2-70b", 1, 128, 128, 32.90), ("llama2-70b", 1, 256, 256, 33.13),
+    ("llama2-70b", 1, 128, 1024, 33.15), ("llama2-70b", 1, 1024, 1024, 33.73),
+    ("llama2-70b", 1, 1024, 2048, 34.82), ("llama2-70b", 1, 2048, 2048, 34.90),
+    ("mistral-7b", 1, 128, 3968, 6.86), ("mistral-7b", 1, 4096, 4096, 7.87),
+    ("mistral-7b", 1, 8192, 8192, 10.33),
+    ("llama3-8b", 8, 128, 8064, 15.22), ("llama3-8b", 8, 4096, 4096, 15.31),
+    ("llama3-8b", 8, 128, 3968, 10.45), ("llama3-8b", 8, 2048, 2048, 10.50),
+    ("llama2-7b", 8, 128, 3968, 12.11), ("llama2-7b", 8, 128, 8064, 16.39),
+    ("llama2-13b", 8, 128, 3968, 14.90), ("llama2-13b", 8, 4096, 4096, 20.99),
+    ("llama2-13b", 4, 8192, 8192, 21.71),
+    ("mistral-7b", 8, 128, 3968, 11.64), ("mistral-7b", 8, 4096, 4096, 16.55),
+    ("mistral-7b", 8, 8192, 8192, 18.01),
+)  # fmt: skip
+
+
+def _inf2_key(model: str, batch: int, prompt: int, output: int) -> str:
+    return f"{model} inf2 {prompt}+{output}" + (f" b{batch}" if batch > 1 else "")
+
+
 DECODE_CASES: tuple[DecodeCase, ...] = (
     DecodeCase("llama2-7b trn1 8k", _TRN1_INF, "trn1.32xlarge", "llama2-7b", 16, 1, 128, 8064,
                "bf16", 6.70, "calibration", "TP=32 cores = 16 chips; SDK 2.18"),
     DecodeCase("llama2-13b trn1 8k", _TRN1_INF, "trn1.32xlarge", "llama2-13b", 16, 1, 4096,
-               4096, "bf16", 9.84, "not modelled", "40 heads on 32 NeuronCores: the Neuron "
-               "library pads the heads; trnlab's tp must divide them (SDK 2.18)"),
+               4096, "bf16", 9.84, notes=_PAD + "SDK 2.18"),
+    DecodeCase("llama2-13b trn1 16k", _TRN1_INF, "trn1.32xlarge", "llama2-13b", 16, 1, 8192,
+               8192, "bf16", 13.41, notes=_PAD + "SDK 2.18"),
     DecodeCase("llama2-70b trn1 256", _TRN1_INF, "trn1.32xlarge", "llama2-70b", 16, 1, 128,
                128, "bf16", 25.18, notes="SDK 2.18"),
     DecodeCase("llama2-70b trn1 4k", _TRN1_INF, "trn1.32xlarge", "llama2-70b", 16, 1, 2048,
@@ -372,9 +406,9 @@ DECODE_CASES: tuple[DecodeCase, ...] = (
     DecodeCase("llama2-7b trn1 8k b8", _TRN1_INF, "trn1.32xlarge", "llama2-7b", 16, 8, 128, 8064,
                "bf16", 10.10, notes=_B + "SDK 2.18"),
     DecodeCase("llama2-13b trn1 8k b8", _TRN1_INF, "trn1.32xlarge", "llama2-13b", 16, 8, 4096,
-               4096, "bf16", 19.86, "not modelled", "40 heads on 32 NeuronCores, as at batch 1"),
+               4096, "bf16", 19.86, notes=_B + _PAD + "SDK 2.18"),
     DecodeCase("llama2-13b trn1 16k b4", _TRN1_INF, "trn1.32xlarge", "llama2-13b", 16, 4, 8192,
-               8192, "bf16", 21.09, "not modelled", "40 heads on 32 NeuronCores, as at batch 1"),
+               8192, "bf16", 21.09, notes=_B + _PAD + "SDK 2.18"),
     DecodeCase("llama2-70b trn1 256 b4", _TRN1_INF, "trn1.32xlarge", "llama2-70b", 16, 4, 128,
                128, "bf16", 26.72, notes=_B + "SDK 2.18"),
     DecodeCase("llama2-70b trn1 512 b4", _TRN1_INF, "trn1.32xlarge", "llama2-70b", 16, 4, 256,
@@ -395,4 +429,9 @@ DECODE_CASES: tuple[DecodeCase, ...] = (
     DecodeCase("llama3.1-405b trn2", _TRN2_INF, "trn2.48xlarge", "llama3-405b", 16, 1, 10000,
                1500, "bf16", 37.9, notes="TP=64 at LNC=2 = 16 chips; baseline row (BF16)",
                compiled=12800),
+)  # fmt: skip
+DECODE_CASES = DECODE_CASES + tuple(
+    DecodeCase(_inf2_key(m, b, p, o), _INF2_INF, "inf2.48xlarge", m, 12, b, p, o, "bf16", t,
+               notes=(_B if b > 1 else "") + "TP=24 = 12 chips; SDK 2.18")
+    for m, b, p, o, t in _INF2
 )  # fmt: skip

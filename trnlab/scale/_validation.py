@@ -67,6 +67,18 @@ _MCORE = (
     "recompute every layer."
 )
 
+_INF2_GQA = (
+    "too fast at batch 8: on Inf2's 24 ranks each further sequence of Llama 3 8B or Mistral 7B "
+    "(8 KV heads) costs the hardware about what it costs Llama 2 7B, whose 32 KV heads padded "
+    "to 48 put two on every rank (0.6-0.8 ms at 4,096 positions, 1.1-1.3 ms at 8,192); the "
+    "model copies the 8 heads to the TP degree (24, one per rank, as NxD Inference and "
+    "Transformers NeuronX's partial replication do) and charges half that. Copying them to "
+    "every padded query head (48, two per rank: Transformers NeuronX's full replication) "
+    "would explain it; which one SDK 2.18 applied here is not published, and the Trn1 table "
+    "(32 ranks, one query head each) cannot tell them apart. Their batch-1 rows land within "
+    "10%."
+)
+
 #: Why a case lands outside the band, by case key (or run key for collective points).
 MECHANISMS = {
     "sdk2.10-allr-r64-n2": "small and mid sizes, across two instances on the April 2023 "
@@ -91,6 +103,15 @@ MECHANISMS = {
     "llama3.1-8b trn1 32 nodes": _TP16,
     "llama3.1-70b trn1 32 nodes": _TP16,
     "gpt3-175b trn1 32 nodes": _TP16,
+    **{
+        key: _INF2_GQA
+        for key in (
+            "llama3-8b inf2 128+8064 b8",
+            "llama3-8b inf2 4096+4096 b8",
+            "mistral-7b inf2 128+3968 b8",
+            "mistral-7b inf2 4096+4096 b8",
+        )
+    },
 }
 
 
@@ -295,12 +316,14 @@ def validation_markdown(rows) -> str:
         "graphs have fixed shapes and read the cache up to it, ndoc-vllm-neuron-decode-buckets: "
         "prompt + output for the Trn1 table, whose sequence length is their sum; the 12,800-"
         "position token-generation bucket of the Trn2 tutorials), on every tensor-parallel rank "
-        "(a logical NeuronCore: TP=32 over a trn1.32xlarge's 16 chips, TP=64 over a "
-        "trn2.48xlarge's at LNC=2, ndoc-lnc) one walk per sequence and KV head it holds, KV "
-        "heads replicated until each rank has one (ndoc-nxdi-gqa); two tensor-parallel "
+        "(a logical NeuronCore: TP=32 over a trn1.32xlarge's 16 chips, TP=24 over an "
+        "inf2.48xlarge's 12, TP=64 over a trn2.48xlarge's 16 at LNC=2, ndoc-lnc) one walk per "
+        "sequence and KV head it holds, KV heads replicated until each rank has one and query "
+        "heads padded to a multiple of the ranks (ndoc-nxdi-gqa), the copies' and the padding's "
+        "weights streamed with the rest; two tensor-parallel "
         "all-reduces per layer from trnlab.fabric; the fitted step cost per layer. Walks after a "
         "core's first overlap (each adds the largest of its bytes, its matmuls and its share of "
-        "the engines): an assumption that the Trn1 table's batch 4 and 8 rows check. They were "
+        "the engines): an assumption that the batch 4 and 8 rows of the Trn1 and Inf2 tables check. They were "
         "what showed the replication per rank: walking the cache once per chip (two cores "
         "sharing a KV head's walks) put the batched rows of the models with 8 KV heads at "
         "0.78-0.91 (Llama 3 8B and Mistral 7B outside the band) while Llama 2 7B (32 KV heads, "

@@ -122,10 +122,20 @@ class ModelSpec:
         ``kv_size_multiplier``, ndoc-nxd-gqa-training): ``ranks x ceil(kv_heads / ranks)``."""
         return ranks * math.ceil(self.kv_heads / ranks)
 
-    def kv_copy_params(self, ranks: int) -> int:
-        """Per layer: the K and V projection weights a group of ``ranks`` holds beyond the
-        model's own, as :meth:`kv_heads_on` copies heads (0 when the ranks split the heads)."""
-        return 2 * self.hidden * self.head_dim * (self.kv_heads_on(ranks) - self.kv_heads)
+    def q_heads_on(self, ranks: int) -> int:
+        """Query heads a tensor-parallel group of ``ranks`` computes, padding included: the
+        frameworks pad the heads to a multiple of the ranks (Transformers NeuronX pads them to
+        the TP degree; NxD Inference pads them interleaved with their KV heads, ndoc-nxdi-gqa):
+        ``ranks x ceil(heads / ranks)``."""
+        return ranks * math.ceil(self.heads / ranks)
+
+    def tp_extra_params(self, ranks: int) -> int:
+        """Per layer: the attention weights a group of ``ranks`` holds beyond the model's own:
+        the K and V projections of the heads :meth:`kv_heads_on` copies, and the Q and O
+        projections of the query heads :meth:`q_heads_on` pads (0 when the ranks divide both)."""
+        copies = self.kv_heads_on(ranks) - self.kv_heads
+        padding = self.q_heads_on(ranks) - self.heads
+        return 2 * self.hidden * self.head_dim * (copies + padding)
 
     @property
     def expert_params(self) -> int:
