@@ -1909,6 +1909,11 @@ target(
         st.sampled_from([-1e-5, NAN, np.inf, "x", True]),
         ("layer_overhead", "overhead"),
     ),
+    kv_sharding=Arg(
+        st.sampled_from(["replicate_to_tp", "convert_to_mha"]),
+        st.sampled_from(["mha", "", None, 3, "replicate"]),
+        ("kv_sharding",),
+    ),
 )
 target(
     "trnlab.scale.serving_curve",

@@ -292,3 +292,24 @@ def test_a_fine_grained_moe_trains_with_expert_parallel_all_to_alls():
     assert full.step["expert all-to-all"] == pytest.approx(1.5 * ep8.step["expert all-to-all"])
     found = scale.search(m, "trn2.48xlarge", **kw)
     assert any(r.parallel.ep > 1 for r in found.ranked)
+
+
+def test_transformers_neuronx_gave_every_query_head_its_own_kv_copy():
+    """Llama 3 70B (64 query, 8 KV heads) on Trn1's 32 ranks: copied to the TP degree each rank
+    holds 1 KV head for its 2 query heads; converted to MHA (Transformers NeuronX up to SDK
+    2.18) it holds 2, each walked for its one query head: twice the walks and twice the KV
+    copies' cache and weights."""
+    kw = dict(tp=16, batch=4, prompt=2048, output=2048)
+    tp = inference("llama3-70b", "trn1.32xlarge", **kw)
+    mha = inference("llama3-70b", "trn1.32xlarge", kv_sharding="convert_to_mha", **kw)
+    assert "4 walks of the cache per core (2 query heads each)" in tp.attention_basis
+    assert "8 walks of the cache per core (1 query head each)" in mha.attention_basis
+    assert mha.memory.kv_cache == pytest.approx(2 * tp.memory.kv_cache)
+    m = scale.model("llama3-70b")
+    assert mha.memory.weights - tp.memory.weights == pytest.approx(
+        2 * 8192 * 128 * (64 - 32) * 80 / 16 * 2  # 32 more K and V heads, bf16, over 16 chips
+    )
+    # ranks that divide the KV heads split them either way
+    assert m.kv_heads_on(8, "convert_to_mha") == m.kv_heads_on(8) == 8
+    with pytest.raises(WorkloadError, match="kv_sharding = 'mha'"):
+        inference("llama3-70b", "trn1.32xlarge", kv_sharding="mha", **kw)

@@ -31,6 +31,7 @@ def predict_decode(case: DecodeCase, layer_overhead: float | None = None):
         weight_format=case.weight_format,
         layer_overhead=layer_overhead,
         compiled_length=case.compiled,
+        kv_sharding=case.kv_sharding,
     )
 
 

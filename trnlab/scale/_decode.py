@@ -37,17 +37,23 @@ _SIMULATED = 32768
 
 
 def decode_attention_time(
-    model: ModelSpec, chip_key: str, tp: int, batch: int, context: int, kv_bytes: float
+    model: ModelSpec,
+    chip_key: str,
+    tp: int,
+    batch: int,
+    context: int,
+    kv_bytes: float,
+    kv_sharding: str = "replicate_to_tp",
 ) -> tuple[float, str] | None:
     """Seconds of attention per layer per decode step on one chip of a ``tp``-chip replica,
     and how it was found; ``None`` for a chip without a NeuronCore model.
 
     Neuron's frameworks make every logical NeuronCore a tensor-parallel rank
     (:attr:`Chip.tp_ranks`: 2 per Trainium, 4 per Trainium2 at LNC=2), so a ``tp``-chip replica
-    has ``tp x ranks`` of them. Each rank holds ``ceil(kv_heads / ranks)`` KV heads: with more
-    ranks than KV heads each head is replicated until every rank has its own copy (NxD
-    Inference's default, ``REPLICATE_TO_TP_DEGREE``, ndoc-nxdi-gqa), and ``ceil(heads /
-    ranks)`` query heads (padded when they do not divide). A walk is one sequence's cache of
+    has ``tp x ranks`` of them. Each rank holds its share of the KV heads, copies included
+    (:meth:`ModelSpec.kv_heads_on` with ``kv_sharding``: by default each head copied until every
+    rank has its own, NxD Inference's ``REPLICATE_TO_TP_DEGREE``, ndoc-nxdi-gqa), and
+    ``ceil(heads / ranks)`` query heads (padded when they do not divide). A walk is one sequence's cache of
     one KV head, for the query heads that share it on the rank (its rows); a rank walks
     ``batch x its KV heads``, shared over its physical cores (LNC=2: two; a core with none
     idles: a walk is not split, an ASSUMPTION). On each core the first walk takes the kernel's
@@ -77,7 +83,7 @@ def decode_attention_time(
             f"{partitions}."
         )
     ranks = tp * chip.tp_ranks
-    kv_per_rank = model.kv_heads_on(ranks) // ranks
+    kv_per_rank = model.kv_heads_on(ranks, kv_sharding) // ranks
     rows = math.ceil(math.ceil(model.heads / ranks) / kv_per_rank)
     pieces = math.ceil(rows / partitions)  # more query heads than partitions: in pieces
     rows = math.ceil(rows / pieces)

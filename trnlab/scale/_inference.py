@@ -148,6 +148,7 @@ def inference(
     usable_hbm: float = USABLE_HBM,
     layer_overhead: float | None = None,
     compiled_length: int | None = None,
+    kv_sharding: str = "replicate_to_tp",
 ) -> InferenceResult:
     """Serve ``batch`` requests of ``prompt`` tokens generating ``output`` tokens each.
 
@@ -160,6 +161,10 @@ def inference(
         The sequence length the decode graph was compiled for (its token-generation bucket):
         on Trainium every step attends over all of it. Default ``prompt + output``; at least
         that.
+    kv_sharding : {"replicate_to_tp", "convert_to_mha"}
+        How the ranks hold KV heads they cannot split (:meth:`ModelSpec.kv_heads_on`):
+        NxD Inference's default copies each head to the TP degree; ``"convert_to_mha"`` gives
+        every query head its own copy, as Transformers NeuronX did up to SDK 2.18.
 
     Raises
     ------
@@ -212,6 +217,7 @@ def inference(
         kv_format=kv_format,
         tp=tp,
         ranks_per_chip=sysobj.chip.tp_ranks,
+        kv_sharding=kv_sharding,
     )
     capacity = sysobj.chip.hbm_bytes * usable_hbm
     if mem.total > capacity:
@@ -237,7 +243,7 @@ def inference(
     # cache: on Trainium the decode-attention kernel on the NeuronCore model, over the length
     # the graph was compiled for; elsewhere the cache's bytes at the HBM bandwidth.
     attention = decode_attention_time(
-        m, sysobj.chip.key, tp, batch, compiled_length, bytes_per_value(kv_format)
+        m, sysobj.chip.key, tp, batch, compiled_length, bytes_per_value(kv_format), kv_sharding
     )
     if attention is None:
         kv_bytes = mem.kv_cache * context / (prompt + output)

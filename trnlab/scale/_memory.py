@@ -390,6 +390,7 @@ def inference_memory(
     pp: int = 1,
     ep: int = 1,
     ranks_per_chip: int = 1,
+    kv_sharding: str = "replicate_to_tp",
 ) -> MemoryBreakdown:
     """Inference memory per chip: weights in ``weight_format`` plus the KV cache of ``batch``
     sequences of ``context`` tokens in ``kv_format``.
@@ -399,7 +400,8 @@ def inference_memory(
     ``kv_heads`` every rank holds a copy of one (NxD Inference's ``REPLICATE_TO_TP_DEGREE``,
     ndoc-nxdi-gqa). A chip holds ``ranks_per_chip`` ranks (:attr:`Chip.tp_ranks`: each
     logical NeuronCore is one, a GPU is one), so a Trainium chip at tp=16 with 8 KV heads
-    keeps two copies of one head, 1 / 4 of the cache; each rank also holds the K and V
+    keeps two copies of one head, 1 / 4 of the cache (``kv_sharding="convert_to_mha"``: a copy
+    per query head, as Transformers NeuronX did); each rank also holds the K and V
     projection weights of its copy and of the query heads padded to a multiple of the ranks
     (:meth:`ModelSpec.tp_extra_params`: 40 heads on 32 ranks become 64), weights it streams
     every token like any other.
@@ -408,9 +410,10 @@ def inference_memory(
     _check_degrees(model, pad_heads=True, tp=tp, pp=pp, ep=ep, batch=batch, context=context)
     _whole("ranks_per_chip", ranks_per_chip)
     # each rank also holds its copies of K and V and its padded heads (streamed every token)
-    copies = model.tp_extra_params(tp * ranks_per_chip) * model.layers / (tp * pp)
+    ranks = tp * ranks_per_chip
+    copies = model.tp_extra_params(ranks, kv_sharding) * model.layers / (tp * pp)
     weights = (params_per_chip(model, tp, pp, ep) + copies) * bytes_per_value(weight_format)
-    heads_per_chip = model.kv_heads_on(tp * ranks_per_chip) / tp  # copies beyond kv_heads
+    heads_per_chip = model.kv_heads_on(ranks, kv_sharding) / tp  # copies beyond kv_heads
     kv = (
         batch * context * model.kv_bytes_per_token(bytes_per_value(kv_format))
         * heads_per_chip / (model.kv_heads * pp)

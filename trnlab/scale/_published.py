@@ -26,7 +26,7 @@ from the example scripts each row links to (``nemo-neuron-scripts``, ``nxd-llama
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from trnlab import catalog
 
@@ -90,6 +90,7 @@ class DecodeCase:
     notes: str = ""
     extra: dict = field(default_factory=dict)
     compiled: int | None = None  # the decode graph's sequence length, when not prompt + output
+    kv_sharding: str = "replicate_to_tp"  # how the framework held KV heads it could not split
 
 
 _KORTHIKANTI = [
@@ -435,3 +436,9 @@ DECODE_CASES = DECODE_CASES + tuple(
                notes=(_B if b > 1 else "") + "TP=24 = 12 chips; SDK 2.18")
     for m, b, p, o, t in _INF2
 )  # fmt: skip
+# The Trn1 and Inf2 tables ran Transformers NeuronX (SDK 2.18), which gave every query head its
+# own copy of its KV head whenever the ranks did not divide the KV heads (tnx-gqa-2024).
+DECODE_CASES = tuple(
+    replace(c, kv_sharding="convert_to_mha") if c.source in (_TRN1_INF, _INF2_INF) else c
+    for c in DECODE_CASES
+)

@@ -67,16 +67,13 @@ _MCORE = (
     "recompute every layer."
 )
 
-_INF2_GQA = (
-    "too fast at batch 8: on Inf2's 24 ranks each further sequence of Llama 3 8B or Mistral 7B "
-    "(8 KV heads) costs the hardware about what it costs Llama 2 7B, whose 32 KV heads padded "
-    "to 48 put two on every rank (0.6-0.8 ms at 4,096 positions, 1.1-1.3 ms at 8,192); the "
-    "model copies the 8 heads to the TP degree (24, one per rank, as NxD Inference and "
-    "Transformers NeuronX's partial replication do) and charges half that. Copying them to "
-    "every padded query head (48, two per rank: Transformers NeuronX's full replication) "
-    "would explain it; which one SDK 2.18 applied here is not published, and the Trn1 table "
-    "(32 ranks, one query head each) cannot tell them apart. Their batch-1 rows land within "
-    "10%."
+_MISTRAL_16K = (
+    "too slow: at batch 8 the hardware's 16,384-position bucket costs only 1.5 ms more than its "
+    "8,192-position one (18.0 against 16.6 ms), a third of what the 4,096-to-8,192 step costs "
+    "(4.9 ms), while at batch 1 the same steps cost 1.0 and 2.5 ms and the model follows them; "
+    "Llama 2 13B's 16,384-position batch-4 row on the same table lands within 5%. Mistral-7B-"
+    "Instruct-v0.2 has no sliding window (its config sets none), so no mechanism the model or "
+    "the sources give caps the walk; the row is kept as published."
 )
 
 #: Why a case lands outside the band, by case key (or run key for collective points).
@@ -103,15 +100,7 @@ MECHANISMS = {
     "llama3.1-8b trn1 32 nodes": _TP16,
     "llama3.1-70b trn1 32 nodes": _TP16,
     "gpt3-175b trn1 32 nodes": _TP16,
-    **{
-        key: _INF2_GQA
-        for key in (
-            "llama3-8b inf2 128+8064 b8",
-            "llama3-8b inf2 4096+4096 b8",
-            "mistral-7b inf2 128+3968 b8",
-            "mistral-7b inf2 4096+4096 b8",
-        )
-    },
+    "mistral-7b inf2 8192+8192 b8": _MISTRAL_16K,
 }
 
 
@@ -210,9 +199,11 @@ def _decode_rows() -> list[ValidationRow]:
     rows = []
     for case in DECODE_CASES:
         compiled = f", compiled for {case.compiled:,}" if case.compiled else ""
+        sharding = ", KV copied per query head" if case.kv_sharding == "convert_to_mha" else ""
         inputs = (
             f"{case.model} on {case.system}, tp {case.tp} chips, batch {case.batch}, "
             f"{case.prompt} in / {case.output} out{compiled}, {case.weight_format} weights"
+            f"{sharding}"
         )
         if case.role == "not modelled":
             rows.append(ValidationRow("decode", case.key, inputs, case.source, "TPOT (ms)",
@@ -318,9 +309,11 @@ def validation_markdown(rows) -> str:
         "position token-generation bucket of the Trn2 tutorials), on every tensor-parallel rank "
         "(a logical NeuronCore: TP=32 over a trn1.32xlarge's 16 chips, TP=24 over an "
         "inf2.48xlarge's 12, TP=64 over a trn2.48xlarge's 16 at LNC=2, ndoc-lnc) one walk per "
-        "sequence and KV head it holds, KV heads replicated until each rank has one and query "
-        "heads padded to a multiple of the ranks (ndoc-nxdi-gqa), the copies' and the padding's "
-        "weights streamed with the rest; two tensor-parallel "
+        "sequence and KV head it holds, KV heads the ranks cannot split copied as the framework "
+        "did (NxD Inference, the Trn2 runs: until each rank has one, ndoc-nxdi-gqa; Transformers "
+        "NeuronX at SDK 2.18, the Trn1 and Inf2 tables: one per query head, tnx-gqa-2024) and "
+        "query heads padded to a multiple of the ranks, the copies' and the padding's weights "
+        "streamed with the rest; two tensor-parallel "
         "all-reduces per layer from trnlab.fabric; the fitted step cost per layer. Walks after a "
         "core's first overlap (each adds the largest of its bytes, its matmuls and its share of "
         "the engines): an assumption that the batch 4 and 8 rows of the Trn1 and Inf2 tables check. They were "

@@ -22,6 +22,10 @@ class WorkloadError(TrnlabError):
     """An impossible or inconsistent workload; the message says what to change."""
 
 
+#: How a tensor-parallel group holds KV heads it cannot split (:meth:`ModelSpec.kv_heads_on`).
+KV_SHARDINGS = ("replicate_to_tp", "convert_to_mha")
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """A decoder-only transformer.
@@ -115,12 +119,26 @@ class ModelSpec:
         bias = (2 * self.hidden + 2 * kv) if self.biases else 0
         return 2 * self.hidden * self.hidden + 2 * self.hidden * kv + bias
 
-    def kv_heads_on(self, ranks: int) -> int:
-        """K/V heads a tensor-parallel group of ``ranks`` holds, copies included. A head cannot
-        be split, so with more ranks than KV heads each is copied until every rank has one
-        (NxD Inference's ``REPLICATE_TO_TP_DEGREE``, ndoc-nxdi-gqa; NxD Training's
-        ``kv_size_multiplier``, ndoc-nxd-gqa-training): ``ranks x ceil(kv_heads / ranks)``."""
-        return ranks * math.ceil(self.kv_heads / ranks)
+    def kv_heads_on(self, ranks: int, sharding: str = "replicate_to_tp") -> int:
+        """K/V heads a tensor-parallel group of ``ranks`` holds, copies and padding included.
+
+        Ranks that divide the KV heads split them. Otherwise a head cannot be split and is
+        copied: ``"replicate_to_tp"`` copies each until every rank has one when the ranks are a
+        multiple of the KV heads (NxD Inference's default ``REPLICATE_TO_TP_DEGREE``,
+        ndoc-nxdi-gqa; NxD Training's ``kv_size_multiplier``, ndoc-nxd-gqa-training), and
+        otherwise, like ``"convert_to_mha"``, gives every padded query head its own copy (NxD
+        Inference's ``CONVERT_TO_MHA``; Transformers NeuronX up to SDK 2.18 whenever the ranks
+        do not divide the KV heads, tnx-gqa-2024)."""
+        if sharding not in KV_SHARDINGS:
+            raise WorkloadError(
+                f"kv_sharding = {sharding!r} is not a way to shard the KV heads; choose "
+                f"{' or '.join(repr(k) for k in KV_SHARDINGS)}"
+            )
+        if self.kv_heads % ranks == 0:
+            return self.kv_heads
+        if sharding == "replicate_to_tp" and ranks % self.kv_heads == 0:
+            return ranks
+        return self.q_heads_on(ranks)
 
     def q_heads_on(self, ranks: int) -> int:
         """Query heads a tensor-parallel group of ``ranks`` computes, padding included: the
@@ -129,11 +147,11 @@ class ModelSpec:
         ``ranks x ceil(heads / ranks)``."""
         return ranks * math.ceil(self.heads / ranks)
 
-    def tp_extra_params(self, ranks: int) -> int:
+    def tp_extra_params(self, ranks: int, sharding: str = "replicate_to_tp") -> int:
         """Per layer: the attention weights a group of ``ranks`` holds beyond the model's own:
         the K and V projections of the heads :meth:`kv_heads_on` copies, and the Q and O
         projections of the query heads :meth:`q_heads_on` pads (0 when the ranks divide both)."""
-        copies = self.kv_heads_on(ranks) - self.kv_heads
+        copies = self.kv_heads_on(ranks, sharding) - self.kv_heads
         padding = self.q_heads_on(ranks) - self.heads
         return 2 * self.hidden * self.head_dim * (copies + padding)
 
