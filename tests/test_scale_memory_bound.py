@@ -115,6 +115,9 @@ def test_a_step_charges_the_optimizer_on_the_parameters_the_chip_updates():
     z1 = plan("llama3-8b", "trn2.48xlarge", Parallelism(tp=4, dp=4, zero=1), **kw)
     # ZeRO-1 shards the update over the 4 replicas
     assert z1.step["optimizer step"] == pytest.approx(z0.step["optimizer step"] / 4)
-    per_chip = scale.params_per_chip(scale.model("llama3-8b"), tp=4)
+    # tp=4 on Trainium2 is 16 ranks: the 8 KV heads are copied to 16 (K and V of 8 more heads,
+    # 4,096 x 128 each, 32 layers), held and updated like any weight
+    copies = 2 * 4096 * 128 * 8 * 32
+    per_chip = (scale.model("llama3-8b").params + copies) / 4
     expected = per_chip * optimizer_bytes_per_param(2) / catalog.chip("trn2").hbm_bandwidth
     assert z0.step["optimizer step"] == pytest.approx(expected, rel=0.01)

@@ -260,3 +260,8 @@ def test_serving_pads_query_heads_the_ranks_do_not_divide_and_training_refuses_t
     assert mem.kv_cache == pytest.approx(1024 * m.kv_bytes_per_token(2) * 64 / 40 / 16)
     with pytest.raises(scale.WorkloadError, match="must divide the 40 attention heads"):
         training_memory(m, tp=16)
+    # 4 chips divide 40 heads, but 4 Trainium2 chips are 16 ranks, which do not
+    with pytest.raises(scale.WorkloadError, match=r"16 ranks \(4 chips x 4 NeuronCores\)"):
+        training_memory(m, tp=4, ranks_per_chip=4)
+    r = scale.plan(m, "trn2.48xlarge", scale.Parallelism(tp=4, dp=4), global_batch=16)
+    assert not r.feasible and any("16 ranks" in why for why in r.problems)

@@ -62,7 +62,7 @@ def decode_attention_time(
     Vector, Scalar or GpSimd instruction (an engine instruction costs the same on 1 partition
     as on 128), so each further walk adds the largest of its bytes at the core's DMA bandwidth,
     its Tensor Engine time and its share of the other engines' time (an ASSUMPTION, checked
-    by the batch 4 and 8 rows of the Trn1 decode table, docs/validation.md). The cache walks in
+    by the batch 4 and 8 rows of the Trn1 and Inf2 decode tables, docs/validation.md). The cache walks in
     BF16, FP32 or FP8 tiles (a format of fewer than 8 bits walks as FP8, an ASSUMPTION that
     overstates its bytes).
 

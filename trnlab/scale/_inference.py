@@ -236,7 +236,15 @@ def inference(
     # and one step cost per layer.
     gemm = (batch * prompt, m.ffn // tp, m.hidden)
     flops, _ = _achieved(sysobj.chip.key, dtype, gemm)
-    prefill_flops = batch * prompt * m.prefill_flops_per_token(prompt)
+    ranks = tp * sysobj.chip.tp_ranks  # padded heads and KV copies compute too
+    prefill_flops = (
+        batch
+        * prompt
+        * (
+            m.prefill_flops_per_token(prompt)
+            + sum(m.tp_extra_forward_flops(ranks, prompt, kv_sharding))
+        )
+    )
     prefill_comm = 2 * m.layers * collective_time("all_reduce", batch * prompt * act, sysobj, tp)
     ttft = prefill_flops / (tp * flops) + prefill_comm + m.layers * overhead
     # Decode: every weight once per token, and attention over this chip's share of the KV
@@ -249,11 +257,15 @@ def inference(
         kv_bytes = mem.kv_cache * context / (prompt + output)
         t_mem = (mem.weights + kv_bytes) / memory_ceiling(sysobj.chip)
         t_attn, attn_where = 0.0, "KV cache bytes at the HBM bandwidth (in the memory bound)"
-        flops_per_token = m.decode_flops_per_token(context)
+        flops_per_token = m.decode_flops_per_token(context) + sum(
+            m.tp_extra_forward_flops(ranks, context, kv_sharding)
+        )
     else:  # the attention FLOPs are inside the kernel's time
         t_mem = mem.weights / memory_ceiling(sysobj.chip)
         t_attn, attn_where = m.layers * attention[0], attention[1]
-        flops_per_token = m.decode_flops_per_token(0)
+        flops_per_token = (
+            m.decode_flops_per_token(0) + m.tp_extra_forward_flops(ranks, 0, kv_sharding)[0]
+        )
     # The FLOPs at the chip's matmul rate; the bytes they need are t_mem (the roofline is the
     # larger of the two, so the GEMM's own memory roofline is not applied twice).
     dflops, _ = _achieved(sysobj.chip.key, dtype, None)

@@ -132,16 +132,29 @@ def _spec(value) -> ModelSpec:
     )
 
 
-def _check_degrees(model: ModelSpec, *, pad_heads: bool = False, **degrees: int) -> None:
-    """Whole degrees >= 1; tp divides the heads (and splits or replicates the KV heads evenly)
-    unless ``pad_heads``: serving frameworks pad the heads to the ranks instead."""
+def _check_degrees(
+    model: ModelSpec, *, pad_heads: bool = False, ranks_per_chip: int = 1, **degrees: int
+) -> None:
+    """Whole degrees >= 1; the tensor-parallel ranks (tp chips x ``ranks_per_chip``) divide the
+    heads (and split or replicate the KV heads evenly) unless ``pad_heads``: serving frameworks
+    pad the heads to the ranks instead."""
     for name, value in degrees.items():
         _whole(name, value)
+    _whole("ranks_per_chip", ranks_per_chip)
     tp, ep = degrees.get("tp", 1), degrees.get("ep", 1)
-    if not pad_heads and (model.heads % tp or (model.kv_heads % tp and tp % model.kv_heads)):
+    ranks = tp * ranks_per_chip
+    if not pad_heads and (
+        model.heads % ranks or (model.kv_heads % ranks and ranks % model.kv_heads)
+    ):
+        over = (
+            f"{ranks} ranks ({tp} chips x {ranks_per_chip} NeuronCores)"
+            if ranks_per_chip > 1
+            else f"{tp}"
+        )
         raise WorkloadError(
-            f"{model.name}: tensor parallelism {tp} must divide the {model.heads} attention heads "
-            f"(and split or replicate its {model.kv_heads} KV heads evenly)"
+            f"{model.name}: tensor parallelism {over} must divide the {model.heads} attention "
+            f"heads (and split or replicate its {model.kv_heads} KV heads evenly): training "
+            f"frameworks do not pad heads. Choose a tp that does."
         )
     if ep > 1 and model.experts % ep:
         raise WorkloadError(
@@ -194,10 +207,12 @@ def stage_layers(model: ModelSpec, pp: int, layers: tuple[int, ...] | None = Non
     return tuple(out)
 
 
-def _stage_params(model: ModelSpec, tp: int, ep: int, layers: int, first: bool, last: bool):
-    """(dense, expert) parameters one chip of a stage holds."""
+def _stage_params(model: ModelSpec, tp: int, ep: int, layers: int, first: bool, last: bool,
+                  ranks_per_chip: int = 1):  # fmt: skip
+    """(dense, expert) parameters one chip of a stage holds, the K and V heads its ranks copy
+    included (:meth:`ModelSpec.tp_extra_params`)."""
     experts = model.experts * model.expert_params
-    dense_layer = model.layer_params - experts
+    dense_layer = model.layer_params - experts + model.tp_extra_params(tp * ranks_per_chip)
     table = model.vocab * model.hidden
     dense = layers * dense_layer / tp
     if first:
@@ -265,6 +280,7 @@ def training_memory(
     micro_batches: int | None = None,
     megatron_state: bool = False,
     reshard: bool = True,
+    ranks_per_chip: int = 1,
 ) -> MemoryBreakdown:
     """Training memory per chip on the heaviest pipeline stage.
 
@@ -297,6 +313,10 @@ def training_memory(
     reshard : bool
         ZeRO-3 frees gathered weights after each pass (default) instead of keeping a stage's
         weights gathered from forward to backward.
+    ranks_per_chip : int
+        Tensor-parallel ranks on one chip (:attr:`Chip.tp_ranks`: each logical NeuronCore of a
+        Trainium is one): they must divide the heads, and the K and V heads they copy (NxD
+        Training's ``kv_size_multiplier``) are held as weights, gradients and optimizer state.
 
     Raises
     ------
@@ -305,7 +325,8 @@ def training_memory(
         stage or recompute mode, or a sequence that ``cp`` does not divide.
     """
     model = _spec(model)
-    _check_degrees(model, tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, micro_batch=micro_batch)
+    _check_degrees(model, ranks_per_chip=ranks_per_chip, tp=tp, pp=pp, dp=dp, ep=ep, cp=cp,
+                   micro_batch=micro_batch)  # fmt: skip
     _whole("virtual_stages", virtual_stages)
     for name, value in (("flash_attention", flash_attention), ("sequence_parallel",
                         sequence_parallel), ("megatron_state", megatron_state),
@@ -351,7 +372,8 @@ def training_memory(
     logits = 4 * (s // cp) * micro_batch * model.vocab / tp  # FP32, vocab split over tp
     best = None
     for i in range(pp):  # the heaviest stage: states and activations differ stage by stage
-        dense, experts = _stage_params(model, tp, ep, layers[i], i == 0, i == pp - 1)
+        dense, experts = _stage_params(model, tp, ep, layers[i], i == 0, i == pp - 1,
+                                       ranks_per_chip)  # fmt: skip
         n = dense + experts
         # experts are replicated over dp x cp / ep chips, the rest over dp x cp
         sharded = dense / shard + experts / max(1, shard // ep)
@@ -402,7 +424,8 @@ def inference_memory(
     logical NeuronCore is one, a GPU is one), so a Trainium chip at tp=16 with 8 KV heads
     keeps two copies of one head, 1 / 4 of the cache (``kv_sharding="convert_to_mha"``: a copy
     per query head, as Transformers NeuronX did); each rank also holds the K and V
-    projection weights of its copy and of the query heads padded to a multiple of the ranks
+    projection weights of its copy, and the Q and O (and, padded with them, K and V) projection
+    weights of the query heads padded to a multiple of the ranks
     (:meth:`ModelSpec.tp_extra_params`: 40 heads on 32 ranks become 64), weights it streams
     every token like any other.
     """

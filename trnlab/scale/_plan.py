@@ -91,7 +91,8 @@ MFU_CONVENTION = (
     "MFU = model FLOPs per step / (step time x chips x the chip's dense peak in the matmul "
     "format); model FLOPs = 6N + 12·L·H·Q·T per token (PaLM, Chowdhery et al. 2022, App. B), "
     "N the active parameters a token multiplies (embedding lookups are not matmuls). HFU adds "
-    "the FLOPs recomputation reruns."
+    "the FLOPs recomputation reruns, and those of the K and V heads copied and the query heads "
+    "padded when the tensor-parallel ranks do not divide them."
 )
 
 
@@ -452,7 +453,8 @@ class PlanResult:
 
     @property
     def hfu(self) -> float:
-        """Hardware FLOPs utilisation: recomputed FLOPs counted too."""
+        """Hardware FLOPs utilisation: recomputed FLOPs and those of copied or padded heads
+        counted too."""
         if not self.step_time:
             return 0.0
         return self.hardware_flops_per_step / (self.step_time * self._peak())
@@ -649,11 +651,12 @@ def plan(
     micro_batches = max(1, global_batch // per_replica)
     stages: tuple[int, ...] = ()
     try:
-        _check_degrees(m, tp=p.tp, ep=p.ep)
+        _check_degrees(m, tp=p.tp, ep=p.ep, ranks_per_chip=sysobj.chip.tp_ranks)
         stages = stage_layers(m, p.pp, p.layers_per_stage)
         mem = training_memory(
             m,
             tp=p.tp,
+            ranks_per_chip=sysobj.chip.tp_ranks,
             pp=p.pp,
             dp=p.dp,
             ep=p.ep,
@@ -769,7 +772,7 @@ def _step_time(m: ModelSpec, sysobj: System, p: Parallelism, dtype: str, s: int,
     # Activations of one micro-batch on one context-parallel slice, in bf16 bytes.
     act = b * (s // p.cp) * h * 2
     tp_ops = _tp_collectives(act, sysobj, p)
-    kv = b * s * m.kv_heads * m.head_dim * 2 * 2 / p.tp  # K and V, bf16, gathered over cp
+    kv = b * s * kv_run * m.head_dim * 2 * 2 / p.tp  # K and V (copies too), bf16, over cp
     cp_passes = 2 if p.recompute == "full" else 1
     cp_layer = cp_passes * collective_time("all_gather", kv, sysobj, p.cp, st["cp"])
     cp_layer += collective_time("reduce_scatter", kv, sysobj, p.cp, st["cp"])
@@ -807,7 +810,8 @@ def _step_time(m: ModelSpec, sysobj: System, p: Parallelism, dtype: str, s: int,
         step[key] = mbs * value
     step["pipeline bubble"] = pipeline - mbs * totals[k]
     # Data parallelism: gradients of the heaviest stage's parameters over the replicas.
-    dense, experts = _stage_param_split(m, p, stages[k], k == 0, k == p.pp - 1)
+    dense, experts = _stage_param_split(m, p, stages[k], k == 0, k == p.pp - 1,
+                                        sysobj.chip.tp_ranks)  # fmt: skip
     grad_bytes = 4 if p.megatron_state else 2
     dp_groups = [(p.cp, st["cp"]), (p.dp, st["dp"])]
     ep_groups = [(p.cp, st["cp"]), (p.dp // p.ep, st["dp"] * p.ep)]
@@ -886,16 +890,16 @@ def _tp_extra_flops(m: ModelSpec, ranks: int, recompute: str, seq_len: int) -> f
     """Hardware FLOPs per token beyond the model's own on ``ranks`` tensor-parallel ranks: the
     copied K and V and the padded query heads' projections, and the padded heads' attention,
     in the passes :meth:`ModelSpec.training_flops_per_token` counts (recomputation included)."""
-    linear = 2 * m.tp_extra_params(ranks) * m.layers
-    attn = m._attention_flops(seq_len) * (m.q_heads_on(ranks) - m.heads) / m.heads
+    linear, attn = m.tp_extra_forward_flops(ranks, seq_len)
     rerun = {"none": 0.0, "selective": attn, "full": linear + attn}[recompute]
     return 3 * (linear + attn) + rerun
 
 
-def _stage_param_split(m: ModelSpec, p: Parallelism, layers: int, first: bool, last: bool):
+def _stage_param_split(m: ModelSpec, p: Parallelism, layers: int, first: bool, last: bool,
+                       ranks_per_chip: int):  # fmt: skip
     from ._memory import _stage_params
 
-    return _stage_params(m, p.tp, p.ep, layers, first, last)
+    return _stage_params(m, p.tp, p.ep, layers, first, last, ranks_per_chip)
 
 
 def _tp_collectives(act: float, sysobj: System, p: Parallelism) -> float:

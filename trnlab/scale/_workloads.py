@@ -155,6 +155,16 @@ class ModelSpec:
         padding = self.q_heads_on(ranks) - self.heads
         return 2 * self.hidden * self.head_dim * (copies + padding)
 
+    def tp_extra_forward_flops(
+        self, ranks: int, context: int, sharding: str = "replicate_to_tp"
+    ) -> tuple[float, float]:
+        """Forward FLOPs per token beyond the model's own on ``ranks`` tensor-parallel ranks, as
+        (projections, attention): the :meth:`tp_extra_params` weights' matmuls, and the padded
+        query heads' attention over ``context`` keys."""
+        linear = 2 * self.tp_extra_params(ranks, sharding) * self.layers
+        attn = self._attention_flops(context) * (self.q_heads_on(ranks) - self.heads) / self.heads
+        return linear, attn
+
     @property
     def expert_params(self) -> int:
         """One FFN (one expert): 3 matrices h x ffn when gated (SwiGLU), else 2."""
