@@ -326,6 +326,27 @@ _TRN1_INF = "ndoc-trn1-inference-perf"
 _TRN2_INF = "ndoc-trn2-llama-tutorials"
 _B = "throughput-optimized table; "
 _PAD = "40 heads on 32 NeuronCores, padded to 64; "
+# The Trn1 table's throughput-optimized rows: the same models and lengths, batch 4 or 8. What a
+# further sequence adds checks the batch rules (per-rank KV walks, overlapped walks).
+# (key, model, batch, prompt, output, weight format, TPOT ms, SDK)
+_TRN1_BATCHED = (
+    ("llama3-8b trn1 int8 8k b8", "llama3-8b", 8, 128, 8064, "int8", 9.95, "SDK 2.18.1"),
+    ("llama3-8b trn1 int8 8k long prompt b8", "llama3-8b", 8, 4096, 4096, "int8", 10.04, "SDK 2.18.1"),
+    ("llama3-8b trn1 int8 4k b8", "llama3-8b", 8, 128, 3968, "int8", 7.65, "SDK 2.18.1"),
+    ("llama3-70b trn1 4k b4", "llama3-70b", 4, 2048, 2048, "bf16", 32.33, "SDK 2.18.1"),
+    ("llama3-70b trn1 1k b4", "llama3-70b", 4, 128, 1024, "bf16", 28.38, "SDK 2.18.1"),
+    ("llama3-70b trn1 256 b4", "llama3-70b", 4, 128, 128, "bf16", 28.08, "SDK 2.18.1"),
+    ("llama2-7b trn1 8k b8", "llama2-7b", 8, 128, 8064, "bf16", 10.10, "SDK 2.18"),
+    ("llama2-13b trn1 8k b8", "llama2-13b", 8, 4096, 4096, "bf16", 19.86, "SDK 2.18"),
+    ("llama2-13b trn1 16k b4", "llama2-13b", 4, 8192, 8192, "bf16", 21.09, "SDK 2.18"),
+    ("llama2-70b trn1 256 b4", "llama2-70b", 4, 128, 128, "bf16", 26.72, "SDK 2.18"),
+    ("llama2-70b trn1 512 b4", "llama2-70b", 4, 256, 256, "bf16", 26.91, "SDK 2.18"),
+    ("llama2-70b trn1 1152 b4", "llama2-70b", 4, 128, 1024, "bf16", 27.21, "SDK 2.18"),
+    ("llama2-70b trn1 2k b4", "llama2-70b", 4, 1024, 1024, "bf16", 28.55, "SDK 2.18"),
+    ("llama2-70b trn1 3k b4", "llama2-70b", 4, 1024, 2048, "bf16", 31.67, "SDK 2.18"),
+    ("llama2-70b trn1 4k b4", "llama2-70b", 4, 2048, 2048, "bf16", 31.79, "SDK 2.18"),
+    ("mistral-7b trn1 16k b8", "mistral-7b", 8, 8192, 8192, "bf16", 15.44, "SDK 2.18"),
+)  # fmt: skip
 _INF2_INF = "ndoc-inf2-inference-perf"
 # The Inf2 decoder tables (inf2.48xlarge, TP=24: 12 Inferentia2 chips x 2 NeuronCores, on a
 # NeuronLink-v2 ring; Transformers NeuronX, SDK 2.18): (model, batch, prompt, output, TPOT ms).
@@ -390,46 +411,17 @@ DECODE_CASES: tuple[DecodeCase, ...] = (
                2048, "bf16", 26.62, notes="SDK 2.18"),
     DecodeCase("mistral-7b trn1 16k", _TRN1_INF, "trn1.32xlarge", "mistral-7b", 16, 1, 8192,
                8192, "bf16", 9.89, notes="SDK 2.18"),
-    # The table's throughput-optimized rows: the same models and lengths, batch 4 or 8. What a
-    # further sequence adds checks the batch rules (per-rank KV walks, overlapped walks).
-    DecodeCase("llama3-8b trn1 int8 8k b8", _TRN1_INF, "trn1.32xlarge", "llama3-8b", 16, 8, 128,
-               8064, "int8", 9.95, notes=_B + "SDK 2.18.1"),
-    DecodeCase("llama3-8b trn1 int8 8k long prompt b8", _TRN1_INF, "trn1.32xlarge", "llama3-8b",
-               16, 8, 4096, 4096, "int8", 10.04, notes=_B + "SDK 2.18.1"),
-    DecodeCase("llama3-8b trn1 int8 4k b8", _TRN1_INF, "trn1.32xlarge", "llama3-8b", 16, 8, 128,
-               3968, "int8", 7.65, notes=_B + "SDK 2.18.1"),
-    DecodeCase("llama3-70b trn1 4k b4", _TRN1_INF, "trn1.32xlarge", "llama3-70b", 16, 4, 2048,
-               2048, "bf16", 32.33, notes=_B + "SDK 2.18.1"),
-    DecodeCase("llama3-70b trn1 1k b4", _TRN1_INF, "trn1.32xlarge", "llama3-70b", 16, 4, 128,
-               1024, "bf16", 28.38, notes=_B + "SDK 2.18.1"),
-    DecodeCase("llama3-70b trn1 256 b4", _TRN1_INF, "trn1.32xlarge", "llama3-70b", 16, 4, 128,
-               128, "bf16", 28.08, notes=_B + "SDK 2.18.1"),
-    DecodeCase("llama2-7b trn1 8k b8", _TRN1_INF, "trn1.32xlarge", "llama2-7b", 16, 8, 128, 8064,
-               "bf16", 10.10, notes=_B + "SDK 2.18"),
-    DecodeCase("llama2-13b trn1 8k b8", _TRN1_INF, "trn1.32xlarge", "llama2-13b", 16, 8, 4096,
-               4096, "bf16", 19.86, notes=_B + _PAD + "SDK 2.18"),
-    DecodeCase("llama2-13b trn1 16k b4", _TRN1_INF, "trn1.32xlarge", "llama2-13b", 16, 4, 8192,
-               8192, "bf16", 21.09, notes=_B + _PAD + "SDK 2.18"),
-    DecodeCase("llama2-70b trn1 256 b4", _TRN1_INF, "trn1.32xlarge", "llama2-70b", 16, 4, 128,
-               128, "bf16", 26.72, notes=_B + "SDK 2.18"),
-    DecodeCase("llama2-70b trn1 512 b4", _TRN1_INF, "trn1.32xlarge", "llama2-70b", 16, 4, 256,
-               256, "bf16", 26.91, notes=_B + "SDK 2.18"),
-    DecodeCase("llama2-70b trn1 1152 b4", _TRN1_INF, "trn1.32xlarge", "llama2-70b", 16, 4, 128,
-               1024, "bf16", 27.21, notes=_B + "SDK 2.18"),
-    DecodeCase("llama2-70b trn1 2k b4", _TRN1_INF, "trn1.32xlarge", "llama2-70b", 16, 4, 1024,
-               1024, "bf16", 28.55, notes=_B + "SDK 2.18"),
-    DecodeCase("llama2-70b trn1 3k b4", _TRN1_INF, "trn1.32xlarge", "llama2-70b", 16, 4, 1024,
-               2048, "bf16", 31.67, notes=_B + "SDK 2.18"),
-    DecodeCase("llama2-70b trn1 4k b4", _TRN1_INF, "trn1.32xlarge", "llama2-70b", 16, 4, 2048,
-               2048, "bf16", 31.79, notes=_B + "SDK 2.18"),
-    DecodeCase("mistral-7b trn1 16k b8", _TRN1_INF, "trn1.32xlarge", "mistral-7b", 16, 8, 8192,
-               8192, "bf16", 15.44, notes=_B + "SDK 2.18"),
     DecodeCase("llama3.3-70b trn2", _TRN2_INF, "trn2.48xlarge", "llama3-70b", 16, 1, 10000, 1500,
                "bf16", 19.6, "calibration", "TP=64 at LNC=2 = 16 chips; baseline row",
                compiled=12800),
     DecodeCase("llama3.1-405b trn2", _TRN2_INF, "trn2.48xlarge", "llama3-405b", 16, 1, 10000,
                1500, "bf16", 37.9, notes="TP=64 at LNC=2 = 16 chips; baseline row (BF16)",
                compiled=12800),
+)  # fmt: skip
+DECODE_CASES = DECODE_CASES + tuple(
+    DecodeCase(key, _TRN1_INF, "trn1.32xlarge", m, 16, b, p, o, fmt, t,
+               notes=_B + (_PAD if m == "llama2-13b" else "") + sdk)
+    for key, m, b, p, o, fmt, t, sdk in _TRN1_BATCHED
 )  # fmt: skip
 DECODE_CASES = DECODE_CASES + tuple(
     DecodeCase(_inf2_key(m, b, p, o), _INF2_INF, "inf2.48xlarge", m, 12, b, p, o, "bf16", t,
