@@ -53,18 +53,18 @@ def decode_attention_time(
     has ``tp x ranks`` of them. Each rank holds its share of the KV heads, copies included
     (:meth:`ModelSpec.kv_heads_on` with ``kv_sharding``: by default each head copied until every
     rank has its own, NxD Inference's ``REPLICATE_TO_TP_DEGREE``, ndoc-nxdi-gqa), and
-    ``ceil(heads / ranks)`` query heads (padded when they do not divide). A walk is one sequence's cache of
-    one KV head, for the query heads that share it on the rank (its rows); a rank walks
-    ``batch x its KV heads``, shared over its physical cores (LNC=2: two; a core with none
-    idles: a walk is not split, an ASSUMPTION). On each core the first walk takes the kernel's
+    ``ceil(heads / ranks)`` query heads (padded when they do not divide). A walk is one
+    sequence's cache of one KV head, for the query heads that share it on the rank (its rows);
+    a rank walks ``batch x its KV heads``, shared over its physical cores (LNC=2: two; a core
+    with none idles: a walk is not split, an ASSUMPTION). On each core the first walk takes the kernel's
     whole latency (a chain of dependent steps). The walks after it are independent: a batched
     kernel overlaps them and puts the rows of up to 128 / rows walks on the partitions of one
     Vector, Scalar or GpSimd instruction (an engine instruction costs the same on 1 partition
     as on 128), so each further walk adds the largest of its bytes at the core's DMA bandwidth,
     its Tensor Engine time and its share of the other engines' time (an ASSUMPTION, checked
-    by the batch 4 and 8 rows of the Trn1 and Inf2 decode tables, docs/validation.md). The cache walks in
-    BF16, FP32 or FP8 tiles (a format of fewer than 8 bits walks as FP8, an ASSUMPTION that
-    overstates its bytes).
+    by the batch 4 and 8 rows of the Trn1 and Inf2 decode tables, docs/validation.md). The
+    cache walks in BF16, FP32 or FP8 tiles (a format of fewer than 8 bits walks as FP8, an
+    ASSUMPTION that overstates its bytes).
 
     Raises
     ------

@@ -430,8 +430,8 @@ def inference_memory(
     every token like any other.
     """
     model = _spec(model)
-    _check_degrees(model, pad_heads=True, tp=tp, pp=pp, ep=ep, batch=batch, context=context)
-    _whole("ranks_per_chip", ranks_per_chip)
+    _check_degrees(model, pad_heads=True, ranks_per_chip=ranks_per_chip, tp=tp, pp=pp, ep=ep,
+                   batch=batch, context=context)  # fmt: skip
     # each rank also holds its copies of K and V and its padded heads (streamed every token)
     ranks = tp * ranks_per_chip
     copies = model.tp_extra_params(ranks, kv_sharding) * model.layers / (tp * pp)
