@@ -10,8 +10,8 @@ computes (the direct-allocation guide's double buffering). trnlab does the same 
    live from the first instruction touching it to the last.
 2. A site whose tensors are never live together needs one buffer per tensor alive at once
    (``W``, its widest overlap) times the rotation depth ``r`` (the catalogue figure
-   ``compiler_rotating_buffers``, 2): ``min(count, W * r)`` buffers. A site declared once
-   (outside loops) gets one.
+   ``compiler_rotating_buffers``: 2 on Trn1, 3 on Trn2 and Trn3): ``min(count, W * r)``
+   buffers. A site declared once (outside loops) gets one.
 3. If the sites alive at the same time need more SBUF (or PSUM banks) than the core has, the
    pool taking the most gives up a rotation, as :func:`trnlab.kernels.plan_buffers` does; a
    site that still does not fit with ``r = 1`` is refused by the core with its teaching error.

@@ -430,7 +430,7 @@ def profile(kernel, chip=None, numerics: bool | None = None):
     without values the run is timing only (no numerics). ``run.extra["nki"]`` names the NKI
     instruction and source line of every recorded instruction, the rotating buffers each
     tile got and (``"returns"``) the names of the HBM tensors the kernel returned. ``chip`` may be a :class:`trnlab.core.CoreParams` for "what if" figures, e.g.
-    ``core.core_params("trn2", compiler_rotating_buffers=3)``."""
+    ``core.core_params("trn2", compiler_rotating_buffers=2)``."""
     k = _kernel(kernel)
     if numerics is not None:
         flag(numerics, "nki.profile(numerics=...)", KernelArgumentError)
