@@ -187,9 +187,10 @@ def _tiled_explainer(m: int, k: int, n: int):
         elif abs(predicted / memory - 1) < 0.3:
             why += " A figure near the memory bound assumes the DMA streams at full bandwidth."
         elif predicted > 1.3 * model:
+            bufs = int(r.params.compiler_rotating_buffers)
             why += (
-                " The next pair of loads overlaps the current matmul (two rotating buffers), "
-                "so loads and matmuls do not add up."
+                f" The next pair of loads overlaps the current matmul ({bufs} rotating buffers "
+                "per tile), so loads and matmuls do not add up."
             )
         return why
 
