@@ -172,8 +172,9 @@ def matmul(
     out_dtype : str, optional
         Format of C in HBM (default: bf16, or fp32 for fp32/tf32 inputs).
     bufs : int, optional
-        Rotating buffers per tile declared in a loop (default: the compiler's, 2; the
-        ``pipelined`` variant uses 3).
+        Rotating buffers per tile declared in a loop (default: the catalogue's
+        ``compiler_rotating_buffers``, 2 on trn1 and 3 on trn2 and trn3; the ``pipelined``
+        variant uses 3).
     max_instructions : int, optional
         The run's instruction limit (default :data:`trnlab.core.MAX_INSTRUCTIONS`, or the
         numerics one). The kernel's instruction count is estimated from the shapes first, and a

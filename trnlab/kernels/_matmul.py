@@ -23,8 +23,9 @@ tutorial's kernel as the compiler would lay it out:
                             SBUF accumulator (C's dtype) by the Vector engine.
 
 ``pipelined`` in :data:`VARIANTS` is ``nki_matmul_blocked_mnk`` with blocks of 8 x 2 x 8 tiles
-profiled with three rotating buffers (``kernels.matmul(..., bufs=3)``; the compiler's count
-is two on Trn1 and three on Trn2 in the catalogue): one step past the tutorial. Read any kernel with ``inspect.getsource``; each runs unchanged on a
+profiled with three rotating buffers (``kernels.matmul(..., bufs=3)``): one step past the
+tutorial. On Trn1 that is one buffer more than the compiler's two; on Trn2, where the
+catalogue already assumes three, only the block shape differs. Read any kernel with ``inspect.getsource``; each runs unchanged on a
 Trainium instance with NKI's own imports.
 """
 

@@ -16,7 +16,6 @@ fitted to. :func:`table` runs every case (timing-only, a few seconds in all);
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -54,6 +53,7 @@ class Row:
     source: str
     note: str = ""
     mechanism: str = ""
+    dependent: str = ""  # how a figure the case depends on was chosen with the case in view
     extra: dict = field(default_factory=dict)
 
     @property
@@ -159,22 +159,27 @@ def _figure(chip, figure):
     return float(getattr(core.core_params(chip), figure))
 
 
-@functools.lru_cache(maxsize=4)
-def _matmul_run(chip, variant, m, k, n, dtype, options=()):
-    return matmul(
-        (m, k), (k, n), variant=variant, chip=chip, dtype=dtype, numerics=False, **dict(options)
-    )
+#: The matmul run the engine-activity rows of one :func:`table` call share (key, Run): the
+#: same kernel's facts come one after another, so one run serves them; emptied afterwards.
+_last_busy_run: list = []
+
+
+def _matmul_run(chip, variant, m, k, n, dtype):
+    return matmul((m, k), (k, n), variant=variant, chip=chip, dtype=dtype, numerics=False)
 
 
 def _matmul(chip, variant, m, k, n, dtype, **options):
-    r = _matmul_run(chip, variant, m, k, n, dtype, tuple(sorted(options.items())))
+    r = matmul((m, k), (k, n), variant=variant, chip=chip, dtype=dtype, numerics=False, **options)
     return r.total_latency, {"latency": r.latency, "utilisation": r.utilisation}
 
 
 def _matmul_busy(chip, engine, variant, m, k, n, dtype):
-    """Share of the run an engine (or, for "DMA", at least one transfer) is busy: the
-    profiler's 'active time percent'."""
-    r = _matmul_run(chip, variant, m, k, n, dtype, ())  # the run its time case made
+    """Share of the run an engine (or, for "DMA", at least one transfer from its descriptors
+    to its last byte) is busy: what the profiler reports as 'active time percent'."""
+    key = (chip, variant, m, k, n, dtype)
+    if not _last_busy_run or _last_busy_run[0][0] != key:
+        _last_busy_run[:] = [(key, _matmul_run(chip, variant, m, k, n, dtype))]
+    r = _last_busy_run[0][1]
     return r.busy[engine], {"latency": r.latency}
 
 
@@ -241,6 +246,7 @@ def _rows(group: str, cid: str, c: dict) -> list[Row]:
         source=c["source"],
         note=c.get("note", ""),
         mechanism=c.get("mechanism", ""),
+        dependent=c.get("dependent", ""),
     )
     if c["runner"] == "dma_curve":
         sizes = list(c["bytes_per_partition"])
@@ -272,7 +278,10 @@ def case(group: str, cid: str) -> Row:
 def table(groups=("calibration", "validation")) -> list[Row]:
     """Every measurement with the model's value for it (runs each case, timing only)."""
     m = catalog.measurements()
-    return [row for g in groups for cid, c in m[g].items() for row in _rows(g, cid, c)]
+    try:
+        return [row for g in groups for cid, c in m[g].items() for row in _rows(g, cid, c)]
+    finally:
+        _last_busy_run.clear()
 
 
 def summary(rows: list[Row] | None = None) -> dict:
@@ -359,16 +368,19 @@ def markdown(rows: list[Row] | None = None) -> str:
         "`tests/test_fidelity.py` fails when this page and the model disagree).",
         "",
         "Every published hardware measurement of one NeuronCore that trnlab could find, beside "
-        "the model's value for it. **Calibration** facts each measure one mechanism; the "
+        "the model's value for it. **Calibration** facts each measure one mechanism (the "
+        "engine-activity shares of a profiled kernel bound the compiler's buffer count); the "
         "catalogue's timing figures (`trnlab/catalog/data/neuroncore.toml`) were set from them, "
         "so they check the fit. **Validation** cases are whole kernels with a published time "
-        "that nothing was fitted to. Kinds: MEAS, a number printed in the source; FIG, read off "
+        "that nothing was fitted to (below the table: where a figure a case depends on was "
+        "chosen with that case in view). Kinds: MEAS, a number printed in the source; FIG, read off "
         "a published figure; RULE, a documented rule. Published kernel times are end to end "
         "(launch pre- and post-amble included), so the model's `Run.total_latency` is compared "
         "unless the row says it is a kernel body.",
         "",
         "What the model charges: engine issue intervals and pipeline latencies, background "
-        "LoadStationary, DMA descriptor set-up per queue (or per hardware-DGE instruction), "
+        "LoadStationary, DMA descriptors (static, written by GpSimd, or by a hardware-DGE "
+        "instruction) and set-up per queue, "
         "streaming on the DMA engines of a transfer's partitions, completion signals, "
         "cross-engine semaphores, Scalar table loads, the compiler's rotating buffers and its "
         "reordering of independent instructions, and the launch pre- and post-amble. The rules "
@@ -407,6 +419,11 @@ def markdown(rows: list[Row] | None = None) -> str:
                 lines.append(
                     f"- `{r.id}` ({r.ratio:.2f}): {r.mechanism or 'no mechanism recorded yet.'}"
                 )
+            lines.append("")
+        dependent = [r for r in rows if r.group == g and r.dependent]
+        if dependent:
+            lines += ["Not independent of the calibration:", ""]
+            lines += [f"- `{r.id}` ({r.ratio:.2f}): {r.dependent}" for r in dependent]
             lines.append("")
     lines += [
         "## Looked for, not modelled",
