@@ -239,9 +239,10 @@ class Run:
     def summary(self) -> str:
         """Where the time goes, in words and a small table (the text beside a timeline chart).
 
-        Engine time is the sum of the engine's issue intervals; the DMA row counts every
-        transfer's time from its set-up on a queue to its last byte, summed over transfers (so
-        over the queues, which run in parallel: it can exceed the latency).
+        Engine time is the sum of the engine's issue intervals (GpSimd's with the descriptors
+        it writes for software-DGE transfers); the DMA row counts every transfer's time from
+        its set-up on a queue to its last byte, summed over transfers (so over the queues,
+        which run in parallel: it can exceed the latency).
         """
         t = self.program.table
         occ = self.issue_end - self.start
@@ -253,10 +254,16 @@ class Run:
             f"{self.roofline_bound * 1e6:,.1f} us, intensity {self.arithmetic_intensity:,.0f} FLOP/B).",
             f"{'engine':<8} {'busy':>6} {'instr':>7} {'time us':>10}",
         ]
+        sw = _swdge_count(t)
         for e, name in enumerate(P.ENGINES):
             sel = t["engine"] == e
+            time = occ[sel].sum()
+            note = ""
+            if e == P.GPSIMD and sw:
+                time += sw * float(self.params.swdge_gpsimd_time)
+                note = f"  (with the descriptors of {sw} software-DGE transfers)"
             lines.append(
-                f"{name:<8} {self.busy[name]:>6.1%} {int(sel.sum()):>7} {occ[sel].sum() * 1e6:>10,.1f}"
+                f"{name:<8} {self.busy[name]:>6.1%} {int(sel.sum()):>7} {time * 1e6:>10,.1f}{note}"
             )
         sel = t["engine"] >= P.FIRST_DMA
         queues = len(np.unique(t["engine"][sel]))
@@ -274,8 +281,9 @@ class Run:
         lines = [
             self.params.describe(),
             "  mechanisms: engine issue intervals and pipeline latencies; background "
-            "LoadStationary; DMA queue set-up, engine streaming by partitions and completion "
-            "signal; cross-engine semaphores; launch pre/post-amble (reported apart).",
+            "LoadStationary; DMA descriptors (static, written by GpSimd, or by a hardware DGE), "
+            "queue set-up, engine streaming by partitions and completion signal; cross-engine "
+            "semaphores; launch pre/post-amble (reported apart).",
             "  how close this model is to measured hardware: docs/fidelity.md",
         ]
         return "\n".join(lines)
@@ -380,6 +388,8 @@ def simulate(program: P.Program, params: CoreParams, outputs=None, numerics=Fals
         busy[name] = float(c.busy[sel].sum() / latency) if latency else 0.0
     dma = t["engine"] >= P.FIRST_DMA
     busy["DMA"] = _union(start[dma], issue_end[dma]) / latency if latency else 0.0
+    if latency:  # GpSimd also writes the descriptors of every software-DGE transfer
+        busy["GpSimd"] += _swdge_count(t) * float(params.swdge_gpsimd_time) / latency
     flops = float(t["flops"].sum())
     from trnlab.catalog import DTYPES
 
@@ -406,6 +416,11 @@ def simulate(program: P.Program, params: CoreParams, outputs=None, numerics=Fals
             "dma_bandwidth_fraction": nbytes / (params.dma_bandwidth * latency) if latency else 0.0
         },
     )
+
+
+def _swdge_count(t: np.ndarray) -> int:
+    """Transfers whose descriptors GpSimd writes (software DGE)."""
+    return int(((t["engine"] >= P.FIRST_DMA) & ((t["flags"] & P.FLAG_DGE_SW) != 0)).sum())
 
 
 def _union(start: np.ndarray, end: np.ndarray) -> float:
