@@ -291,6 +291,20 @@ def test_hardware_dge_costs_600_ns_per_dma_and_trn1_has_none():
         _loads("trn2", [(0, 128, 64)], dge="fast")
 
 
+def test_software_dge_descriptors_keep_gpsimd_busy_and_show_in_the_summary():
+    """Software DGE: GpSimd writes each transfer's descriptors (swdge_gpsimd_time) before
+    the queue sets it up; that work is GpSimd's, in its busy share and the summary."""
+    p = core.core_params("trn2")
+    shapes = [(0, 128, 64)] * 3
+    sw = _loads("trn2", shapes, queues=[0, 1, 0], dge="sw")
+    static = _loads("trn2", shapes, queues=[0, 1, 0], dge="none")
+    assert static.busy["GpSimd"] == 0.0
+    assert sw.busy["GpSimd"] * sw.latency == pytest.approx(3 * p.swdge_gpsimd_time)
+    assert sw.start[1] >= sw.start[0] + p.swdge_gpsimd_time  # one GpSimd writes them in turn
+    assert "with the descriptors of 3 software-DGE transfers" in sw.summary()
+    assert "software-DGE" not in static.summary()
+
+
 def test_the_dma_curve_knee_comes_from_the_queue_interval():
     """FIG (DMA overview): throughput of [128, b] transfers on one queue doubles with b up to
     the knee; the model's knee is where a transfer's data time equals the set-up interval."""
