@@ -159,27 +159,32 @@ def _figure(chip, figure):
     return float(getattr(core.core_params(chip), figure))
 
 
-#: The matmul run the engine-activity rows of one :func:`table` call share (key, Run): the
-#: same kernel's facts come one after another, so one run serves them; emptied afterwards.
-_last_busy_run: list = []
+#: Matmul runs an engine-activity fact asked for, by key, so the kernel's time case (later in
+#: the same :func:`table` or :func:`case` call) reuses the run (~70 MB); emptied after each.
+_kept_runs: dict = {}
 
 
-def _matmul_run(chip, variant, m, k, n, dtype):
-    return matmul((m, k), (k, n), variant=variant, chip=chip, dtype=dtype, numerics=False)
+def _matmul_run(chip, variant, m, k, n, dtype, keep=False, **options):
+    key = (chip, variant, m, k, n, dtype, tuple(sorted(options.items())))
+    r = _kept_runs.get(key)
+    if r is None:
+        r = matmul(
+            (m, k), (k, n), variant=variant, chip=chip, dtype=dtype, numerics=False, **options
+        )
+        if keep:
+            _kept_runs[key] = r
+    return r
 
 
 def _matmul(chip, variant, m, k, n, dtype, **options):
-    r = matmul((m, k), (k, n), variant=variant, chip=chip, dtype=dtype, numerics=False, **options)
+    r = _matmul_run(chip, variant, m, k, n, dtype, **options)
     return r.total_latency, {"latency": r.latency, "utilisation": r.utilisation}
 
 
 def _matmul_busy(chip, engine, variant, m, k, n, dtype):
     """Share of the run an engine (or, for "DMA", at least one transfer from its descriptors
     to its last byte) is busy: what the profiler reports as 'active time percent'."""
-    key = (chip, variant, m, k, n, dtype)
-    if not _last_busy_run or _last_busy_run[0][0] != key:
-        _last_busy_run[:] = [(key, _matmul_run(chip, variant, m, k, n, dtype))]
-    r = _last_busy_run[0][1]
+    r = _matmul_run(chip, variant, m, k, n, dtype, keep=True)
     return r.busy[engine], {"latency": r.latency}
 
 
@@ -272,7 +277,10 @@ def _rows(group: str, cid: str, c: dict) -> list[Row]:
 
 def case(group: str, cid: str) -> Row:
     """The row of one measurement (``group`` "calibration" or "validation")."""
-    return _rows(group, cid, catalog.measurements()[group][cid])[0]
+    try:
+        return _rows(group, cid, catalog.measurements()[group][cid])[0]
+    finally:
+        _kept_runs.clear()
 
 
 def table(groups=("calibration", "validation")) -> list[Row]:
@@ -281,7 +289,7 @@ def table(groups=("calibration", "validation")) -> list[Row]:
     try:
         return [row for g in groups for cid, c in m[g].items() for row in _rows(g, cid, c)]
     finally:
-        _last_busy_run.clear()
+        _kept_runs.clear()
 
 
 def summary(rows: list[Row] | None = None) -> dict:
