@@ -309,6 +309,22 @@ ACTS = {
 }
 
 
+def test_older_value_returning_forms_take_their_operator_by_keyword():
+    """The SDK 2.20 tutorials call ``nisa.tensor_tensor(delta_i, u_i, op=nl.multiply)`` and
+    ``tensor_scalar(x, op0=..., operand0=...)``: a new tile comes back."""
+    x, y = rand(128, 64), rand(128, 64)
+
+    def k(a, b):
+        ta, tb = nl.load(a), nl.load(b)
+        m = nisa.tensor_tensor(ta, tb, op=nl.multiply)
+        s = nisa.tensor_scalar(m, op0=nl.add, operand0=1.0)
+        out = out_like(a)
+        nl.store(out, s)
+        return out
+
+    np.testing.assert_allclose(sim(k, x, y), x * y + 1, rtol=1e-6, atol=1e-6)
+
+
 @pytest.mark.parametrize("fn", sorted(ACTS))
 def test_activation_with_scale_bias_and_reduce(fn):
     positive = fn in ("sqrt", "rsqrt")  # defined on positive inputs

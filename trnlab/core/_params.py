@@ -66,6 +66,7 @@ _CORE_FIGURES: dict[str, str] = {
     "swdge_gpsimd_time": "nonneg",
     "act_table_load": "nonneg",
     "compiler_schedule_window": "count",
+    "compiler_cse": "bool",
     "vector_static_cycles": "nonneg",
     "scalar_static_cycles": "nonneg",
 }

@@ -13,7 +13,11 @@ matmul with a row of ones into PSUM).
 ``v3``  as v2, with the time axis in chunks of ``chunk`` (512) so every tile stays small; the
         scan carries its last column from chunk to chunk.
 
-``hoist`` computes delta x u once per channel tile (v2, v3) instead of once per state.
+``hoist`` computes delta x u once per channel tile (v2, v3) instead of once per state. The
+compiler does that by itself (it computes an instruction that repeats an earlier one on the
+same inputs once: ``trnlab.nki._reuse``), so both forms take the same time; ``hoist=True``
+writes it out, as a kernel engineer would, and stays fast on a core whose ``compiler_cse`` is
+off.
 """
 
 from __future__ import annotations

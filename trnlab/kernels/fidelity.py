@@ -390,9 +390,10 @@ def markdown(rows: list[Row] | None = None) -> str:
         "LoadStationary, DMA descriptors (static, written by GpSimd, or by a hardware-DGE "
         "instruction) and set-up per queue, "
         "streaming on the DMA engines of a transfer's partitions, completion signals, "
-        "cross-engine semaphores, Scalar table loads, the compiler's rotating buffers and its "
-        "reordering of independent instructions, and the launch pre- and post-amble. The rules "
-        "and their figures are in `trnlab/core/_schedule.py` and the catalogue.",
+        "cross-engine semaphores, Scalar table loads, the compiler's rotating buffers, its "
+        "reordering of independent instructions and its computing a repeated instruction once "
+        "(`trnlab/nki/_reuse.py`), and the launch pre- and post-amble. The rules and their "
+        "figures are in `trnlab/core/_schedule.py` and the catalogue.",
         "",
     ]
     for g, title in (("calibration", "Calibration facts"), ("validation", "Validation cases")):

@@ -37,6 +37,7 @@ from trnlab.core import (
     View,
 )
 
+from ._reuse import drop_repeats
 from ._tensor import MemoryRegion, Storage
 from ._trace import Trace, location
 
@@ -172,9 +173,12 @@ def _where(trace: Trace, i: int) -> str:
 def replay(trace: Trace, ctx: KernelContext) -> list[Pool]:
     """Allocate the buffers and record every instruction of ``trace`` on ``ctx``.
 
-    Raises the core's teaching errors (a tile that does not fit SBUF, a matmul beyond the PE
+    First, where the core's ``compiler_cse`` holds, drops the instructions that repeat an
+    earlier one (:mod:`trnlab.nki._reuse`). Raises the core's teaching errors (a tile that does not fit SBUF, a matmul beyond the PE
     array...), each prefixed with the kernel's file and line.
     """
+    if trace.params.compiler_cse:
+        trace.repeats += drop_repeats(trace)
     numerics = ctx.numerics
     ctx.numerics = False  # the values are the trace's; the context records timing only
     try:

@@ -416,6 +416,7 @@ def _run_of(tr: Trace, params: CoreParams, numerics: bool, extra: dict) -> Run:
         "instructions": tuple(tr.apis),
         "lines": tuple((f, line) for f, line, _ in tr.where),
         "buffers": {p.label: p.n for p in pools},
+        "repeats_dropped": tr.repeats,
         "program_ids": tr.grid,
         **extra,
     }

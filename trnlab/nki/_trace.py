@@ -169,6 +169,10 @@ class Trace:
         self.gen = generation(params)
         self.ops: list[tuple] = []
         self.apis: list[str] = []
+        # What identifies each instruction's operation besides its operands (ALU op, scalars),
+        # None where the compiler may not drop it as a repeat (trnlab.nki._reuse).
+        self.sigs: list = []
+        self.repeats = 0  # instructions dropped as repeats of an earlier one (_reuse)
         self.where: list[tuple[str, int, str]] = []  # (file, line, function) per instruction
         self.on_chip: list[Storage] = []
         self.hbm: list[Storage] = []
@@ -326,8 +330,9 @@ class Trace:
         return NkiTensor(s)
 
     # --- instructions -------------------------------------------------------------------------
-    def add(self, op: tuple, api: str, *storages: Storage) -> None:
-        """Append one instruction touching ``storages``."""
+    def add(self, op: tuple, api: str, *storages: Storage, sig=None) -> None:
+        """Append one instruction touching ``storages``; ``sig``: its parameters besides the
+        operands when the compiler may compute a repeat of it once (``_reuse``)."""
         i = len(self.ops)
         if not i & 0x3FFF and i >= self.max_ops:
             raise InstructionLimitError(limit_message(i, self.max_ops, self.numerics, nki=True))
@@ -337,6 +342,7 @@ class Trace:
             s.last = i
         self.ops.append(op)
         self.apis.append(api)
+        self.sigs.append(sig)
         if self.forced is not None:
             self.where.append(self.forced[2])
             return

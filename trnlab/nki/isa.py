@@ -198,13 +198,15 @@ def _put(dst: NkiTensor, values, src_dtype=None) -> None:
     a[...] = (v if src_dtype is d else round_to(v, d)).reshape(a.shape)
 
 
-def _record(tr, name, eng, dst, rd, ins, api, elements=None, func=-1) -> None:
+def _record(tr, name, eng, dst, rd, ins, api, elements=None, func=-1, sig=None) -> None:
+    """Append a Vector / Scalar / GpSimd instruction; ``sig`` (its parameters besides the
+    operands) lets the compiler compute a repeat of it once (trnlab.nki._reuse)."""
     if dst._s.buffer is MemoryRegion.psum:
         _mark(dst._s, rd)
     tr.add(
         ("op", name, eng, _ref(dst, rd), tuple(_ref(t, r) for t, r in ins),
          rd[4] if elements is None else elements, func),
-        api, dst._s, *[t._s for t, _ in ins],
+        api, dst._s, *[t._s for t, _ in ins], sig=sig,
     )  # fmt: skip
 
 
@@ -439,7 +441,7 @@ def nc_matmul(dst=None, stationary=None, moving=None, is_stationary_onezero=Fals
         _put(dst, old + prod)
     _mark(dst._s, rd)
     tr.add(("matmul", _ref(dst, rd), _ref(st, rs), _ref(mv, rm), acc, 1), api,
-           dst._s, st._s, mv._s)  # fmt: skip
+           dst._s, st._s, mv._s, sig=None if acc else ())  # fmt: skip
     return ret
 
 
@@ -461,6 +463,7 @@ def _retarget_matmul(tr, dst: NkiTensor, fresh: NkiTensor) -> None:
     if dst._s.first < 0:
         dst._s.first = dst._s.last
     tr.ops[-1] = ("matmul", _ref(dst, rd), st, mv, acc, packed)
+    tr.sigs[-1] = None  # it now accumulates into dst: never dropped as a repeat
 
 
 def _unpack_mx(x: NkiTensor, scale: NkiTensor) -> np.ndarray:
@@ -570,9 +573,9 @@ def nc_transpose(dst=None, data=None, engine=engine.unknown, name=None):
     if tr.numerics:
         _put(dst, _flat(data).T, data._s.dtype)
     if eng == "tensor":
-        tr.add(("transpose", _ref(dst, rd), _ref(data, r)), api, dst._s, data._s)
+        tr.add(("transpose", _ref(dst, rd), _ref(data, r)), api, dst._s, data._s, sig=())
     else:
-        _record(tr, "copy", "vector", dst, rd, [(data, r)], api)
+        _record(tr, "copy", "vector", dst, rd, [(data, r)], api, sig=("transpose",))
     return ret
 
 
@@ -616,6 +619,11 @@ def memset(dst, value, engine=engine.unknown, name=None):
         a = dst._arr()
         a[...] = round_to(np.full(a.shape, value, np.float32), dst._s.dtype)
     _record(tr, "memset", eng, dst, rd, [], api)
+
+
+def _idle(cmd) -> bool:
+    """The Scalar engine's accumulator registers are left alone."""
+    return cmd in (reduce_cmd.idle, None)
 
 
 def _act_reduce(tr, api, dst, rd, reduce_op, reduce_res, cmd, values):
@@ -686,7 +694,9 @@ def activation(dst=None, op=None, data=None, bias=None, scale=1.0, reduce_op=Non
         _put(dst, values)
         values = _flat(dst)
     ins = [(data, r)] + [(t, rr) for t, rr in ((s_t, s_r), (b_t, b_r)) if t is not None]
-    _record(tr, "activation", "scalar", dst, rd, ins, api, func=N.act_id(fname))
+    plain = reduce_op is None and reduce_res is None and _idle(reduce_cmd)
+    sig = (s_val, b_val, s_t is None, b_t is None) if plain else None
+    _record(tr, "activation", "scalar", dst, rd, ins, api, func=N.act_id(fname), sig=sig)
     _act_reduce(tr, api, dst, rd, reduce_op, reduce_res, reduce_cmd, values)
     return ret
 
@@ -706,7 +716,9 @@ def tensor_tensor(dst=None, data1=None, data2=None, op=None, engine=engine.unkno
     api = "tensor_tensor"
     tr = current()
     ret = None
-    if op is None and type(data2) is not NkiTensor:  # tensor_tensor(data1, data2, op)
+    if data2 is None and type(dst) is NkiTensor and type(data1) is NkiTensor:
+        dst, data1, data2 = None, dst, data1  # tensor_tensor(data1, data2, op=...)
+    elif op is None and type(data2) is not NkiTensor:  # tensor_tensor(data1, data2, op)
         dst, data1, data2, op = None, dst, data1, data2
     if dst is None:
         a0 = _tensor(data1, "data1", api)
@@ -734,7 +746,7 @@ def tensor_tensor(dst=None, data1=None, data2=None, op=None, engine=engine.unkno
     if tr.numerics:
         with np.errstate(all="ignore"):
             _put(dst, N.ALU[oname](_flat(a), _flat(b)))
-    _record(tr, "tensor_tensor", eng, dst, rd, [(a, ra), (b, rb)], api)
+    _record(tr, "tensor_tensor", eng, dst, rd, [(a, ra), (b, rb)], api, sig=(oname,))
     return ret
 
 
@@ -746,7 +758,9 @@ def tensor_scalar(dst=None, data=None, op0=None, operand0=None, reverse0=False, 
     api = "tensor_scalar"
     tr = current()
     ret = None
-    if data is not None and type(data) is not NkiTensor:  # tensor_scalar(data, op0, operand0)
+    if data is None and type(dst) is NkiTensor and op0 is not None:
+        dst, data = None, dst  # tensor_scalar(data, op0=..., operand0=...)
+    elif data is not None and type(data) is not NkiTensor:  # tensor_scalar(data, op0, operand0)
         dst, data, op0, operand0 = None, dst, data, op0
     if dst is None:
         d0 = _tensor(data, "data", api)
@@ -780,7 +794,8 @@ def tensor_scalar(dst=None, data=None, op0=None, operand0=None, reverse0=False, 
                 o = _vals(v1, t1, True)
                 x = N.ALU[n1](o, x) if reverse1 else N.ALU[n1](x, o)
         _put(dst, x)
-    _record(tr, "tensor_scalar", eng, dst, rd, ins, api)
+    sig = (n0, v0, bool(reverse0), n1, v1, bool(reverse1))
+    _record(tr, "tensor_scalar", eng, dst, rd, ins, api, sig=sig)
     return ret
 
 
