@@ -74,6 +74,8 @@ def test_a_repeated_instruction_is_computed_once_and_its_readers_wait_for_it():
     # values: the trace computes every instruction; dropping a repeat changes only the timeline
     np.testing.assert_array_equal(on.outputs["out"], off.outputs["out"])
     np.testing.assert_allclose(on.outputs["out"], 4 * a * b, rtol=1e-6)
+    assert "3 of the kernel's instructions repeat an earlier one" in on.summary()
+    assert "repeat an earlier one" not in off.summary()
     # every accumulation still reads the one product (a dependency on its instruction)
     prods = [i for i, api in enumerate(on.extra["nki"]["instructions"]) if api == "tensor_tensor"]
     first = prods[0]

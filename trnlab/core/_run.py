@@ -273,6 +273,13 @@ class Run:
             f"{self.hbm_bytes / 1e6:,.2f} MB, "
             f"{self.extra.get('dma_bandwidth_fraction', 0):.0%} of the DMA bandwidth)"
         )
+        dropped = self.extra.get("nki", {}).get("repeats_dropped", 0)
+        if dropped:
+            lines.append(
+                f"{dropped:,} of the kernel's instructions repeat an earlier one on unchanged "
+                f"inputs: the compiler drops them and their readers take the earlier result "
+                f"(compiler_cse), so they are not in this timeline."
+            )
         return "\n".join(lines)
 
     def describe(self) -> str:
@@ -283,7 +290,8 @@ class Run:
             "  mechanisms: engine issue intervals and pipeline latencies; background "
             "LoadStationary; DMA descriptors (static, written by GpSimd, or by a hardware DGE), "
             "queue set-up, engine streaming by partitions and completion signal; cross-engine "
-            "semaphores; launch pre/post-amble (reported apart).",
+            "semaphores; launch pre/post-amble (reported apart); for NKI kernels, the "
+            "compiler's rotating buffers and its computing a repeated instruction once.",
             "  how close this model is to measured hardware: docs/fidelity.md",
         ]
         return "\n".join(lines)
