@@ -252,3 +252,152 @@ def test_mamba_values_are_the_reference_with_the_repeats_dropped():
 def test_compiler_cse_override_must_be_a_boolean(bad):
     with pytest.raises(core.KernelArgumentError, match=r"compiler_cse.*True or False"):
         core.core_params("trn1", compiler_cse=bad)
+
+
+# --- what the review found: memory, views, lifetimes, forgotten operands -----------------------
+W = 4096
+
+
+@nki.jit
+def _kept_results_overflow_sbuf(x):
+    """16 activations repeated in a second pass: keeping all 16 results (16 KiB per partition
+    each) would overflow SBUF, where recomputing needs two rotating buffers."""
+    out = nl.ndarray((P, W), dtype=nl.float32, buffer=nl.shared_hbm)
+    tx = nl.ndarray((P, W), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tx, src=x)
+    acc = nl.ndarray((P, W), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=acc, value=0.0)
+    for _ in nl.affine_range(2):
+        for j in nl.affine_range(16):
+            e = nl.ndarray((P, W), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.activation(dst=e, op=nl.exp, data=tx, scale=j / 16)
+            nisa.tensor_tensor(dst=acc, data1=acc, data2=e, op=nl.add)
+    nisa.dma_copy(dst=out, src=acc)
+    return out
+
+
+@nki.jit
+def _repeated_matmuls(x, y, n=9):
+    """``n`` matmuls into new PSUM tiles, repeated in a second pass: keeping their ``n`` banks
+    for the second pass overflows PSUM (8 banks) with ``n`` = 9, not with 4."""
+    out = nl.ndarray((P, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    tx = nl.load(x)
+    ty = nl.ndarray((P, n * 512), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.dma_copy(dst=ty, src=y)
+    acc = nl.ndarray((P, 512), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=acc, value=0.0)
+    for _ in nl.affine_range(2):
+        for j in nl.affine_range(n):
+            p = nl.ndarray((P, 512), dtype=nl.float32, buffer=nl.psum)
+            nisa.nc_matmul(dst=p, stationary=tx, moving=ty[:, j * 512 : (j + 1) * 512])
+            nisa.tensor_tensor(dst=acc, data1=acc, data2=p, op=nl.add)
+    nisa.dma_copy(dst=out, src=acc)
+    return out
+
+
+def test_results_that_would_not_fit_are_recomputed_and_the_kernel_still_runs():
+    x = RNG.uniform(-1, 1, (P, W)).astype(np.float32)
+    on = _profile(_kept_results_overflow_sbuf, x)
+    off = _profile(_kept_results_overflow_sbuf, x, cse=False)
+    assert on.extra["nki"]["repeats_dropped"] == 0
+    assert on.latency == off.latency
+    expect = 2 * sum(np.exp(x * (j / 16)) for j in range(16))
+    np.testing.assert_allclose(on.outputs["out"], expect, rtol=1e-4)
+    np.testing.assert_allclose(nki.simulate(_kept_results_overflow_sbuf, chip="trn1")(x), expect,
+                               rtol=1e-4)  # fmt: skip
+    for n, dropped in ((9, 0), (4, 4)):  # 4 kept banks fit: the second pass is dropped
+        args = (nki.hbm((P, P), nl.bfloat16), nki.hbm((P, n * 512), nl.bfloat16))
+        assert _profile(_repeated_matmuls, *args, n=n).extra["nki"]["repeats_dropped"] == dropped
+
+
+def test_views_of_the_same_region_in_another_order_are_not_repeats():
+    @nki.jit
+    def permuted(a, b):
+        out = nl.ndarray((P, 32), dtype=nl.float32, buffer=nl.shared_hbm)
+        ta = nl.ndarray((P, 4, 8), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=ta, src=a)
+        tb = nl.ndarray((P, 4, 8), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=tb, src=b)
+        o1 = nl.ndarray((P, 32), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=o1, data1=ta, data2=tb, op=nl.multiply)
+        o2 = nl.ndarray((P, 32), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=o2, data1=ta.permute((0, 2, 1)), data2=tb, op=nl.multiply)
+        r = nisa.tensor_tensor(o1, o2, op=nl.subtract)
+        nl.store(out, r)
+        return out
+
+    a = RNG.uniform(0, 1, (P, 4, 8)).astype(np.float32)
+    b = RNG.uniform(0, 1, (P, 4, 8)).astype(np.float32)
+    run = _profile(permuted, a, b)
+    assert run.extra["nki"]["repeats_dropped"] == 0
+    expect = (a * b).reshape(P, 32) - (a.transpose(0, 2, 1).reshape(P, 4, 8) * b).reshape(P, 32)
+    np.testing.assert_allclose(run.outputs["out"], expect, rtol=1e-6, atol=1e-6)
+
+
+def test_a_drop_keeps_the_span_of_tiles_outside_the_operands(monkeypatch):
+    """An MX matmul reads its scale tiles without naming them among its operands; after a drop
+    elsewhere in the kernel they must still live until the matmul."""
+    import trnlab.nki._alloc as alloc
+
+    spans = {}
+    real = alloc.drop_repeats
+
+    def spy(trace):
+        n = real(trace)
+        mm = max(i for i, op in enumerate(trace.ops) if op[0] == "matmul")
+        spans.update({s.name: (s.first, s.last, mm) for s in trace.on_chip})
+        return n
+
+    monkeypatch.setattr(alloc, "drop_repeats", spy)
+    k, m, n = 32, 16, 64
+
+    @nki.jit
+    def mx(s, mv, ss, ms, x):
+        ts = nl.ndarray((k, m), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+        nisa.dma_copy(dst=ts, src=s)
+        tm = nl.ndarray((k, n), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+        nisa.dma_copy(dst=tm, src=mv)
+        sscale = nl.ndarray((k // 8, m), dtype=nl.uint8, buffer=nl.sbuf, name="sscale")
+        nisa.dma_copy(dst=sscale, src=ss)
+        mscale = nl.ndarray((k // 8, n), dtype=nl.uint8, buffer=nl.sbuf, name="mscale")
+        nisa.dma_copy(dst=mscale, src=ms)
+        tx = nl.load(x)
+        y1 = nisa.tensor_scalar(tx, op0=nl.multiply, operand0=2.0)
+        y2 = nisa.tensor_scalar(tx, op0=nl.multiply, operand0=2.0)  # a repeat of y1
+        y3 = nisa.tensor_tensor(y1, y2, op=nl.add)
+        ps = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul_mx(dst=ps, stationary=ts, moving=tm, stationary_scale=sscale,
+                          moving_scale=mscale)  # fmt: skip
+        out = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, ps)
+        o2 = nl.ndarray((k, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(o2, y3)
+        return out, o2
+
+    run = nki.profile(mx, chip="trn3")(
+        nki.hbm((k, m), nl.float8_e4m3fn_x4), nki.hbm((k, n), nl.float8_e4m3fn_x4),
+        nki.hbm((k // 8, m), nl.uint8), nki.hbm((k // 8, n), nl.uint8),
+        nki.hbm((k, 64), nl.float32),
+    )  # fmt: skip
+    assert run.extra["nki"]["repeats_dropped"] == 1
+    for name in ("sscale", "mscale"):
+        first, last, matmul = spans[name]
+        assert first < matmul <= last
+
+
+@pytest.mark.parametrize("call", ["tensor_tensor", "tensor_scalar"])
+def test_an_older_form_call_that_forgot_its_input_is_told_so(call):
+    def k(a):
+        ta = nl.load(a)
+        o = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.sbuf)
+        if call == "tensor_tensor":
+            nisa.tensor_tensor(dst=o, data1=ta, op=nl.add)  # data2 forgotten
+        else:
+            nisa.tensor_scalar(dst=o, op0=nl.add, operand0=1.0)  # data forgotten
+        out = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, o)
+        return out
+
+    missing = "data2" if call == "tensor_tensor" else "data"
+    with pytest.raises(core.KernelArgumentError, match=rf"{call}: {missing} is missing"):
+        nki.simulate(k, chip="trn2")(_ab()[0])

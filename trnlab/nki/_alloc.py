@@ -37,7 +37,7 @@ from trnlab.core import (
     View,
 )
 
-from ._reuse import drop_repeats
+from ._reuse import drop_repeats, restore, snapshot
 from ._tensor import MemoryRegion, Storage
 from ._trace import Trace, location
 
@@ -129,20 +129,26 @@ def _pools(trace: Trace) -> list[Pool]:
     return out
 
 
+def _peak(pools: list[Pool]) -> tuple[int, int | None]:
+    """The most the pools take at once (bytes per partition, or PSUM banks) and when."""
+    events = sorted(
+        [(p.first, 0, p) for p in pools] + [(p.last + 1, -1, p) for p in pools],
+        key=lambda e: (e[0], e[1]),
+    )
+    used = peak = 0
+    at = None
+    for t, kind, p in events:
+        used += p.unit * p.buffers(p.r) if kind == 0 else -p.unit * p.buffers(p.r)
+        if used > peak:
+            peak, at = used, t
+    return peak, at
+
+
 def _fit(pools: list[Pool], capacity: int) -> None:
     """Lower rotations until the pools alive together fit ``capacity`` (bytes per partition of
     SBUF, or PSUM banks): the pool taking the most gives up one rotation, repeatedly."""
     while pools:
-        events = sorted(
-            [(p.first, 0, p) for p in pools] + [(p.last + 1, -1, p) for p in pools],
-            key=lambda e: (e[0], e[1]),
-        )
-        used = peak = 0
-        at = None
-        for t, kind, p in events:
-            used += p.unit * p.buffers(p.r) if kind == 0 else -p.unit * p.buffers(p.r)
-            if used > peak:
-                peak, at = used, t
+        peak, at = _peak(pools)
         if peak <= capacity:
             return
         live = [p for p in pools if p.first <= at <= p.last and p.r > 1]
@@ -165,6 +171,26 @@ def plan(trace: Trace, ctx: KernelContext) -> list[Pool]:
     return pools
 
 
+def _fits(trace: Trace, ctx: KernelContext) -> bool:
+    """Whether the buffer plan of ``trace`` fits SBUF and PSUM (rotations lowered as needed)."""
+    pools = plan(trace, ctx)
+    sbuf = [p for p in pools if p.buffer is MemoryRegion.sbuf]
+    psum = [p for p in pools if p.buffer is MemoryRegion.psum]
+    return _peak(sbuf)[0] <= ctx.sbuf_available() and _peak(psum)[0] <= int(trace.params.psum_banks)
+
+
+def _drop_repeats(trace: Trace, ctx: KernelContext) -> None:
+    """Drop repeated instructions (:mod:`trnlab.nki._reuse`) if the results they reuse, which
+    now live longer, still fit SBUF and PSUM; otherwise the compiler recomputes them (every
+    instruction stays), so a kernel that fits is never refused because of this."""
+    saved = snapshot(trace)
+    dropped = drop_repeats(trace)
+    if dropped and _fits(trace, ctx):
+        trace.repeats += dropped
+    elif dropped:
+        restore(trace, saved)
+
+
 def _where(trace: Trace, i: int) -> str:
     f, line, func = trace.where[i]
     return f"{location(func, f, line)}, nisa.{trace.apis[i]}"
@@ -178,7 +204,7 @@ def replay(trace: Trace, ctx: KernelContext) -> list[Pool]:
     array...), each prefixed with the kernel's file and line.
     """
     if trace.params.compiler_cse:
-        trace.repeats += drop_repeats(trace)
+        _drop_repeats(trace, ctx)
     numerics = ctx.numerics
     ctx.numerics = False  # the values are the trace's; the context records timing only
     try:

@@ -1,39 +1,40 @@
 """The compiler computes a repeated instruction once (common-subexpression elimination).
 
-The Neuron compiler unrolls a kernel's loops and then drops an instruction that recomputes a
-value it already has: the same operation, with the same parameters, on the same input data
-(no write to any input in between). Its result is kept in its buffer and later readers take it
-from there; a value that does not change inside a loop is so in effect computed once, before
-the loop ("loop-invariant code motion"). The NKI Fused-Mamba tutorial's Trn1 profiles show it
-(catalogue figure ``compiler_cse``): ``mamba_v2``'s Vector engine is active 3.07 us per
-(channel tile, state) step, less than its five instructions as written stream by the ISA
-formulas (3.66 us at 1.12 GHz): ``delta * u``, the same for every state, is computed once per
-channel tile; and ``mamba_v1``'s TensorMatrix row shows about 16 marks over its 4,096-channel
-run, where the kernel as written broadcasts B and C rows 512 times each (once per channel
-tile and state), i.e. about once per state.
+The Neuron compiler unrolls a kernel's loops and avoids recomputing a value it already has: an
+instruction with the same operation and parameters, on the same input data (read through the
+same views, with no write to them in between), is dropped and its readers take the earlier
+result, which stays in its buffer until the last of them. A value that does not change inside a
+loop is so in effect computed once, before the loop ("loop-invariant code motion").
 
-What this pass drops (catalogue figure ``compiler_cse``; ``False`` keeps every instruction):
+No document states this; it is inferred (catalogue figure ``compiler_cse``, an assumption) from
+the NKI Fused-Mamba tutorial's Trn1 profiles: ``mamba_v2``'s Vector engine is active 3.07 us per
+(channel tile, state) step, less than its five Vector instructions as written stream by the ISA
+cost formulas (3.66 us at 1.12 GHz), while ``mamba_v1``, with the same five and nothing to
+repeat, is active 4.14 us per step as the formulas give: ``delta * u``, the same for every
+state, is computed once per channel tile. The catalogue note gives the reading against it.
+
+What this pass drops (``compiler_cse = False`` keeps every instruction):
 
 - compute instructions only (Vector, Scalar, GpSimd, Tensor Engine). Loads are not dropped:
   the NKI matmul tutorial gains 17-29% on hardware by hoisting its repeated loads by hand, so
-  there the compiler reloads. (``mamba_v1``'s one broadcast per state means that it did drop
-  the repeated loads of the B and C rows, which repeat inside the innermost loop; the model
-  keeps them, off that kernel's critical path.)
+  there the compiler reloaded.
 - the instruction writes a whole tile of its own (a new ``nl.ndarray`` or a returned tile),
-  written by nothing else, and reads data only (a ``memset`` or ``iota`` is not a candidate);
-- it matches an earlier candidate in operation, parameters, engine, output shape and type, and
-  every input (the same tile, region and writes so far).
+  written by nothing else, and reads data (a ``memset`` or ``iota`` is not a candidate);
+- it matches an earlier candidate in operation, parameters, engine, the layout of every
+  operand view, output shape and type, and every input (the same tile, region and writes so
+  far).
 
-Readers of the dropped instruction's tile read the earlier one's instead, which therefore
-stays alive (and in SBUF or PSUM) until the last of them. Values are unaffected: the trace
-computed every instruction already; only the timeline and the buffers change.
+The caller (``trnlab.nki._alloc``) keeps the drop only if the longer-lived results still fit
+SBUF and PSUM; otherwise the compiler recomputes and the trace is restored. Values are
+unaffected: the trace computed every instruction already; only the timeline and the buffers
+change.
 """
 
 from __future__ import annotations
 
 from ._trace import Trace
 
-__all__ = ["drop_repeats"]
+__all__ = ["drop_repeats", "restore", "snapshot"]
 
 
 def _writes(op: tuple):
@@ -88,9 +89,23 @@ def _whole(ref) -> bool:
     return ref[1] == 0 and ref[2] == s.shape[0] and ref[3] == 0 and ref[4] == s.free
 
 
+def snapshot(trace: Trace) -> tuple:
+    """What :func:`drop_repeats` changes, to put back with :func:`restore`."""
+    storages = trace.on_chip + trace.hbm
+    return (trace.ops, trace.apis, trace.where, trace.sigs,
+            [(s, s.first, s.last) for s in storages])  # fmt: skip
+
+
+def restore(trace: Trace, saved: tuple) -> None:
+    trace.ops, trace.apis, trace.where, trace.sigs, spans = saved
+    for s, first, last in spans:
+        s.first, s.last = first, last
+
+
 def drop_repeats(trace: Trace) -> int:
     """Drop the instructions of ``trace`` that repeat an earlier one (see the module
-    docstring), in place; returns how many were dropped."""
+    docstring); returns how many were dropped. The trace's lists are replaced, not changed in
+    place, so a :func:`snapshot` taken before can :func:`restore` it."""
     ops = trace.ops
     n_writes: dict[int, int] = {}
     for op in ops:
@@ -99,6 +114,7 @@ def drop_repeats(trace: Trace) -> int:
     version: dict[int, int] = {}
     seen: dict[tuple, object] = {}
     alias: dict[int, object] = {}
+    kept_ops: list[tuple] = []
     keep: list[int] = []
     for i, op in enumerate(ops):
         op = _rename(op, alias) if alias else op
@@ -118,22 +134,43 @@ def drop_repeats(trace: Trace) -> int:
                     continue
                 seen[key] = s
         version[s.id] = version.get(s.id, 0) + 1
-        ops[i] = op
+        kept_ops.append(op)
         keep.append(i)
     dropped = len(ops) - len(keep)
     if not dropped:
         return 0
-    trace.ops = [ops[i] for i in keep]
+    trace.ops = kept_ops
     trace.apis = [trace.apis[i] for i in keep]
     trace.where = [trace.where[i] for i in keep]
     trace.sigs = [trace.sigs[i] for i in keep]
-    for s in trace.on_chip:
-        s.first = s.last = -1
-    for j, op in enumerate(trace.ops):
-        for ref in (_writes(op), *_reads(op)):
-            st = ref[0]
-            if st.on_chip:
-                if st.first < 0:
-                    st.first = j
-                st.last = j
+    _shift_lifetimes(trace, keep, len(ops), alias)
     return dropped
+
+
+def _shift_lifetimes(trace: Trace, keep: list[int], n_old: int, alias: dict) -> None:
+    """Renumber every tensor's first and last instruction after the drop (every tensor an
+    instruction touches keeps its span, including those outside its operand refs, such as MX
+    scales); a dropped tile's readers now read the kept one, which lives until the last."""
+    before = [0] * (n_old + 1)  # kept instructions with an old index below k
+    j = 0
+    for k in range(n_old):
+        before[k] = j
+        if j < len(keep) and keep[j] == k:
+            j += 1
+    before[n_old] = j
+    extend: list[tuple] = []
+    for s in trace.on_chip + trace.hbm:
+        if s.first < 0:
+            continue
+        first, last = before[s.first], before[s.last + 1] - 1
+        kept = alias.get(s.id)
+        if kept is not None:
+            s.first = s.last = -1  # never allocated: its readers read ``kept``
+            if last >= first:
+                extend.append((kept, last))
+        elif last < first:
+            s.first = s.last = -1
+        else:
+            s.first, s.last = first, last
+    for kept, last in extend:
+        kept.last = max(kept.last, last)

@@ -198,11 +198,29 @@ def _put(dst: NkiTensor, values, src_dtype=None) -> None:
     a[...] = (v if src_dtype is d else round_to(v, d)).reshape(a.shape)
 
 
+def _written(first: NkiTensor, missing: str, api: str) -> None:
+    """The older call forms put the data first; a first tile nothing has written yet is the
+    destination of a call whose ``missing`` operand was forgotten."""
+    if first._s.first < 0 and not first._s.input:
+        raise KernelArgumentError(
+            f"nisa.{api}: {missing} is missing. In the older form nisa.{api}(data, ...) the "
+            f"first tile is the input, but {first._s.name!r} holds no values yet; with dst= "
+            f"pass the input as {missing}= too."
+        )
+
+
+def _layout(*tensors: NkiTensor) -> tuple:
+    """Which elements each view takes and in what order (a region is only their bounds)."""
+    return tuple((t.shape, t.strides, t.offset) for t in tensors)
+
+
 def _record(tr, name, eng, dst, rd, ins, api, elements=None, func=-1, sig=None) -> None:
     """Append a Vector / Scalar / GpSimd instruction; ``sig`` (its parameters besides the
     operands) lets the compiler compute a repeat of it once (trnlab.nki._reuse)."""
     if dst._s.buffer is MemoryRegion.psum:
         _mark(dst._s, rd)
+    if sig is not None:
+        sig = (sig, _layout(dst, *[t for t, _ in ins]))
     tr.add(
         ("op", name, eng, _ref(dst, rd), tuple(_ref(t, r) for t, r in ins),
          rd[4] if elements is None else elements, func),
@@ -441,7 +459,7 @@ def nc_matmul(dst=None, stationary=None, moving=None, is_stationary_onezero=Fals
         _put(dst, old + prod)
     _mark(dst._s, rd)
     tr.add(("matmul", _ref(dst, rd), _ref(st, rs), _ref(mv, rm), acc, 1), api,
-           dst._s, st._s, mv._s, sig=None if acc else ())  # fmt: skip
+           dst._s, st._s, mv._s, sig=None if acc else _layout(dst, st, mv))  # fmt: skip
     return ret
 
 
@@ -573,7 +591,8 @@ def nc_transpose(dst=None, data=None, engine=engine.unknown, name=None):
     if tr.numerics:
         _put(dst, _flat(data).T, data._s.dtype)
     if eng == "tensor":
-        tr.add(("transpose", _ref(dst, rd), _ref(data, r)), api, dst._s, data._s, sig=())
+        tr.add(("transpose", _ref(dst, rd), _ref(data, r)), api, dst._s, data._s,
+               sig=_layout(dst, data))  # fmt: skip
     else:
         _record(tr, "copy", "vector", dst, rd, [(data, r)], api, sig=("transpose",))
     return ret
@@ -717,6 +736,7 @@ def tensor_tensor(dst=None, data1=None, data2=None, op=None, engine=engine.unkno
     tr = current()
     ret = None
     if data2 is None and type(dst) is NkiTensor and type(data1) is NkiTensor:
+        _written(dst, "data2", api)
         dst, data1, data2 = None, dst, data1  # tensor_tensor(data1, data2, op=...)
     elif op is None and type(data2) is not NkiTensor:  # tensor_tensor(data1, data2, op)
         dst, data1, data2, op = None, dst, data1, data2
@@ -759,6 +779,7 @@ def tensor_scalar(dst=None, data=None, op0=None, operand0=None, reverse0=False, 
     tr = current()
     ret = None
     if data is None and type(dst) is NkiTensor and op0 is not None:
+        _written(dst, "data", api)
         dst, data = None, dst  # tensor_scalar(data, op0=..., operand0=...)
     elif data is not None and type(data) is not NkiTensor:  # tensor_scalar(data, op0, operand0)
         dst, data, op0, operand0 = None, dst, data, op0
