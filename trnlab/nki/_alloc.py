@@ -37,7 +37,7 @@ from trnlab.core import (
     View,
 )
 
-from ._reuse import drop_repeats, restore, snapshot
+from ._reuse import drop_repeats, restore
 from ._tensor import MemoryRegion, Storage
 from ._trace import Trace, location
 
@@ -183,8 +183,7 @@ def _drop_repeats(trace: Trace, ctx: KernelContext) -> None:
     """Drop repeated instructions (:mod:`trnlab.nki._reuse`) if the results they reuse, which
     now live longer, still fit SBUF and PSUM; otherwise the compiler recomputes them (every
     instruction stays), so a kernel that fits is never refused because of this."""
-    saved = snapshot(trace)
-    dropped = drop_repeats(trace)
+    dropped, saved = drop_repeats(trace)
     if dropped and _fits(trace, ctx):
         trace.repeats += dropped
     elif dropped:
@@ -200,8 +199,9 @@ def replay(trace: Trace, ctx: KernelContext) -> list[Pool]:
     """Allocate the buffers and record every instruction of ``trace`` on ``ctx``.
 
     First, where the core's ``compiler_cse`` holds, drops the instructions that repeat an
-    earlier one (:mod:`trnlab.nki._reuse`). Raises the core's teaching errors (a tile that does not fit SBUF, a matmul beyond the PE
-    array...), each prefixed with the kernel's file and line.
+    earlier one (:mod:`trnlab.nki._reuse`). Raises the core's teaching errors (a tile that does
+    not fit SBUF, a matmul beyond the PE array...), each prefixed with the kernel's file and
+    line.
     """
     if trace.params.compiler_cse:
         _drop_repeats(trace, ctx)

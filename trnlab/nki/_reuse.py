@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from ._trace import Trace
 
-__all__ = ["drop_repeats", "restore", "snapshot"]
+__all__ = ["drop_repeats", "restore"]
 
 
 def _writes(op: tuple):
@@ -89,7 +89,7 @@ def _whole(ref) -> bool:
     return ref[1] == 0 and ref[2] == s.shape[0] and ref[3] == 0 and ref[4] == s.free
 
 
-def snapshot(trace: Trace) -> tuple:
+def _snapshot(trace: Trace) -> tuple:
     """What :func:`drop_repeats` changes, to put back with :func:`restore`."""
     storages = trace.on_chip + trace.hbm
     return (trace.ops, trace.apis, trace.where, trace.sigs,
@@ -97,15 +97,16 @@ def snapshot(trace: Trace) -> tuple:
 
 
 def restore(trace: Trace, saved: tuple) -> None:
+    """Put back the trace as it was before :func:`drop_repeats` (every instruction)."""
     trace.ops, trace.apis, trace.where, trace.sigs, spans = saved
     for s, first, last in spans:
         s.first, s.last = first, last
 
 
-def drop_repeats(trace: Trace) -> int:
+def drop_repeats(trace: Trace) -> tuple[int, tuple | None]:
     """Drop the instructions of ``trace`` that repeat an earlier one (see the module
-    docstring); returns how many were dropped. The trace's lists are replaced, not changed in
-    place, so a :func:`snapshot` taken before can :func:`restore` it."""
+    docstring). Returns how many were dropped and, if any, what :func:`restore` needs to put
+    the trace back."""
     ops = trace.ops
     n_writes: dict[int, int] = {}
     for op in ops:
@@ -138,13 +139,14 @@ def drop_repeats(trace: Trace) -> int:
         keep.append(i)
     dropped = len(ops) - len(keep)
     if not dropped:
-        return 0
+        return 0, None
+    saved = _snapshot(trace)
     trace.ops = kept_ops
     trace.apis = [trace.apis[i] for i in keep]
     trace.where = [trace.where[i] for i in keep]
     trace.sigs = [trace.sigs[i] for i in keep]
     _shift_lifetimes(trace, keep, len(ops), alias)
-    return dropped
+    return dropped, saved
 
 
 def _shift_lifetimes(trace: Trace, keep: list[int], n_old: int, alias: dict) -> None:
