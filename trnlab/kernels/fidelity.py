@@ -188,19 +188,37 @@ def _matmul_busy(chip, engine, variant, m, k, n, dtype):
     return r.busy[engine], {"latency": r.latency}
 
 
+def _mamba_run(chip, version, channels, seq, state=16, chunk=512, hoist=False, keep=False):
+    key = ("mamba", chip, version, channels, seq, state, chunk, hoist)
+    r = _kept_runs.get(key)
+    if r is None:
+        f32 = nl.float32
+        r = nki.profile(nki_selective_scan, chip=chip)(
+            nki.hbm((channels, seq), f32),
+            nki.hbm((channels, seq), f32),
+            nki.hbm((channels, state), f32),
+            nki.hbm((state, seq), f32),
+            nki.hbm((state, seq), f32),
+            version=version,
+            chunk=chunk,
+            hoist=hoist,
+        )
+        if keep:
+            _kept_runs[key] = r
+    return r
+
+
 def _mamba(chip, version, channels, seq, state=16, chunk=512, hoist=False):
-    f32 = nl.float32
-    r = nki.profile(nki_selective_scan, chip=chip)(
-        nki.hbm((channels, seq), f32),
-        nki.hbm((channels, seq), f32),
-        nki.hbm((channels, state), f32),
-        nki.hbm((state, seq), f32),
-        nki.hbm((state, seq), f32),
-        version=version,
-        chunk=chunk,
-        hoist=hoist,
-    )
+    r = _mamba_run(chip, version, channels, seq, state, chunk, hoist)
     return r.total_latency, {"latency": r.latency, "vector_busy": r.busy["Vector"]}
+
+
+def _mamba_vector_step(chip, version, channels, seq, state=16):
+    """The Vector engine's active time per (channel tile, state) step: what a profile's
+    selection summary of the VectorE row ('Event Duration Active') gives, over the steps."""
+    r = _mamba_run(chip, version, channels, seq, state, keep=True)
+    steps = channels // 128 * state
+    return r.busy["Vector"] * r.latency / steps, {"latency": r.latency}
 
 
 _DGE = {None: nisa.dge_mode.unknown, "none": nisa.dge_mode.none, "sw": nisa.dge_mode.swdge,
@@ -239,6 +257,7 @@ _RUNNERS: dict[str, Callable] = {
     "matmul": _matmul,
     "matmul_busy": _matmul_busy,
     "mamba": _mamba,
+    "mamba_vector_step": _mamba_vector_step,
 }
 
 
