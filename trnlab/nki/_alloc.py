@@ -171,23 +171,27 @@ def plan(trace: Trace, ctx: KernelContext) -> list[Pool]:
     return pools
 
 
-def _fits(trace: Trace, ctx: KernelContext) -> bool:
-    """Whether the buffer plan of ``trace`` fits SBUF and PSUM (rotations lowered as needed)."""
-    pools = plan(trace, ctx)
+def _fits(trace: Trace, pools: list[Pool], ctx: KernelContext) -> bool:
+    """Whether the buffer plan ``pools`` fits SBUF and PSUM (rotations lowered as needed)."""
     sbuf = [p for p in pools if p.buffer is MemoryRegion.sbuf]
     psum = [p for p in pools if p.buffer is MemoryRegion.psum]
     return _peak(sbuf)[0] <= ctx.sbuf_available() and _peak(psum)[0] <= int(trace.params.psum_banks)
 
 
-def _drop_repeats(trace: Trace, ctx: KernelContext) -> None:
+def _drop_repeats(trace: Trace, ctx: KernelContext) -> list[Pool] | None:
     """Drop repeated instructions (:mod:`trnlab.nki._reuse`) if the results they reuse, which
-    now live longer, still fit SBUF and PSUM; otherwise the compiler recomputes them (every
-    instruction stays), so a kernel that fits is never refused because of this."""
+    now live longer, still fit SBUF and PSUM (returns the buffer plan that shows it); otherwise
+    the compiler recomputes them (every instruction stays), so a kernel that fits is never
+    refused because of this."""
     dropped, saved = drop_repeats(trace)
-    if dropped and _fits(trace, ctx):
+    if not dropped:
+        return None
+    pools = plan(trace, ctx)
+    if _fits(trace, pools, ctx):
         trace.repeats += dropped
-    elif dropped:
-        restore(trace, saved)
+        return pools
+    restore(trace, saved)
+    return None
 
 
 def _where(trace: Trace, i: int) -> str:
@@ -203,12 +207,11 @@ def replay(trace: Trace, ctx: KernelContext) -> list[Pool]:
     not fit SBUF, a matmul beyond the PE array...), each prefixed with the kernel's file and
     line.
     """
-    if trace.params.compiler_cse:
-        _drop_repeats(trace, ctx)
+    pools = _drop_repeats(trace, ctx) if trace.params.compiler_cse else None
     numerics = ctx.numerics
     ctx.numerics = False  # the values are the trace's; the context records timing only
     try:
-        return _replay(trace, ctx)
+        return _replay(trace, ctx, pools)
     finally:
         ctx.numerics = numerics
 
@@ -253,8 +256,9 @@ def _alloc(ctx: KernelContext, p: Pool) -> None:
         p.heap.append((-1, b))
 
 
-def _replay(trace: Trace, ctx: KernelContext) -> list[Pool]:
-    pools = plan(trace, ctx)
+def _replay(trace: Trace, ctx: KernelContext, pools: list[Pool] | None) -> list[Pool]:
+    if pools is None:
+        pools = plan(trace, ctx)
     starts: dict[int, list[Pool]] = {}
     ends: dict[int, list[Pool]] = {}
     for p in pools:
