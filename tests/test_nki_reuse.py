@@ -32,8 +32,8 @@ def _vector_count(run) -> int:
 
 
 @nki.jit
-def _repeat_in_loop(a, b, n=4, op="multiply", change=False, load_again=False):
-    """``n`` iterations each computing ``a <op> b`` into a new tile and adding it to an
+def _repeat_in_loop(a, b, n=4, change=False, load_again=False):
+    """``n`` iterations each computing ``a * b`` into a new tile and adding it to an
     accumulator; ``change``: ``a`` is updated in place between iterations; ``load_again``: ``b``
     is loaded again in every iteration."""
     out = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.shared_hbm)
@@ -43,13 +43,12 @@ def _repeat_in_loop(a, b, n=4, op="multiply", change=False, load_again=False):
     nisa.dma_copy(dst=tb, src=b)
     acc = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.sbuf)
     nisa.memset(dst=acc, value=0.0)
-    alu = nl.multiply if op == "multiply" else nl.add
     for _ in nl.affine_range(n):
         if load_again:
             tb = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.sbuf)
             nisa.dma_copy(dst=tb, src=b)
         prod = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.tensor_tensor(dst=prod, data1=ta, data2=tb, op=alu)
+        nisa.tensor_tensor(dst=prod, data1=ta, data2=tb, op=nl.multiply)
         nisa.tensor_tensor(dst=acc, data1=acc, data2=prod, op=nl.add)
         if change:
             nisa.tensor_scalar(dst=ta, data=ta, op0=nl.add, operand0=1.0)
