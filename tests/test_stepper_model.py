@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from trnlab import core, kernels
+from trnlab.core import _program as P
 from trnlab.widgets.stepper_model import MatmulStepperModel, RunCursor
 
 
@@ -190,6 +191,34 @@ def test_gantt_merges_long_runs_and_keeps_every_instruction():
         assert merged["count"][sel].sum() == (run.program.table["engine"] == e).sum()
         assert merged["start"][sel].min() == run.start[run.program.table["engine"] == e].min()
         assert merged["end"][sel].max() == run.end[run.program.table["engine"] == e].max()
+
+
+def test_gpsimd_descriptor_work_of_software_dge_transfers_has_its_bars():
+    """Trn2 loads get software-DGE descriptors: GpSimd writes them before each transfer, and
+    the timeline shows that work (what Run.busy counts) on the GpSimd row."""
+    run = kernels.matmul((512, 512), (512, 1024), variant="tiled", chip="trn2", numerics=False)
+    cur = RunCursor(run)
+    t = run.program.table
+    sw = np.flatnonzero((t["engine"] >= P.FIRST_DMA) & ((t["flags"] & P.FLAG_DGE_SW) != 0))
+    assert len(sw) > 0
+    d = cur.descriptor_bars()
+    assert sorted(d["index"]) == sorted(sw)
+    assert (d["engine"] == P.GPSIMD).all()
+    length = float(run.params.swdge_gpsimd_time)
+    np.testing.assert_allclose(d["end"] - d["start"], length)
+    np.testing.assert_array_equal(d["start"], run.start[d["index"]])
+    o = np.argsort(d["start"])  # GpSimd writes one transfer's descriptors at a time
+    assert (d["start"][o][1:] >= d["end"][o][:-1] - 1e-15).all()
+    gps = t["engine"] == P.GPSIMD
+    own = float((run.issue_end[gps] - run.start[gps]).sum())
+    assert run.busy["GpSimd"] * run.latency == pytest.approx(own + len(sw) * length)
+    assert (P.GPSIMD, "GpSimd") in cur.engines()
+    merged = cur.descriptor_bars(max_bars=5)
+    assert len(merged["start"]) < len(sw) and merged["count"].sum() == len(sw)
+    trn1 = RunCursor(kernels.matmul((512, 512), (512, 1024), variant="tiled", chip="trn1",
+                                    numerics=False))  # fmt: skip
+    assert len(trn1.descriptor_bars()["start"]) == 0  # static descriptors on Trn1
+    assert P.GPSIMD not in dict(trn1.engines())
 
 
 def test_trajectory_ends_at_the_runs_roofline_point(model):

@@ -64,6 +64,13 @@ class GanttChart:
             marker={"color": "rgba(0,0,0,0)", "line": {"color": "#000000", "width": 3}},
             hoverinfo="skip",
         )
+        self.fig.add_bar(
+            name="DMA descriptors (software DGE)",
+            orientation="h",
+            marker={"color": colour(6), "pattern": {"shape": PATTERNS[6]}},
+            hoverinfo="text",
+            visible=False,
+        )
         self.fig.update_layout(
             barmode="overlay",
             xaxis_title="time (us)",
@@ -91,6 +98,18 @@ class GanttChart:
                     for i in sel
                 ]
                 trace.visible = bool(len(sel))
+            d = cursor.descriptor_bars()
+            desc = self.fig.data[len(OP_GROUPS) + 1]
+            desc.y = [names[int(e)] for e in d["engine"]]
+            desc.base = d["start"] * US
+            desc.x = (d["end"] - d["start"]) * US
+            desc.hovertext = [
+                "GpSimd writes the descriptors of<br>"
+                + html.escape(prog.describe(int(d["index"][i])))
+                + (f"<br>(+{d['count'][i] - 1} more merged)" if d["count"][i] > 1 else "")
+                for i in range(len(d["start"]))
+            ]
+            desc.visible = bool(len(d["start"]))
             self.fig.layout.yaxis.categoryarray = _ylabels(cursor)
             self.fig.layout.xaxis.range = [0, cursor.run.latency * US * 1.01]
             self.fig.layout.title.text = (

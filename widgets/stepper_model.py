@@ -518,9 +518,12 @@ class RunCursor:
 
     # Timeline ---------------------------------------------------------------------------------
     def engines(self) -> list[tuple[int, str]]:
-        """(engine id, name) of the engines the run uses, compute engines first."""
-        used = np.unique(self.table["engine"])
-        return [(int(e), P.engine_name(int(e))) for e in used]
+        """(engine id, name) of the engines the run uses, compute engines first (GpSimd too
+        when it only writes the descriptors of software-DGE transfers)."""
+        used = set(np.unique(self.table["engine"]).tolist())
+        if len(self._descriptors()):
+            used.add(P.GPSIMD)
+        return [(int(e), P.engine_name(int(e))) for e in sorted(used)]
 
     def gantt(self, max_bars: int = MAX_BARS) -> dict[str, np.ndarray]:
         """Bars of the engine timeline: engine, op, start, end, first instruction, count.
@@ -531,31 +534,56 @@ class RunCursor:
         """
         max_bars = whole(max_bars, "max_bars", 1, None, SettingError)
         tab, r = self.table, self.run
-        n = len(tab)
-        if n <= max_bars:
-            return {
-                "engine": tab["engine"].astype(np.int64),
-                "op": tab["op"].astype(np.int64),
-                "start": r.start.copy(),
-                "end": r.end.copy(),
-                "index": np.arange(n),
-                "count": np.ones(n, np.int64),
-            }
-        o = np.lexsort((r.start, tab["op"], tab["engine"]))
-        eng, op, s, e = tab["engine"][o], tab["op"][o], r.start[o], r.end[o]
-        gap = r.latency * 4 / max_bars
-        new = np.ones(n, bool)
-        new[1:] = (eng[1:] != eng[:-1]) | (op[1:] != op[:-1]) | (s[1:] > e[:-1] + gap)
-        starts = np.flatnonzero(new)
-        ends = np.r_[starts[1:], n]
+        return _bars(tab["engine"], tab["op"], r.start, r.end, r.latency, max_bars)
+
+    def descriptor_bars(self, max_bars: int = MAX_BARS) -> dict[str, np.ndarray]:
+        """GpSimd writing the descriptors of each software-DGE transfer (``swdge_gpsimd_time``
+        from the transfer's start, before its queue sets it up): the GpSimd work that
+        ``Run.busy["GpSimd"]`` counts and no instruction of the program shows. The bars are
+        on the GpSimd engine; ``index`` is the transfer's; merged beyond ``max_bars``."""
+        max_bars = whole(max_bars, "max_bars", 1, None, SettingError)
+        sel = self._descriptors()
+        s = self.run.start[sel]
+        e = s + float(self.run.params.swdge_gpsimd_time)
+        eng = np.full(len(sel), P.GPSIMD, np.int64)
+        op = self.table["op"][sel]
+        bars = _bars(eng, op, s, e, self.run.latency, max_bars)
+        bars["index"] = sel[bars["index"]]
+        return bars
+
+    def _descriptors(self) -> np.ndarray:
+        t = self.table
+        return np.flatnonzero((t["engine"] >= P.FIRST_DMA) & ((t["flags"] & P.FLAG_DGE_SW) != 0))
+
+
+def _bars(engine, op, start, end, latency: float, max_bars: int) -> dict[str, np.ndarray]:
+    """One bar per interval, or, beyond ``max_bars``, consecutive intervals of one operation
+    on one engine less than a small gap apart merged into one (``count`` says how many)."""
+    n = len(engine)
+    if n <= max_bars:
         return {
-            "engine": eng[starts].astype(np.int64),
-            "op": op[starts].astype(np.int64),
-            "start": s[starts],
-            "end": np.maximum.reduceat(e, starts),
-            "index": o[starts],
-            "count": ends - starts,
+            "engine": engine.astype(np.int64),
+            "op": op.astype(np.int64),
+            "start": start.copy(),
+            "end": end.copy(),
+            "index": np.arange(n),
+            "count": np.ones(n, np.int64),
         }
+    o = np.lexsort((start, op, engine))
+    eng, opo, s, e = engine[o], op[o], start[o], end[o]
+    gap = latency * 4 / max_bars
+    new = np.ones(n, bool)
+    new[1:] = (eng[1:] != eng[:-1]) | (opo[1:] != opo[:-1]) | (s[1:] > e[:-1] + gap)
+    starts = np.flatnonzero(new)
+    ends = np.r_[starts[1:], n]
+    return {
+        "engine": eng[starts].astype(np.int64),
+        "op": opo[starts].astype(np.int64),
+        "start": s[starts],
+        "end": np.maximum.reduceat(e, starts),
+        "index": o[starts],
+        "count": ends - starts,
+    }
 
 
 def _step_at(times: np.ndarray, values: np.ndarray, t: float) -> float:
