@@ -23,6 +23,7 @@ from trnlab import core, kernels
 from trnlab._checks import choose, flag, number, short, whole
 from trnlab._errors import TrnlabTypeError
 from trnlab.core import _program as P
+from trnlab.core._run import swdge_transfers
 from trnlab.units import si
 
 from ._errors import SettingError
@@ -552,8 +553,7 @@ class RunCursor:
         return bars
 
     def _descriptors(self) -> np.ndarray:
-        t = self.table
-        return np.flatnonzero((t["engine"] >= P.FIRST_DMA) & ((t["flags"] & P.FLAG_DGE_SW) != 0))
+        return swdge_transfers(self.table)
 
 
 def _bars(engine, op, start, end, latency: float, max_bars: int) -> dict[str, np.ndarray]:

@@ -426,9 +426,14 @@ def simulate(program: P.Program, params: CoreParams, outputs=None, numerics=Fals
     )
 
 
+def swdge_transfers(t: np.ndarray) -> np.ndarray:
+    """Indices of the transfers of instruction table ``t`` whose descriptors GpSimd writes
+    (software DGE): GpSimd work that no instruction of the program shows."""
+    return np.flatnonzero((t["engine"] >= P.FIRST_DMA) & ((t["flags"] & P.FLAG_DGE_SW) != 0))
+
+
 def _swdge_count(t: np.ndarray) -> int:
-    """Transfers whose descriptors GpSimd writes (software DGE)."""
-    return int(((t["engine"] >= P.FIRST_DMA) & ((t["flags"] & P.FLAG_DGE_SW) != 0)).sum())
+    return len(swdge_transfers(t))
 
 
 def _union(start: np.ndarray, end: np.ndarray) -> float:

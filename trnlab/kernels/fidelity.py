@@ -159,8 +159,9 @@ def _figure(chip, figure):
     return float(getattr(core.core_params(chip), figure))
 
 
-#: Matmul runs an engine-activity fact asked for, by key, so the kernel's time case (later in
-#: the same :func:`table` or :func:`case` call) reuses the run (~70 MB); emptied after each.
+#: Runs an engine-activity fact asked for (matmul, Mamba), by key, so the kernel's time case
+#: (later in the same :func:`table` or :func:`case` call) reuses the run (the Trn2 tiled matmul
+#: ~70 MB); emptied after each.
 _kept_runs: dict = {}
 
 
