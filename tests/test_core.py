@@ -213,6 +213,28 @@ def test_matmul_operands_must_be_in_sbuf():
         _run(to_sbuf, x=core.hbm(np.ones((128, 128))))
 
 
+def test_matmul_further_reads_are_checked_like_operands():
+    """``reads`` (an MX matmul's scales) must be SBUF tiles that something has written."""
+
+    def psum_read(ctx, x):
+        a = ctx.sbuf((128, 128), "bf16")
+        ctx.load(a, x)
+        ps = ctx.psum((128, 128))
+        ctx.matmul(ps, a, a)
+        ctx.matmul(ctx.psum((128, 128)), a, a, reads=[ps])
+
+    with pytest.raises(core.OperandPlacementError, match=r"scale operand.*PSUM.*from SBUF"):
+        _run(psum_read, x=core.hbm(np.ones((128, 128))))
+
+    def unwritten(ctx, x):
+        a = ctx.sbuf((128, 128), "bf16")
+        ctx.load(a, x)
+        ctx.matmul(ctx.psum((128, 128)), a, a, reads=[ctx.sbuf((16, 128), "bf16")])
+
+    with pytest.raises(core.UnwrittenReadError, match="nothing has written yet"):
+        _run(unwritten, x=core.hbm(np.ones((128, 128))))
+
+
 def test_reading_a_tile_never_written():
     def partial(ctx, x, y):
         t = ctx.sbuf((128, 64), "fp32", "scratch")

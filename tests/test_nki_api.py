@@ -500,6 +500,12 @@ def test_language_matmul_and_transpose(transpose_x):
     np.testing.assert_allclose(sim(k, x, b), a @ b, rtol=1e-5, atol=1e-4)
 
 
+def _op(name: str) -> int:
+    from trnlab.core import _program
+
+    return getattr(_program, name)
+
+
 def test_nc_matmul_mx_dequantises_x4_packed_operands():
     """NeuronCore-v4 MX matmul: packed value j of partition p is contraction row j*K + p; one
     E8M0 scale per 8 partitions x 4 packed values (the compact [K/8, F] scale layout)."""
@@ -542,6 +548,53 @@ def test_nc_matmul_mx_dequantises_x4_packed_operands():
         mv_scale,
     )
     assert run.flops == 2 * (4 * k_parts) * m * n  # the packed contraction is counted
+
+
+def test_nc_matmul_mx_waits_for_its_scales_and_guards_them():
+    """The scales are operands of the MX matmul: it starts only after the loads that write
+    them complete (RAW), and a later load into a scale tile waits for the matmul (WAR). The
+    scales are loaded behind a long unrelated transfer, so a matmul that ignored them could
+    start as soon as its x4 operands arrive."""
+    k_parts, m, n = 32, 16, 64
+
+    def k(s, mv, ss, ms, big, ss2):
+        ts = nl.ndarray((k_parts, m), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+        tm = nl.ndarray((k_parts, n), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+        nisa.dma_copy(dst=ts, src=s)
+        nisa.dma_copy(dst=tm, src=mv)
+        tb = nl.load(big)  # long, on the queue the scales follow
+        tss = nl.ndarray((k_parts // 8, m), dtype=nl.uint8, buffer=nl.sbuf)
+        tms = nl.ndarray((k_parts // 8, n), dtype=nl.uint8, buffer=nl.sbuf)
+        nisa.dma_copy(dst=tss, src=ss)
+        nisa.dma_copy(dst=tms, src=ms)
+        ps = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul_mx(dst=ps, stationary=ts, moving=tm, stationary_scale=tss, moving_scale=tms)
+        nisa.dma_copy(dst=tss, src=ss2)  # overwrites a scale the matmul reads
+        out = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, ps)
+        junk = nl.ndarray((k_parts // 8, m), dtype=nl.uint8, buffer=nl.shared_hbm)
+        nl.store(junk, tss)
+        keep = nl.ndarray(big.shape, dtype=big.dtype, buffer=nl.shared_hbm)
+        nl.store(keep, tb)
+        return out, junk, keep
+
+    run = nki.profile(k, chip="trn3")(
+        nki.hbm((k_parts, m), nl.float8_e4m3fn_x4),
+        nki.hbm((k_parts, n), nl.float8_e4m3fn_x4),
+        nki.hbm((k_parts // 8, m), nl.uint8),
+        nki.hbm((k_parts // 8, n), nl.uint8),
+        nki.hbm((128, 8192), nl.float32),
+        nki.hbm((k_parts // 8, m), nl.uint8),
+    )
+    t = run.program.table
+    mm = int(np.flatnonzero(t["op"] == _op("MATMUL"))[0])
+    loads = np.flatnonzero(t["op"] == _op("DMA_LOAD"))
+    scale_loads = [i for i in loads if t["partitions"][i] == k_parts // 8 and i < mm]
+    assert len(scale_loads) == 2
+    assert run.start[mm] >= max(run.end[i] for i in scale_loads)
+    later = [i for i in loads if i > mm]
+    assert later and run.start[later[0]] >= run.start[mm]
+    assert run.start[mm] > run.end[loads[1]]  # later than its x4 operands alone would allow
 
 
 # --- language helpers ---------------------------------------------------------------------------

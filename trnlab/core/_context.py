@@ -137,6 +137,9 @@ class KernelContext(EngineOps, NkiOps):
         self.progress = Progress()  # a progress line in notebooks once a run passes ~2 s
         self._tick = EVERY - 1
         self._dma_elements: dict[int, int] = {}  # strided DMAs: instruction -> elements moved
+        # Further tiles an instruction reads beyond its row's operands (an MX matmul's scales):
+        # instruction -> ((tile id, region), ...), for the dependencies.
+        self._extra_reads: dict[int, tuple] = {}
 
     def _fmt(self, fmt: str) -> int:
         i = self._fmt_ids.get(fmt)
@@ -530,14 +533,18 @@ class KernelContext(EngineOps, NkiOps):
         got = self._rates[fmt] = (p.tensor_rate[d], DTYPES.index(d))
         return got
 
-    def matmul(self, out, stationary, moving, accumulate: bool = False, packed: int = 1) -> int:
+    def matmul(
+        self, out, stationary, moving, accumulate: bool = False, packed: int = 1, reads=()
+    ) -> int:
         """Tensor Engine: ``out[M, N] (+)= stationary[K, M].T @ moving[K, N]`` in fp32 PSUM.
 
         The contraction runs over partitions (K <= 128). ``accumulate=False`` starts an
         accumulation group (overwrites), ``True`` adds to what the PSUM region holds.
         ``packed`` is the values each element of the inputs packs along the contraction
         (4 for NKI's ``_x4`` MX types, whose matmul contracts 4 x K): the instruction is
-        charged and counted as that many times the work of an unpacked one.
+        charged and counted as that many times the work of an unpacked one. ``reads`` are
+        further SBUF tiles the instruction reads (an MX matmul's scales): it waits for their
+        writes, and a later write to them waits for it.
 
         Raises
         ------
@@ -610,6 +617,16 @@ class KernelContext(EngineOps, NkiOps):
         fmt, dt = (stt.fmt, d1) if r1 <= r2 else (mvt.fmt, d2)
         self._check_read(st, "matmul")
         self._check_read(mv, "matmul")
+        extra = []
+        for x in reads:
+            v = self._view(x, "matmul scale operand")
+            if v.tile.space != "sbuf":
+                raise OperandPlacementError(
+                    f"matmul scale operand {v.tile.name!r} is in {v.tile.space.upper()}; the "
+                    f"Tensor Engine reads it from SBUF."
+                )
+            self._check_read(v, "matmul")
+            extra.append((v.tile.id, v.region))
         if accumulate:
             self._check_read(o, "matmul (accumulate)")
         key = (stt.id, sp0, sp1, sf0, sf1, stt.version)
@@ -621,6 +638,8 @@ class KernelContext(EngineOps, NkiOps):
              dt, reload, P.FLAG_OUT_READ if accumulate else 0, o.key, st.key, mv.key,
              -1, -1, -1, -1)
         )  # fmt: skip
+        if extra:
+            self._extra_reads[i] = tuple(extra)
         if not i & self._tick:
             self.progress.tick(i)
         self._wrote(o)
@@ -675,7 +694,9 @@ class KernelContext(EngineOps, NkiOps):
         for i, n in self._dma_elements.items():  # strided DMAs move their elements, not the box
             table["bytes"][i] = math.ceil(n * float(table["bits"][i]) / 8)
         n_engines = P.FIRST_DMA + self._n_queues
-        ptr, idx = dependencies(table, self._tiles, self._tensors, self.params, n_engines)
+        ptr, idx = dependencies(
+            table, self._tiles, self._tensors, self.params, n_engines, self._extra_reads
+        )
         tiles = tuple(
             P.TileRecord(
                 id=t.id,

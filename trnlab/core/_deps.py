@@ -42,8 +42,8 @@ def _deps_py(
     op,
     engine,
     flags,
-    ids,  # (n, 5): out, in0, in1, hbm, in2
-    regions,  # (n, 5, 4): region of each operand
+    ids,  # (n, 5 + x): out, in0, in1, hbm, in2, then x further tiles read (-1: none)
+    regions,  # (n, 5 + x, 4): region of each operand
     tile_space,
     tile_offset,
     tile_bits,
@@ -78,14 +78,15 @@ def _deps_py(
     last = np.full(n_engines, -1, np.int64)
     touched = np.empty(n_engines, np.int64)
     found = np.empty(64, np.int64)
-    acc_obj = np.empty(5, np.int64)
-    acc_rect = np.empty((5, 4), np.int64)
-    acc_write = np.empty(5, np.uint8)
+    slots = ids.shape[1]
+    acc_obj = np.empty(slots, np.int64)
+    acc_rect = np.empty((slots, 4), np.int64)
+    acc_write = np.empty(slots, np.uint8)
     for i in range(n):
         e = engine[i]
         # The accesses of instruction i: (object, rectangle, write?).
         na = 0
-        for slot in range(5):
+        for slot in range(slots):
             t = ids[i, slot]
             if t < 0:
                 continue
@@ -248,7 +249,7 @@ def _hbm_grid(shape, regions) -> tuple[int, int, int, int]:
     return _grid(r, c, rb, cb)
 
 
-def dependencies(table: np.ndarray, tiles, tensors, params, n_engines: int):
+def dependencies(table: np.ndarray, tiles, tensors, params, n_engines: int, extra=None):
     """CSR dependencies (``dep_ptr``, ``dep_idx``) of a recorded instruction table.
 
     Parameters
@@ -261,6 +262,9 @@ def dependencies(table: np.ndarray, tiles, tensors, params, n_engines: int):
     params : CoreParams
     n_engines : int
         Compute engines plus DMA queues.
+    extra : dict, optional
+        Instruction -> ``((tile id, region), ...)``: further tiles it reads beyond its row's
+        operands (an MX matmul's scales).
     """
     n = len(table)
     if n == 0:
@@ -306,6 +310,14 @@ def dependencies(table: np.ndarray, tiles, tensors, params, n_engines: int):
         ],
         1,
     ).astype(np.int64)
+    if extra:
+        width = max(len(v) for v in extra.values())
+        ids = np.concatenate([ids, np.full((n, width), -1, np.int64)], 1)
+        regions = np.concatenate([regions, np.full((n, width, 4), -1, np.int64)], 1)
+        for i, reads in extra.items():
+            for j, (tid, region) in enumerate(reads):
+                ids[i, 5 + j] = tid
+                regions[i, 5 + j] = region
     return _kernel()(
         table["op"].astype(np.int64),
         table["engine"].astype(np.int64),

@@ -304,8 +304,11 @@ def _replay(trace: Trace, ctx: KernelContext, pools: list[Pool] | None) -> list[
                 else:
                     ctx.store(hbm(dst), tile(src), dge=dge, flat=True, elements=n)
             elif kind == "matmul":
-                _, out, st, mv, acc, packed = op
-                ctx.matmul(tile(out), tile(st), tile(mv), accumulate=acc, packed=packed)
+                _, out, st, mv, acc, packed, reads = op
+                ctx.matmul(
+                    tile(out), tile(st), tile(mv), accumulate=acc, packed=packed,
+                    reads=[tile(x) for x in reads],
+                )  # fmt: skip
             else:  # transpose
                 _, out, src = op
                 ctx.transpose(tile(out), tile(src))

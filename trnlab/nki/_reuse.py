@@ -52,7 +52,7 @@ def _reads(op: tuple) -> tuple:
     if kind == "dma":
         return (op[2],)
     if kind == "matmul":
-        return (op[2], op[3]) + ((op[1],) if op[4] else ())
+        return (op[2], op[3], *op[6]) + ((op[1],) if op[4] else ())
     return (op[2],)  # transpose
 
 
@@ -80,7 +80,7 @@ def _rename(op: tuple, alias: dict) -> tuple:
     if kind == "dma":
         return ("dma", r(op[1]), r(op[2]), op[3], op[4])
     if kind == "matmul":
-        return ("matmul", r(op[1]), r(op[2]), r(op[3]), op[4], op[5])
+        return ("matmul", r(op[1]), r(op[2]), r(op[3]), op[4], op[5], tuple(map(r, op[6])))
     return ("transpose", r(op[1]), r(op[2]))
 
 

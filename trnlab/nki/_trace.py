@@ -11,7 +11,8 @@ Instruction records (``ops``):
 
 - ``("dma", dst, src, dge, elements)``: one of ``dst``/``src`` a tile ref, the other an HBM
   ref (a strided HBM access: its bounding rows, and the ``elements`` it moves; else None).
-- ``("matmul", out, stationary, moving, accumulate, packed)``
+- ``("matmul", out, stationary, moving, accumulate, packed, reads)``: ``reads`` the further
+  tiles the matmul reads (an MX matmul's two scale tiles), else ``()``.
 - ``("transpose", out, src)``
 - ``("op", name, engine, out, ins, elements, func)``: a Vector / Scalar / GpSimd instruction
   (``trnlab.core``'s ``nki_op``).

@@ -458,7 +458,7 @@ def nc_matmul(dst=None, stationary=None, moving=None, is_stationary_onezero=Fals
         old = _flat(dst) if acc else 0.0
         _put(dst, old + prod)
     _mark(dst._s, rd)
-    tr.add(("matmul", _ref(dst, rd), _ref(st, rs), _ref(mv, rm), acc, 1), api,
+    tr.add(("matmul", _ref(dst, rd), _ref(st, rs), _ref(mv, rm), acc, 1, ()), api,
            dst._s, st._s, mv._s, sig=None if acc else _layout(dst, st, mv))  # fmt: skip
     return ret
 
@@ -466,7 +466,7 @@ def nc_matmul(dst=None, stationary=None, moving=None, is_stationary_onezero=Fals
 def _retarget_matmul(tr, dst: NkiTensor, fresh: NkiTensor) -> None:
     """Make the last recorded matmul (into ``fresh``, a new PSUM tile no one has read)
     accumulate into ``dst`` instead: ``dst += nisa.nc_matmul(a, b)`` of older NKI editions."""
-    _, out, st, mv, _, packed = tr.ops[-1]
+    _, out, st, mv, _, packed, reads = tr.ops[-1]
     rd = dst._region()
     if rd[1] - rd[0] != out[2] - out[1] or rd[4] != out[4] - out[3] or rd[3] - rd[2] != rd[4]:
         raise HardwareRuleError(
@@ -480,7 +480,7 @@ def _retarget_matmul(tr, dst: NkiTensor, fresh: NkiTensor) -> None:
     dst._s.last = len(tr.ops) - 1
     if dst._s.first < 0:
         dst._s.first = dst._s.last
-    tr.ops[-1] = ("matmul", _ref(dst, rd), st, mv, acc, packed)
+    tr.ops[-1] = ("matmul", _ref(dst, rd), st, mv, acc, packed, reads)
     tr.sigs[-1] = None  # it now accumulates into dst: never dropped as a repeat
 
 
@@ -536,18 +536,19 @@ def nc_matmul_mx(dst, stationary, moving, stationary_scale, moving_scale, tile_p
                 f"nisa.{api}: {what} {sc.shape} must be [{k}, F] (scales in their quadrant) or "
                 f"[{k // 8}, F] with F = {math.prod(x.shape[1:])}"
             )
-        scales.append(sc)
+        scales.append((sc, r))
     if dst.dtype not in ("float32", "bfloat16"):
         raise FormatNotSupportedError(f"nisa.{api}: dst must be float32 or bfloat16")
     acc = _psum_written(dst._s, rd) if accumulate is None else bool(accumulate)
     if tr.numerics:
-        a = _unpack_mx(st, scales[0])
-        b = _unpack_mx(mv, scales[1])
+        a = _unpack_mx(st, scales[0][0])
+        b = _unpack_mx(mv, scales[1][0])
         prod = (a.T @ b).astype(np.float32)
         _put(dst, (_flat(dst) if acc else 0.0) + prod)
     _mark(dst._s, rd)
-    tr.add(("matmul", _ref(dst, rd), _ref(st, rs), _ref(mv, rm), acc, 4), api,
-           dst._s, st._s, mv._s, scales[0]._s, scales[1]._s)  # fmt: skip
+    reads = tuple(_ref(sc, r) for sc, r in scales)  # the scales: read like the operands
+    tr.add(("matmul", _ref(dst, rd), _ref(st, rs), _ref(mv, rm), acc, 4, reads), api,
+           dst._s, st._s, mv._s, *(sc._s for sc, _ in scales))  # fmt: skip
 
 
 def nc_transpose(dst=None, data=None, engine=engine.unknown, name=None):
