@@ -170,10 +170,25 @@ def test_sparse_peaks_follow_the_sparsity_rules():
         catalog.chip("trn3").peak_flops("mxfp8", sparse=True)
 
 
+def test_trainium3_plain_fp8_runs_at_the_bf16_rate_and_keeps_the_chip_page_reading():
+    """The NKI architecture guide gives non-MXFP8 input the BF16 data-path width (2x128
+    elements per cycle) and MXFP8 8x128; the chip page's Trn2-vs-Trn3 table prints the MX rate
+    as 'FP8'. The model uses the guide and keeps the other value on record."""
+    trn3 = catalog.chip("trn3")
+    assert trn3.peak_flops("fp8") == trn3.peak_flops("bf16") == pytest.approx(671e12)
+    assert trn3.peak_flops("mxfp8") == pytest.approx(2517e12)
+    fig = catalog.figure("trn3.peak.fp8")
+    assert {a.label: a.value for a in fig.alternatives}["chip-page table"] == 2517e12
+    rate = trn3.core.tensor_rate
+    assert rate["fp8"].value == 1 and rate["mxfp8"].value == 4
+    assert {a.label for a in rate["fp8"].alternatives} == {"arch-guide", "chip-page table"}
+
+
 def test_announced_trainium4_has_targets_only():
     trn4, trn3 = catalog.chip("trn4"), catalog.chip("trn3")
     assert trn4.status == "announced"
-    assert trn4.peak_flops("fp8") == pytest.approx(3 * trn3.peak_flops("fp8"))
+    # "3x the FP8 processing power": AWS's FP8 for Trainium3 is its MXFP8 rate (2.52 PF)
+    assert trn4.peak_flops("mxfp8") == pytest.approx(3 * 2.517e15)
     assert trn4.hbm_bandwidth == pytest.approx(4 * trn3.hbm_bandwidth)
     with pytest.raises(CatalogError, match="announced"):
         _ = trn4.hbm_bytes
