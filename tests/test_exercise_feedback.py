@@ -116,17 +116,18 @@ WRONG = {
         (lambda r: r * 1e9, "not the number 368"),
     ],
     "lab02.memory_bound_on": [
-        (lambda r: "trn2", "trn2's fp8 ridge point is 427 FLOP/B"),
-        (lambda r: "trn1", "trn1's fp8 ridge point is 337 FLOP/B"),
+        (lambda r: "trn2", "work out trn2's 8-bit ridge (its fp8 peak"),
+        (lambda r: "trn1", "on trn1 the kernel is compute-bound"),
     ],
     "lab02.matmul_us": [
         (lambda r: 57, "A figure near the memory bound takes the smaller roof"),
         (lambda r: 1, "No kernel beats the roofline"),
     ],
     "lab03.matmul_ns": [
-        (lambda r: 544 / 2.8, "32 cycles in trnlab's model"),
-        (lambda r: 997 / 2.8, "until the result is in PSUM"),
-        (lambda r: 512 / 2.4, "that uses trn2's 2.4 GHz clock"),
+        (lambda r: 288 / 2.8, "32 cycles in trnlab's model"),
+        (lambda r: 741 / 2.8, "until the result is in PSUM"),
+        (lambda r: 256 / 2.4, "that uses trn2's 2.4 GHz clock"),
+        (lambda r: 512 / 2.8, "a full 512-column moving tile"),
         (lambda r: r / 1e3, "it looks like us"),
     ],
     "lab03.reloads": [
@@ -142,11 +143,12 @@ WRONG = {
     "lab03.tiled_us": [
         (lambda r: _lab03_matmuls() * 512 / 2.8e3, "but not the loads"),
         (lambda r: _lab03_bytes() / 272e3, "assumes the DMA streams at full"),
+        (lambda r: r + 18, "plus the 18 us launch overhead"),
     ],
     "lab03.first_compute_bound": [
-        (lambda r: "blocked_mn", "about 205 FLOP/B"),
-        (lambda r: "pipelined", "an earlier kernel already is"),
-        (lambda r: "tiled", "about 100 FLOP/B"),
+        (lambda r: "blocked_mn", "fall short of the ridge"),
+        (lambda r: "pipelined", "check the ones before it"),
+        (lambda r: "tiled", "work out its FLOPs per byte"),
     ],
     "lab06.max_finite": [
         (lambda r: 2.0 ** math.floor(math.log2(r)), "leaves out the mantissa"),

@@ -15,7 +15,7 @@ from ._predict import Prediction
 
 __all__ = [
     "CHIPS",
-    "FORMAT",
+    "EIGHT_BIT",
     "INTENSITY",
     "MATMUL",
     "matmul_us",
@@ -25,9 +25,12 @@ __all__ = [
 ]
 
 CHIPS = ("trn1", "trn2", "trn3")
-#: The arithmetic intensity of the roofline question (FLOP per HBM byte), and its format.
+#: The arithmetic intensity of the roofline question (FLOP per HBM byte).
 INTENSITY = 500.0
-FORMAT = "fp8"
+#: Each generation's fastest 8-bit Tensor Engine format: plain fp8 runs at the bf16 rate on
+#: NeuronCore-v2 (cFP8) and v4 (non-MX input, the NKI architecture guide), at 2x on v3; the
+#: v4's 4x needs MXFP8.
+EIGHT_BIT = {"trn1": "fp8", "trn2": "fp8", "trn3": "mxfp8"}
 #: The tile of the SBUF question: [partitions, free elements] in bf16.
 TILE = (128, 2048)
 #: The matmul whose time the learner predicts: A[M x K] @ B[K x N], bf16, on trn2.
@@ -57,8 +60,8 @@ def _ridge() -> float:
     return p.peak_flops("bf16") / p.dma_bandwidth
 
 
-def _core_ridge(chip: str, fmt: str = FORMAT) -> float:
-    return _params(chip).peak_flops(fmt) / _params(chip).dma_bandwidth
+def _core_ridge(chip: str) -> float:
+    return _params(chip).peak_flops(EIGHT_BIT[chip]) / _params(chip).dma_bandwidth
 
 
 def _memory_bound_on() -> str:
@@ -149,30 +152,31 @@ ridge = Exercise(
 
 memory_bound_on = Exercise(
     "lab02.memory_bound_on",
-    f"A kernel in {FORMAT} (8-bit) does {INTENSITY:g} FLOPs per byte it moves between HBM and "
-    f"SBUF, on one NeuronCore. On which generation's core is it memory-bound: "
-    f"{', '.join(CHIPS)}?",
+    f"A kernel in its core's fastest 8-bit format (fp8 on trn1 and trn2, MXFP8 on trn3) does "
+    f"{INTENSITY:g} FLOPs per byte it moves between HBM and SBUF, on one NeuronCore. On which "
+    f"generation's core is it memory-bound: {', '.join(CHIPS)}?",
     _lazy(
         lambda: choice(
             _memory_bound_on(),
             list(CHIPS),
             explain={
-                c: f"{c}'s {FORMAT} ridge point is {_core_ridge(c):.0f} FLOP/B, below "
-                f"{INTENSITY:g}: the kernel is compute-bound there"
+                c: f"on {c} the kernel is compute-bound: work out {c}'s 8-bit ridge (its "
+                f"{EIGHT_BIT[c]} peak over its DMA bandwidth) and compare it with "
+                f"{INTENSITY:g} FLOP/B"
                 for c in CHIPS
             },
         )
     ),
     hints=(
         "Memory-bound means the intensity is below the ridge point.",
-        f"Work out each generation's ridge from the table of section 1: the {FORMAT} peak of a "
-        "core over its DMA bandwidth.",
-        "An 8-bit format raises the peak (2x on NeuronCore-v3, 4x with MX on v4) but not the "
-        "bandwidth.",
+        "Work out each generation's ridge from the table of section 1: the 8-bit peak of a core "
+        "over its DMA bandwidth.",
+        "An 8-bit format raises the peak (2x with fp8 on NeuronCore-v3, 4x with MXFP8 on v4) but "
+        "not the bandwidth.",
     ),
     solution=_memory_bound_on,
-    solution_text="memory_bound_on = 'trn3'   # fp8 ridges: trn1 337 FLOP/B (cFP8 at the bf16 "
-    "rate), trn2 427, trn3 596",
+    solution_text="memory_bound_on = 'trn3'   # 8-bit ridges: trn1 337 FLOP/B (cFP8 at the bf16 "
+    "rate), trn2 427 (fp8), trn3 596 (MXFP8)",
     # trn3's fp8 ridge decides it; the page must not show it before the question.
     giveaways=("596",),
 )
@@ -222,7 +226,8 @@ matmul_us = Prediction(
     "lab02.matmul_us",
     f"Predict before the next cell runs it: how long does one NeuronCore-v3 (trn2) take for "
     f"the bf16 matmul A[{MATMUL[0]} x {MATMUL[1]}] @ B[{MATMUL[1]} x {MATMUL[2]}] with the "
-    "pipelined kernel, which reads A about twice and B once? Answer in microseconds.",
+    "pipelined kernel, which reads A about twice and B once? Answer in microseconds, for the "
+    "kernel body (without the launch overhead).",
     _matmul_us,
     what="the time",
     unit="us",
