@@ -166,6 +166,8 @@ class NkiTensor:
         return f"NkiTensor({self.name!r}, {self.buffer!r}, shape={self.shape}, dtype={self.dtype})"
 
     def __bool__(self):
+        if not self._s.on_chip:  # `if bias:` on a kernel argument: an optional input was given
+            return True
         raise TypeError(
             "an NKI tensor has no truth value while the kernel is traced (its values exist only "
             "at run time); compare shapes or use nl.equal / nisa.affine_select on the device"
@@ -245,7 +247,7 @@ class NkiTensor:
                 if not -n <= i < n:
                     raise _index_error(f"index {i} is outside 0..{n - 1} of dim {dim} of {self}")
                 off += (i % n) * s
-                if on_chip and dim == 0:
+                if on_chip and dim == 0 and s == self._s.free:  # the partitions (not a block)
                     shape.append(1)
                     strides.append(s)
                 else:

@@ -427,12 +427,13 @@ def nc_matmul(dst=None, stationary=None, moving=None, is_stationary_onezero=Fals
 
     ``accumulate=None`` (NKI's default) overwrites where ``dst`` has not been written since it
     was allocated and adds where it has; ``True`` adds, ``False`` overwrites. Older form:
-    ``nisa.nc_matmul(stationary, moving)`` returns a new PSUM tile.
+    ``nisa.nc_matmul(stationary, moving)`` (or by keyword) returns a new PSUM tile.
     """
     api = "nc_matmul"
     tr = current()
-    if moving is None:  # nisa.nc_matmul(stationary, moving) of older NKI editions
-        stationary, moving = dst, stationary
+    if moving is None or dst is None:  # nisa.nc_matmul(stationary, moving) of older editions
+        if moving is None:
+            stationary, moving = dst, stationary
         st0 = _tensor(stationary, "stationary", api)
         mv0 = _tensor(moving, "moving", api)
         m = math.prod(st0.shape[1:])
@@ -623,10 +624,26 @@ def tensor_copy(dst=None, src=None, engine=engine.unknown, name=None, dtype=None
     return ret
 
 
-def memset(dst, value, engine=engine.unknown, name=None):
-    """Fill ``dst`` with ``value`` (Vector engine by default, or GpSimd)."""
+def memset(dst=None, value=None, engine=engine.unknown, name=None, shape=None, dtype=None):
+    """Fill ``dst`` with ``value`` (Vector engine by default, or GpSimd). Older form:
+    ``nisa.memset(shape, value, dtype)`` fills and returns a new SBUF tile."""
     api = "memset"
     tr = current()
+    ret = None
+    if shape is not None or isinstance(dst, (tuple, list)):  # the older form
+        if shape is None:
+            shape = dst
+        kinds = type(tensor_engine)  # the engine enum (this function's argument shadows it)
+        if dtype is None and not isinstance(engine, kinds):
+            dtype, engine = engine, kinds.unknown  # memset(shape, value, dtype)
+        if dtype is None:
+            raise KernelArgumentError(
+                f"nisa.{api}(shape, value, dtype): the older form needs a dtype for its new tile"
+            )
+        dst = ret = _new(_chip_shape(tuple(int(x) for x in shape)), dtype, MemoryRegion.sbuf,
+                         depth=5)  # fmt: skip
+    if value is None:
+        raise KernelArgumentError(f"nisa.{api}: give the value to fill with (value=...)")
     dst = _tensor(dst, "dst", api)
     eng = _engine(engine, ("vector", "gpsimd"), "vector", api)
     _no_psum(eng, api, dst)
@@ -639,6 +656,7 @@ def memset(dst, value, engine=engine.unknown, name=None):
         a = dst._arr()
         a[...] = round_to(np.full(a.shape, value, np.float32), dst._s.dtype)
     _record(tr, "memset", eng, dst, rd, [], api)
+    return ret
 
 
 def _idle(cmd) -> bool:
@@ -974,12 +992,24 @@ def affine_select(dst, pattern, channel_multiplier, on_true_tile, on_false_value
     _record(tr, "gpsimd", "gpsimd", dst, rd, [(src, r)], api)
 
 
-def bn_stats(dst, data, name=None):
+def _stats_form(dst, data, dtype, width: int, api: str):
+    """``(dst, data, returned)`` of bn_stats / bn_aggr called as NKI does (``dst=, data=``) or
+    in the older value-returning form (``f(data)``: a new ``[P, width]`` SBUF tile)."""
+    if data is None:
+        data = _tensor(dst, "data", api)
+        dst = _new((data.shape[0], width), dtype or "float32", MemoryRegion.sbuf, depth=5)
+        return dst, data, dst
+    return dst, data, None
+
+
+def bn_stats(dst=None, data=None, name=None, dtype=None):
     """Vector engine: per partition, ``(count, mean, variance * count)`` of the even and of the
     odd elements of ``data`` (at most ``nl.tile_size.bn_stats_fmax`` = 512 per partition), six
-    values; :func:`bn_aggr` combines them into mean and variance."""
+    values; :func:`bn_aggr` combines them into mean and variance. Older form:
+    ``nisa.bn_stats(data)`` returns a new ``[P, 6]`` tile."""
     api = "bn_stats"
     tr = current()
+    dst, data, ret = _stats_form(dst, data, dtype, 6, api)
     dst = _tensor(dst, "dst", api)
     data = _tensor(data, "data", api)
     rd = _where(dst, _ON_CHIP, "dst", api)
@@ -1006,13 +1036,16 @@ def bn_stats(dst, data, name=None):
             out += [np.full(x.shape[0], n, np.float64), mean, m2]
         _put(dst, np.stack(out, 1))
     _record(tr, "reduce", "vector", dst, rd, [(data, r)], api, elements=r[4])
+    return ret
 
 
-def bn_aggr(dst, data, name=None):
+def bn_aggr(dst=None, data=None, name=None, dtype=None):
     """Vector engine: combine ``(count, mean, variance * count)`` triples (one or more
-    ``bn_stats`` outputs side by side) into ``(mean, variance)`` per partition."""
+    ``bn_stats`` outputs side by side) into ``(mean, variance)`` per partition. Older form:
+    ``nisa.bn_aggr(data)`` returns a new ``[P, 2]`` tile."""
     api = "bn_aggr"
     tr = current()
+    dst, data, ret = _stats_form(dst, data, dtype, 2, api)
     dst = _tensor(dst, "dst", api)
     data = _tensor(data, "data", api)
     rd = _where(dst, _ON_CHIP, "dst", api)
@@ -1034,6 +1067,7 @@ def bn_aggr(dst, data, name=None):
         var = (m2 + cnt * (mean - mu[:, None]) ** 2).sum(axis=1) / safe
         _put(dst, np.stack([mu, var], 1))
     _record(tr, "reduce", "vector", dst, rd, [(data, r)], api, elements=r[4])
+    return ret
 
 
 def _scan_py(a, b, init, f0, f1, rev0, rev1):
@@ -1046,13 +1080,29 @@ def _scan_py(a, b, init, f0, f1, rev0, rev1):
     return out
 
 
-def tensor_tensor_scan(dst, data0, data1, initial, op0, op1, reverse0=False, reverse1=False,
-                       name=None):  # fmt: skip
+def tensor_tensor_scan(dst=None, data0=None, data1=None, initial=None, op0=None, op1=None,
+                       reverse0=False, reverse1=False, name=None, dtype=None):  # fmt: skip
     """Vector engine scan along the free axes: ``dst[:, i] = op1(op0(data0[:, i], dst[:, i-1]),
     data1[:, i])`` from ``initial`` (a number or a ``[P, 1]`` tile): a linear recurrence (a
-    selective scan) in one instruction."""
+    selective scan) in one instruction. Older form: ``nisa.tensor_tensor_scan(data0, data1,
+    initial, op0, op1)`` returns a new SBUF tile."""
     api = "tensor_tensor_scan"
     tr = current()
+    ret = None
+    if op1 is None and data1 is not None and initial is not None:  # older, all positional
+        data0, data1, initial, op0, op1 = dst, data0, data1, initial, op0
+        dst = None
+    elif data1 is None and op1 is not None:  # older, initial / op0 / op1 by keyword
+        data0, data1 = dst, data0
+        dst = None
+    if dst is None:
+        x = _tensor(data0, "data0", api)
+        dst = ret = _new(x.shape, dtype or x.dtype, MemoryRegion.sbuf, depth=5)
+    if data0 is None or data1 is None or initial is None or op0 is None or op1 is None:
+        raise KernelArgumentError(
+            f"nisa.{api} needs data0, data1, initial, op0 and op1 (and dst, or the older "
+            f"form that returns a new tile)"
+        )
     dst = _tensor(dst, "dst", api)
     a = _tensor(data0, "data0", api)
     b = _tensor(data1, "data1", api)
@@ -1080,6 +1130,7 @@ def tensor_tensor_scan(dst, data0, data1, initial, op0, op1, reverse0=False, rev
                 res = _scan_py(x, y, init, N.ALU[n0], N.ALU[n1], reverse0, reverse1)
         _put(dst, res)
     _record(tr, "tensor_tensor_scan", "vector", dst, rd, ins, api)
+    return ret
 
 
 def get_nc_version() -> nc_version:

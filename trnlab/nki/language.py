@@ -150,7 +150,9 @@ tile_size = _TileSize()
 
 
 class par_dim(int):
-    """Marks the partition dimension of a shape (older NKI editions); an int."""
+    """Marks the partition dimension of a shape (older NKI editions); an int. Dimensions
+    before it are blocks: ``nl.ndarray((2, nl.par_dim(128), 64), ..., buffer=nl.sbuf)`` is two
+    [128, 64] tiles side by side on the same partitions, ``t[i]`` the i-th of them."""
 
 
 # --- tensors -----------------------------------------------------------------------------------
@@ -161,6 +163,53 @@ def _shape(shape) -> tuple[int, ...]:
         return tuple(int(x) for x in shape)
     except (TypeError, ValueError):
         raise KernelArgumentError(f"a shape is a tuple of integers, not {shape!r}") from None
+
+
+def _par_position(shape) -> int:
+    """Where ``nl.par_dim`` marks the partition dimension of ``shape`` (0 if unmarked)."""
+    if isinstance(shape, (tuple, list)):
+        for i, x in enumerate(shape):
+            if isinstance(x, par_dim):
+                return i
+    return 0
+
+
+def _new_tensor(shape, dtype, buffer, name: str, fill=None) -> NkiTensor:
+    """A new tensor; with ``nl.par_dim`` after block dimensions, an on-chip tensor is stored
+    with the partitions first (the blocks side by side along the free axis, as the compiler
+    lays them out) and seen through a view in the declared order."""
+    k = _par_position(shape)
+    shape = _shape(shape)
+    on_chip = buffer is sbuf or buffer is psum
+    if k == 0 or not on_chip:
+        t = current().tensor(shape, dtype_info(dtype), buffer, name)
+        if fill is not None:
+            _fill(t, fill, buffer)
+        return t
+    phys = (shape[k], *shape[:k], *shape[k + 1 :])
+    if buffer is psum and math.prod(phys[1:]) > current().params.psum_free_max:
+        raise NotModelledError(
+            f"a PSUM tensor of shape {shape} with par_dim at position {k} holds "
+            f"{math.prod(shape[:k])} blocks of {math.prod(shape[k + 1 :])} accumulators, more "
+            f"than one PSUM tile; blocks spanning several PSUM banks are not modelled yet in "
+            f"trnlab.nki. Declare one PSUM tile per block (nl.ndarray(({shape[k]}, "
+            f"{', '.join(map(str, shape[k + 1 :]))}), ..., buffer=nl.psum))."
+        )
+    t = current().tensor(phys, dtype_info(dtype), buffer, name)
+    if fill is not None:
+        _fill(t, fill, buffer)
+    # A block dimension of size 1 gets stride 0, so the partition dimension stays the only
+    # one whose stride is a partition's length (indexing keeps it, and drops the blocks).
+    strides = t.strides
+    blocks = tuple(0 if n == 1 else s for n, s in zip(shape[:k], strides[1 : k + 1], strict=True))
+    return NkiTensor(t._s, tuple(shape), (*blocks, strides[0], *strides[k + 1 :]), t.offset)
+
+
+def _fill(t: NkiTensor, value, buffer) -> None:
+    if buffer in (sbuf, psum):
+        _isa.memset(t, value)
+    elif t._s.data is not None:
+        t._s.data[...] = value
 
 
 def ndarray(shape, dtype, buffer=sbuf, name: str = "", address=None) -> NkiTensor:
@@ -178,16 +227,11 @@ def ndarray(shape, dtype, buffer=sbuf, name: str = "", address=None) -> NkiTenso
         raise KernelArgumentError(
             f"buffer must be nl.sbuf, nl.psum, nl.hbm or nl.shared_hbm, not {buffer!r}"
         )
-    return current().tensor(_shape(shape), dtype_info(dtype), buffer, name)
+    return _new_tensor(shape, dtype, buffer, name)
 
 
 def _filled(shape, value, dtype, buffer, name) -> NkiTensor:
-    t = current().tensor(_shape(shape), dtype_info(dtype), buffer, name)
-    if buffer in (sbuf, psum):
-        _isa.memset(t, value)
-    elif t._s.data is not None:
-        t._s.data[...] = value
-    return t
+    return _new_tensor(shape, dtype, buffer, name, fill=value)
 
 
 def zeros(shape, dtype, buffer=sbuf, name: str = "") -> NkiTensor:
@@ -212,14 +256,17 @@ def empty_like(x, dtype=None, buffer=None, name: str = "") -> NkiTensor:
     return ndarray(x.shape, dtype or x.dtype, buffer or x.buffer, name)
 
 
-def shared_constant(constant) -> NkiTensor:
-    """A ``shared_hbm`` tensor holding ``constant`` (a numpy array; loaded with the model)."""
+def shared_constant(constant, dtype=None) -> NkiTensor:
+    """A ``shared_hbm`` tensor holding ``constant`` (a numpy array; loaded with the model),
+    its values rounded to ``dtype`` when one is given."""
     if isinstance(constant, str):
         constant = np.load(constant)
     a = np.asarray(constant)
     from ._dtypes import from_numpy, values_of
 
-    d = from_numpy(a, "nl.shared_constant")
+    d = from_numpy(a, "nl.shared_constant") if dtype is None else dtype_info(dtype)
+    if dtype is not None:
+        a = a.astype(np.float32)
     tr = current()
     t = tr.tensor(a.shape if a.ndim else (1,), d, shared_hbm, "constant")
     t._s.input = True
@@ -570,11 +617,17 @@ def transpose(x, dtype=None) -> NkiTensor:
 def matmul(x, y, transpose_x=False) -> NkiTensor:
     """``x @ y`` into a new PSUM tile (float32). With ``transpose_x=True``, ``x`` is already
     ``[K, M]`` (the stationary operand); otherwise ``x`` is ``[M, K]`` and is first transposed
-    on the Tensor Engine and copied back to SBUF, as the compiler would."""
+    on the Tensor Engine and copied back to SBUF, as the compiler would. An operand in PSUM
+    (the result of an earlier nl.matmul or nl.transpose) is copied to SBUF first, as the
+    compiler inserts that copy too."""
     x = _isa._tensor(x, "x", "matmul")
     y = _isa._tensor(y, "y", "matmul")
     if not transpose_x:
         x = copy(transpose(x))
+    elif x.buffer is psum:
+        x = copy(x)
+    if y.buffer is psum:
+        y = copy(y)
     return _isa.nc_matmul(x, y)
 
 
@@ -784,10 +837,22 @@ _KNOWN = frozenset(
 )
 
 
+#: What to write instead of a not-modelled name, where there is a direct rewrite.
+_ADVICE = {
+    "arange": "Index tiles with slices instead (t[0:128, 0:512], or nl.ds(start, size) for a "
+    "computed start): x[i_p, i_f] with i_p = nl.arange(128)[:, None] and i_f = "
+    "nl.arange(512)[None, :] is x[0:128, 0:512].",
+    "mgrid": "Index tiles with slices instead: i_p, i_f = nl.mgrid[0:128, 0:512] then x[i_p, i_f] "
+    "is x[0:128, 0:512] (nl.ds(start, size) for a computed start).",
+    "spmd_dim": "Launch the kernel on a grid (kernel[2, 2](...)) and read nl.program_id(axis) "
+    "instead.",
+}
+
+
 def __getattr__(name: str):
     if name.startswith("__"):
         raise AttributeError(name)
-    raise missing("nki.language", name, _MODELLED, _KNOWN)
+    raise missing("nki.language", name, _MODELLED, _KNOWN, _ADVICE)
 
 
 MemoryRegion = MemoryRegion

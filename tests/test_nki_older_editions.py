@@ -1,0 +1,198 @@
+"""Forms of older NKI editions (SDK 2.20-2.26 tutorials and API examples) that run unchanged:
+``nl.par_dim`` after block dimensions, the value-returning ``nisa`` calls, ``nl.matmul`` of a
+PSUM operand, ``nl.shared_constant(dtype=)``, ``if hbm_arg:``, and the not-modelled message
+that says what to write instead of ``nl.arange``. Each result is checked against numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import trnlab.nki as nki
+import trnlab.nki.isa as nisa
+import trnlab.nki.language as nl
+from trnlab import formats
+
+RNG = np.random.default_rng(77)
+
+
+def sim(fn, *args, chip="trn2"):
+    return nki.simulate(fn, chip=chip)(*args)
+
+
+def rand(*shape):
+    return RNG.uniform(-2.0, 2.0, shape).astype(np.float32)
+
+
+# --- par_dim after block dimensions ------------------------------------------------------------
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(blocks=st.integers(1, 4), free=st.sampled_from([32, 64, 128]))
+def test_par_dim_after_blocks_makes_side_by_side_tiles(blocks, free):
+    """(blocks, par_dim(128), free): block i is the tile t[i] of shape [128, free]; each is used
+    as a matmul's stationary operand (M = free <= 128), which needs the partitions on K."""
+    a = rand(128, blocks * free)  # a_t: K = 128 rows, blocks of M = free columns
+    b = rand(128, 256)
+
+    def k(a_t, rhs):
+        t = nl.ndarray((blocks, nl.par_dim(128), free), dtype=nl.float32, buffer=nl.sbuf)
+        assert t[0].shape == (128, free)
+        rt = nl.load(rhs)
+        out = nl.ndarray((blocks * free, 256), dtype=nl.float32, buffer=nl.shared_hbm)
+        for i in nl.affine_range(blocks):
+            t[i] = nl.load(a_t[:, i * free : (i + 1) * free])
+        for i in nl.affine_range(blocks):
+            ps = nisa.nc_matmul(t[i], rt)
+            nl.store(out[i * free : (i + 1) * free, :], ps)
+        return out
+
+    got = sim(k, a, b)
+    np.testing.assert_allclose(got, a.T @ b, rtol=1e-5, atol=1e-4)
+
+
+def test_par_dim_blocks_of_zeros_and_of_psum_within_a_bank():
+    def k(x):
+        z = nl.zeros((3, nl.par_dim(128), 16), dtype=nl.float32, buffer=nl.sbuf)
+        ps = nl.ndarray((2, nl.par_dim(128), 256), dtype=nl.float32, buffer=nl.psum)
+        xt = nl.load(x)
+        ps[1] = nisa.nc_matmul(xt[:, 0:128], xt)  # [128 x 128].T @ [128 x 256]
+        out = nl.ndarray((128, 16 + 256), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out[:, 0:16], z[2])
+        nl.store(out[:, 16:], ps[1])
+        return out
+
+    x = rand(128, 256)
+    got = sim(k, x)
+    np.testing.assert_array_equal(got[:, :16], 0.0)
+    np.testing.assert_allclose(got[:, 16:], x[:, :128].T @ x, rtol=1e-5, atol=1e-4)
+
+
+def test_par_dim_psum_blocks_beyond_one_bank_are_refused_with_the_rewrite():
+    def k(x):
+        nl.ndarray((2, nl.par_dim(128), 512), dtype=nl.float32, buffer=nl.psum)
+        return x
+
+    with pytest.raises(nki.NotModelledError, match="one PSUM tile per block"):
+        sim(k, rand(4, 4))
+
+
+# --- value-returning nisa calls of older editions ---------------------------------------------
+def test_older_nc_matmul_by_keyword_returns_a_psum_tile():
+    a, b = rand(128, 64), rand(128, 96)
+
+    def k(x, y):
+        ps = nisa.nc_matmul(stationary=nl.load(x), moving=nl.load(y))
+        out = nl.ndarray((64, 96), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, ps)
+        return out
+
+    np.testing.assert_allclose(sim(k, a, b), a.T @ b, rtol=1e-5, atol=1e-4)
+
+
+def test_older_bn_stats_and_bn_aggr_give_mean_and_variance():
+    x = rand(128, 512)
+
+    def k(a):
+        stats = nisa.bn_stats(nl.load(a))
+        mv = nisa.bn_aggr(stats)
+        out = nl.ndarray((128, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, mv)
+        return out
+
+    got = sim(k, x)
+    np.testing.assert_allclose(got[:, 0], x.mean(axis=1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got[:, 1], x.var(axis=1), rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("form", ["keywords", "positional"])
+def test_older_memset_makes_a_filled_tile(form):
+    def k(a):
+        if form == "keywords":
+            t = nisa.memset(shape=(128, 64), value=2.5, dtype=nl.bfloat16)
+        else:
+            t = nisa.memset((128, 64), 2.5, nl.bfloat16)
+        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, t)
+        return out
+
+    np.testing.assert_array_equal(sim(k, rand(2, 2)), np.full((128, 64), 2.5, np.float32))
+
+
+@pytest.mark.parametrize("form", ["keywords", "positional"])
+def test_older_tensor_tensor_scan_returns_the_recurrence(form):
+    a, b = rand(128, 64), rand(128, 64)
+
+    def k(x, y):
+        xt, yt = nl.load(x), nl.load(y)
+        if form == "keywords":
+            s = nisa.tensor_tensor_scan(xt, yt, initial=0.5, op0=nl.multiply, op1=nl.add)
+        else:
+            s = nisa.tensor_tensor_scan(xt, yt, 0.5, nl.multiply, nl.add)
+        out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, s)
+        return out
+
+    want = np.empty_like(a)
+    prev = np.full(128, 0.5, np.float32)
+    for j in range(64):
+        prev = (a[:, j] * prev + b[:, j]).astype(np.float32)
+        want[:, j] = prev
+    np.testing.assert_allclose(sim(k, a, b), want, rtol=1e-5, atol=1e-5)
+
+
+# --- nl helpers ------------------------------------------------------------------------------
+def test_nl_matmul_copies_a_psum_operand_to_sbuf_first():
+    x, y = rand(64, 128), rand(96, 128)
+
+    def k(a, b):
+        bt = nl.transpose(nl.load(b))  # [128 x 96] in PSUM
+        ps = nl.matmul(nl.load(a), bt)
+        out = nl.ndarray((64, 96), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, ps)
+        return out
+
+    np.testing.assert_allclose(sim(k, x, y), x @ y.T, rtol=1e-5, atol=1e-4)
+
+
+def test_shared_constant_rounds_to_its_dtype():
+    c = rand(4, 8)
+
+    def k(a):
+        h = nl.shared_constant(c, dtype=nl.bfloat16)
+        out = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, nl.load(h))
+        return out
+
+    np.testing.assert_array_equal(sim(k, rand(2, 2)), formats.quantize(c, "bf16"))
+
+
+def test_an_hbm_argument_is_truthy_and_a_tile_has_no_truth_value():
+    def k(a, bias):
+        t = nl.load(a)
+        if bias:  # an optional input was given
+            t = nl.add(t, nl.load(bias))
+        out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, t)
+        return out
+
+    x, b = rand(8, 16), rand(8, 16)
+    np.testing.assert_allclose(sim(k, x, b), x + b, rtol=1e-6)
+
+    def tile_test(a):
+        if nl.load(a):
+            pass
+        return a
+
+    with pytest.raises(TypeError, match="no truth value"):
+        sim(tile_test, x)
+
+
+@pytest.mark.parametrize("name", ["arange", "mgrid"])
+def test_arange_and_mgrid_errors_say_what_to_write_instead(name):
+    with pytest.raises(nki.NotModelledError) as err:
+        getattr(nl, name)
+    msg = str(err.value)
+    assert f"nki.language.{name} is not modelled yet" in msg
+    assert "Index tiles with slices instead" in msg
+    assert msg.index("slices") < msg.index("Modelled in nki.language")
