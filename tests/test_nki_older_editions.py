@@ -196,3 +196,15 @@ def test_arange_and_mgrid_errors_say_what_to_write_instead(name):
     assert f"nki.language.{name} is not modelled yet" in msg
     assert "Index tiles with slices instead" in msg
     assert msg.index("slices") < msg.index("Modelled in nki.language")
+
+
+def test_nki_compiler_imports_and_each_directive_says_it_is_not_modelled():
+    import trnlab.nki.compiler as ncc
+
+    for name in ("skip_middle_end_transformations", "multi_buffer", "sbuf"):
+        with pytest.raises(nki.NotModelledError, match=rf"nki\.compiler\.{name} \(one of its"):
+            getattr(ncc, name)
+    with pytest.raises(nki.NotModelledError, match="Remove the directive"):
+        nki.compiler.enable_stack_allocator  # noqa: B018 - the attribute access raises
+    with pytest.raises(nki.NotModelledError, match="a name NKI's compiler module lacks"):
+        ncc.frobnicate  # noqa: B018

@@ -46,18 +46,17 @@ __all__ = [
 ]
 
 _MODELLED = ("jit", "simulate", "profile (trnlab)", "hbm (trnlab)", "language", "isa", "typing")
-_KNOWN = frozenset(
-    {"benchmark", "baremetal", "trace", "collectives", "compiler", "kernels", "tensor"}
-)
+# (nki.compiler is a stub module: trnlab.nki.compiler, whose every directive raises.)
+_KNOWN = frozenset({"benchmark", "baremetal", "trace", "collectives", "kernels", "tensor"})
 
 
 def __getattr__(name: str):
     if name.startswith("__"):
         raise AttributeError(name)
-    if name == "typing":  # annotations only: loaded when a kernel asks for it
-        import importlib
+    if name in ("typing", "compiler"):  # loaded when a kernel asks for it (compiler: a stub
+        import importlib  # whose every directive says it is not modelled)
 
-        return importlib.import_module(f"{__name__}.typing")
+        return importlib.import_module(f"{__name__}.{name}")
     if name == "benchmark":
         from ._errors import NotModelledError as E
 
