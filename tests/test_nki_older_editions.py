@@ -22,6 +22,12 @@ def sim(fn, *args, chip="trn2"):
     return nki.simulate(fn, chip=chip)(*args)
 
 
+def _op(name: str) -> int:
+    from trnlab.core import _program
+
+    return getattr(_program, name)
+
+
 def rand(*shape):
     return RNG.uniform(-2.0, 2.0, shape).astype(np.float32)
 
@@ -208,3 +214,168 @@ def test_nki_compiler_imports_and_each_directive_says_it_is_not_modelled():
         nki.compiler.enable_stack_allocator  # noqa: B018 - the attribute access raises
     with pytest.raises(nki.NotModelledError, match="a name NKI's compiler module lacks"):
         ncc.frobnicate  # noqa: B018
+
+
+# --- review fixes: blocks used whole, older-form dtypes and argument shapes --------------------
+def test_a_single_block_used_whole_is_its_tile_and_several_are_refused():
+    def one(a, big):
+        t = nl.ndarray((1, nl.par_dim(128), 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(t, 3.0)  # the one block: [128, 64]
+        u = nl.load(big)
+        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, t[0])
+        keep = nl.ndarray(big.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(keep, u)
+        return out, keep
+
+    got, _ = sim(one, rand(2, 2), rand(128, 512))
+    np.testing.assert_array_equal(got, 3.0)
+    run = nki.profile(one, chip="trn2")(
+        nki.hbm((2, 2), nl.float32), nki.hbm((128, 512), nl.float32)
+    )
+    t = run.program.table
+    memset = int(np.flatnonzero(t["op"] == _op("MEMSET"))[0])
+    assert t["partitions"][memset] == 128 and t["free"][memset] == 64
+    load = int(np.flatnonzero(t["op"] == _op("DMA_LOAD"))[0])
+    assert memset not in run.program.deps(load)  # the unrelated load does not wait for it
+
+    def several(a):
+        t = nl.ndarray((2, nl.par_dim(128), 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(t, 0.0)
+        return a
+
+    with pytest.raises(nki.NotModelledError, match=r"holds 2 blocks .*use t\[i\]"):
+        sim(several, rand(2, 2))
+
+
+def test_zeros_like_keeps_the_blocks_of_a_block_tensor():
+    def k(a):
+        t = nl.ndarray((2, nl.par_dim(128), 16), dtype=nl.float32, buffer=nl.sbuf)
+        z = nl.zeros_like(t)
+        assert z.shape == (2, 128, 16) and z[1].shape == (128, 16)
+        out = nl.ndarray((128, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, z[1])
+        return out
+
+    np.testing.assert_array_equal(sim(k, rand(2, 2)), 0.0)
+
+
+def test_a_stepped_partition_slice_keeps_its_partitions_when_indexed():
+    def k(a):
+        t = nl.load(a)  # [128, 16]
+        v = t[0:128:2][3]
+        assert v.shape == (1, 16)
+        out = nl.ndarray((1, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, v)
+        return out
+
+    x = rand(128, 16)
+    np.testing.assert_array_equal(sim(k, x), x[6:7])
+
+
+def test_older_forms_default_to_the_input_dtype_and_take_data_by_keyword():
+    def k(a):
+        t = nl.load(a, dtype=nl.bfloat16)
+        s = nisa.bn_stats(data=t)
+        m = nisa.bn_aggr(s)
+        assert s.dtype == m.dtype == "bfloat16"
+        x32, y16 = nl.load(a), nl.load(a, dtype=nl.bfloat16)
+        assert nisa.tensor_tensor_scan(y16, x32, 0.0, nl.multiply, nl.add).dtype == "float32"
+        out = nl.ndarray((128, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, m)
+        return out
+
+    x = rand(128, 64)
+    got = sim(k, x)
+    xb = formats.quantize(x, "bf16").astype(np.float64)
+    # bf16 statistics, then their bf16 aggregate: within a few bf16 steps of the bf16 mean
+    np.testing.assert_allclose(got[:, 0], xb.mean(axis=1), rtol=2e-2, atol=2e-3)
+
+
+def test_shared_constant_saturates_and_rounds_an_integer_dtype():
+    def k(a):
+        h = nl.shared_constant(np.array([[1.7, 300.0, -2.5, 2.5]], np.float32), dtype=nl.int8)
+        out = nl.ndarray((1, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, nl.load(h))
+        return out
+
+    np.testing.assert_array_equal(sim(k, rand(2, 2)), [[2.0, 127.0, -2.0, 2.0]])
+
+
+def test_nl_matmul_copies_a_psum_x_before_transposing_it_in_the_other_operands_dtype():
+    a, b = rand(128, 64), rand(128, 96)
+
+    def k(x, y):
+        xt = nl.transpose(nl.load(x))  # [M = 64, K = 128], fp32 in PSUM
+        ps = nl.matmul(xt, nl.load(y, dtype=nl.bfloat16))  # y: [K = 128, N = 96] in bf16
+        out = nl.ndarray((64, 96), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, ps)
+        return out
+
+    want = formats.quantize(a.T, "bf16").astype(np.float64) @ formats.quantize(b, "bf16")
+    np.testing.assert_allclose(sim(k, a, b), want, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda x, y: nisa.tensor_tensor_scan(x, y, 0.5, op0=nl.multiply, op1=nl.add),
+        lambda x, y: nisa.tensor_tensor_scan(x, y, 0.5, nl.multiply, op1=nl.add),
+        lambda x, y: nisa.tensor_tensor_scan(x, y, 0.5, nl.multiply, nl.add, False),
+    ],
+    ids=["ops-by-keyword", "op1-by-keyword", "reverse0-positional"],
+)
+def test_older_tensor_tensor_scan_in_mixed_forms(call):
+    a, b = rand(128, 32), rand(128, 32)
+
+    def k(x, y):
+        s = call(nl.load(x), nl.load(y))
+        out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, s)
+        return out
+
+    want = np.empty_like(a)
+    prev = np.full(128, 0.5, np.float32)
+    for j in range(32):
+        prev = (a[:, j] * prev + b[:, j]).astype(np.float32)
+        want[:, j] = prev
+    np.testing.assert_allclose(sim(k, a, b), want, rtol=1e-5, atol=1e-5)
+
+
+def test_older_memset_with_an_engine_keyword_and_nc_matmul_with_moving_by_keyword():
+    a, b = rand(128, 32), rand(128, 48)
+
+    def k(x, y):
+        t = nisa.memset((128, 32), 1.0, nl.float32, engine=nisa.gpsimd_engine)
+        ps = nisa.nc_matmul(nl.load(x), moving=nl.load(y))
+        out = nl.ndarray((32, 48), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, ps)
+        o2 = nl.ndarray((128, 32), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(o2, t)
+        return out, o2
+
+    got, ones = sim(k, a, b)
+    np.testing.assert_allclose(got, a.T @ b, rtol=1e-5, atol=1e-4)
+    np.testing.assert_array_equal(ones, 1.0)
+    with pytest.raises(nki.NotModelledError, match="mask="):
+        sim(lambda x: nisa.bn_stats(nl.load(x), mask=1), rand(8, 8))
+
+
+def test_a_psum_block_accumulated_with_plus_equals_records_no_extra_copy():
+    a, b = rand(128, 128), rand(128, 256)
+
+    def k(x, y):
+        ps = nl.zeros((2, nl.par_dim(128), 256), dtype=nl.float32, buffer=nl.psum)
+        for i in nl.affine_range(2):
+            ps[i] += nisa.nc_matmul(nl.load(x), nl.load(y))
+        out = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, ps[1])
+        return out
+
+    np.testing.assert_allclose(sim(k, a, b), a.T @ b, rtol=1e-5, atol=1e-4)
+    run = nki.profile(k, chip="trn2")(
+        nki.hbm((128, 128), nl.float32), nki.hbm((128, 256), nl.float32)
+    )
+    counts = run.program.counts()
+    # two memsets (zeros), two matmuls, one copy out of PSUM for the store: no PSUM->PSUM copies
+    assert counts["matmul"] == 2 and counts.get("copy", 0) == 1, counts

@@ -247,7 +247,7 @@ class NkiTensor:
                 if not -n <= i < n:
                     raise _index_error(f"index {i} is outside 0..{n - 1} of dim {dim} of {self}")
                 off += (i % n) * s
-                if on_chip and dim == 0 and s == self._s.free:  # the partitions (not a block)
+                if on_chip and dim == 0 and s >= self._s.free:  # partitions, not a block
                     shape.append(1)
                     strides.append(s)
                 else:
@@ -289,7 +289,16 @@ class NkiTensor:
     def __setitem__(self, key, value) -> None:
         from . import language as nl
 
-        nl._assign(self[key], value)
+        view = self[key]
+        if (
+            type(value) is NkiTensor
+            and value._s is view._s
+            and value.shape == view.shape
+            and value.strides == view.strides
+            and value.offset == view.offset
+        ):
+            return  # `t[i] += x` updated t[i] in place; the assignment back is the same view
+        nl._assign(view, value)
 
     # --- views --------------------------------------------------------------------------------
     def _view(self, shape, strides, offset=None) -> NkiTensor:
@@ -568,6 +577,15 @@ class NkiTensor:
         st = self._s
         shape, strides = self.shape, self.strides
         free = st.free
+        if len(shape) > 2 and strides[0] < free:  # block dimensions (nl.par_dim after them)
+            k = next((d for d, s in enumerate(strides) if s >= free), len(shape) - 1)
+            if math.prod(shape[:k]) > 1:
+                raise NotModelledError(
+                    f"{self} holds {math.prod(shape[:k])} blocks of [{', '.join(map(str, shape[k:]))}] "
+                    f"(nl.par_dim after block dimensions); an instruction takes one block at a "
+                    f"time: use t[i]"
+                )
+            shape, strides = shape[k:], strides[k:]
         off = self.offset
         p0 = off // free
         n0 = shape[0]

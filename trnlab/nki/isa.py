@@ -34,7 +34,7 @@ from trnlab.core import (
 from . import _numerics as N
 from . import _observe
 from ._dtypes import dtype_info, round_to
-from ._errors import missing, option
+from ._errors import NotModelledError, missing, option
 from ._tensor import MemoryRegion, NkiTensor
 from ._trace import current
 
@@ -431,9 +431,11 @@ def nc_matmul(dst=None, stationary=None, moving=None, is_stationary_onezero=Fals
     """
     api = "nc_matmul"
     tr = current()
-    if moving is None or dst is None:  # nisa.nc_matmul(stationary, moving) of older editions
+    if moving is None or dst is None or stationary is None:  # older: nc_matmul(stat, moving)
         if moving is None:
             stationary, moving = dst, stationary
+        elif stationary is None:  # nc_matmul(a, moving=b)
+            stationary = dst
         st0 = _tensor(stationary, "stationary", api)
         mv0 = _tensor(moving, "moving", api)
         m = math.prod(st0.shape[1:])
@@ -624,18 +626,34 @@ def tensor_copy(dst=None, src=None, engine=engine.unknown, name=None, dtype=None
     return ret
 
 
-def memset(dst=None, value=None, engine=engine.unknown, name=None, shape=None, dtype=None):
+def memset(dst=None, value=None, *rest, engine=None, name=None, shape=None, dtype=None,
+           mask=None):  # fmt: skip
     """Fill ``dst`` with ``value`` (Vector engine by default, or GpSimd). Older form:
-    ``nisa.memset(shape, value, dtype)`` fills and returns a new SBUF tile."""
+    ``nisa.memset(shape, value, dtype)`` fills and returns a new SBUF tile. The third
+    positional argument is the engine (current form) or the dtype (older form)."""
     api = "memset"
     tr = current()
     ret = None
+    kinds = type(tensor_engine)  # the engine enum (this function's argument shadows it)
+    if len(rest) > 2:
+        raise KernelArgumentError(
+            f"nisa.{api} takes at most 4 positional arguments (dst, value, engine, name)"
+        )
+    if rest:
+        if isinstance(rest[0], kinds):
+            if engine is not None:
+                raise KernelArgumentError(f"nisa.{api}: the engine is given twice")
+            engine = rest[0]
+        elif dtype is None:
+            dtype = rest[0]  # memset(shape, value, dtype) of older editions
+        else:
+            raise KernelArgumentError(f"nisa.{api}: the dtype is given twice")
+    if engine is None:
+        engine = kinds.unknown
+    _no_mask(mask, api)
     if shape is not None or isinstance(dst, (tuple, list)):  # the older form
         if shape is None:
             shape = dst
-        kinds = type(tensor_engine)  # the engine enum (this function's argument shadows it)
-        if dtype is None and not isinstance(engine, kinds):
-            dtype, engine = engine, kinds.unknown  # memset(shape, value, dtype)
         if dtype is None:
             raise KernelArgumentError(
                 f"nisa.{api}(shape, value, dtype): the older form needs a dtype for its new tile"
@@ -992,23 +1010,31 @@ def affine_select(dst, pattern, channel_multiplier, on_true_tile, on_false_value
     _record(tr, "gpsimd", "gpsimd", dst, rd, [(src, r)], api)
 
 
+def _no_mask(mask, api: str) -> None:
+    if mask is not None:
+        raise option(f"nisa.{api}", "mask= (predicated execution of older editions)",
+                     "index the tile with slices to act on part of it")  # fmt: skip
+
+
 def _stats_form(dst, data, dtype, width: int, api: str):
     """``(dst, data, returned)`` of bn_stats / bn_aggr called as NKI does (``dst=, data=``) or
-    in the older value-returning form (``f(data)``: a new ``[P, width]`` SBUF tile)."""
-    if data is None:
-        data = _tensor(dst, "data", api)
-        dst = _new((data.shape[0], width), dtype or "float32", MemoryRegion.sbuf, depth=5)
+    in the older value-returning form (``f(data)``: a new ``[P, width]`` SBUF tile of the
+    input's dtype unless ``dtype`` is given, as the older API reference says)."""
+    if data is None or dst is None:  # f(data) or f(data=data)
+        data = _tensor(dst if data is None else data, "data", api)
+        dst = _new((data.shape[0], width), dtype or data.dtype, MemoryRegion.sbuf, depth=5)
         return dst, data, dst
     return dst, data, None
 
 
-def bn_stats(dst=None, data=None, name=None, dtype=None):
+def bn_stats(dst=None, data=None, name=None, dtype=None, mask=None):
     """Vector engine: per partition, ``(count, mean, variance * count)`` of the even and of the
     odd elements of ``data`` (at most ``nl.tile_size.bn_stats_fmax`` = 512 per partition), six
     values; :func:`bn_aggr` combines them into mean and variance. Older form:
     ``nisa.bn_stats(data)`` returns a new ``[P, 6]`` tile."""
     api = "bn_stats"
     tr = current()
+    _no_mask(mask, api)
     dst, data, ret = _stats_form(dst, data, dtype, 6, api)
     dst = _tensor(dst, "dst", api)
     data = _tensor(data, "data", api)
@@ -1039,12 +1065,13 @@ def bn_stats(dst=None, data=None, name=None, dtype=None):
     return ret
 
 
-def bn_aggr(dst=None, data=None, name=None, dtype=None):
+def bn_aggr(dst=None, data=None, name=None, dtype=None, mask=None):
     """Vector engine: combine ``(count, mean, variance * count)`` triples (one or more
     ``bn_stats`` outputs side by side) into ``(mean, variance)`` per partition. Older form:
     ``nisa.bn_aggr(data)`` returns a new ``[P, 2]`` tile."""
     api = "bn_aggr"
     tr = current()
+    _no_mask(mask, api)
     dst, data, ret = _stats_form(dst, data, dtype, 2, api)
     dst = _tensor(dst, "dst", api)
     data = _tensor(data, "data", api)
@@ -1080,6 +1107,15 @@ def _scan_py(a, b, init, f0, f1, rev0, rev1):
     return out
 
 
+def _is_alu(x) -> bool:
+    """Whether ``x`` names an ALU operation (nl.add, np.multiply, "add"...)."""
+    try:
+        N.name_of(x, N.ALU, "op")
+    except (KernelArgumentError, NotModelledError, TypeError):
+        return False
+    return x is not None and not isinstance(x, numbers.Real)
+
+
 def tensor_tensor_scan(dst=None, data0=None, data1=None, initial=None, op0=None, op1=None,
                        reverse0=False, reverse1=False, name=None, dtype=None):  # fmt: skip
     """Vector engine scan along the free axes: ``dst[:, i] = op1(op0(data0[:, i], dst[:, i-1]),
@@ -1089,15 +1125,25 @@ def tensor_tensor_scan(dst=None, data0=None, data1=None, initial=None, op0=None,
     api = "tensor_tensor_scan"
     tr = current()
     ret = None
-    if op1 is None and data1 is not None and initial is not None:  # older, all positional
-        data0, data1, initial, op0, op1 = dst, data0, data1, initial, op0
+    if _is_alu(initial) and op0 is None:  # older: (data0, data1, initial, op0, op1=...)
+        data0, data1, initial, op0 = dst, data0, data1, initial
         dst = None
-    elif data1 is None and op1 is not None:  # older, initial / op0 / op1 by keyword
+    elif _is_alu(initial):  # older, positional: (data0, data1, initial, op0, op1[, reverse0...])
+        data0, data1, initial, op0, op1, reverse0, reverse1 = (
+            dst, data0, data1, initial, op0, op1 if op1 is not None else False, reverse0
+        )  # fmt: skip
+        dst = None
+    elif initial is None and data1 is not None and type(data1) is not NkiTensor:
+        data0, data1, initial = dst, data0, data1  # older: (data0, data1, initial, op0=, op1=)
+        dst = None
+    elif data1 is None:  # older, initial / op0 / op1 by keyword
         data0, data1 = dst, data0
         dst = None
-    if dst is None:
+    if dst is None:  # older form: a new tile of the more precise input's dtype (API reference)
         x = _tensor(data0, "data0", api)
-        dst = ret = _new(x.shape, dtype or x.dtype, MemoryRegion.sbuf, depth=5)
+        y = _tensor(data1, "data1", api)
+        wider = x if x._s.dtype.bits >= y._s.dtype.bits else y
+        dst = ret = _new(x.shape, dtype or wider.dtype, MemoryRegion.sbuf, depth=5)
     if data0 is None or data1 is None or initial is None or op0 is None or op1 is None:
         raise KernelArgumentError(
             f"nisa.{api} needs data0, data1, initial, op0 and op1 (and dst, or the older "

@@ -248,12 +248,21 @@ def full(shape, fill_value, dtype, buffer=sbuf, name: str = "") -> NkiTensor:
     return _filled(shape, fill_value, dtype, buffer, name)
 
 
+def _declared_shape(x: NkiTensor) -> tuple:
+    """``x``'s shape as declared: with the ``nl.par_dim`` marker where block dimensions come
+    before the partitions of an on-chip tensor."""
+    if x._s.on_chip and x.ndim > 2 and x.strides[0] < x._s.free:
+        k = next((d for d, s in enumerate(x.strides) if s >= x._s.free), 0)
+        return (*x.shape[:k], par_dim(x.shape[k]), *x.shape[k + 1 :])
+    return x.shape
+
+
 def zeros_like(x, dtype=None, buffer=None, name: str = "") -> NkiTensor:
-    return zeros(x.shape, dtype or x.dtype, buffer or x.buffer, name)
+    return zeros(_declared_shape(x), dtype or x.dtype, buffer or x.buffer, name)
 
 
 def empty_like(x, dtype=None, buffer=None, name: str = "") -> NkiTensor:
-    return ndarray(x.shape, dtype or x.dtype, buffer or x.buffer, name)
+    return ndarray(_declared_shape(x), dtype or x.dtype, buffer or x.buffer, name)
 
 
 def shared_constant(constant, dtype=None) -> NkiTensor:
@@ -262,7 +271,7 @@ def shared_constant(constant, dtype=None) -> NkiTensor:
     if isinstance(constant, str):
         constant = np.load(constant)
     a = np.asarray(constant)
-    from ._dtypes import from_numpy, values_of
+    from ._dtypes import from_numpy, round_to, values_of
 
     d = from_numpy(a, "nl.shared_constant") if dtype is None else dtype_info(dtype)
     if dtype is not None:
@@ -271,7 +280,8 @@ def shared_constant(constant, dtype=None) -> NkiTensor:
     t = tr.tensor(a.shape if a.ndim else (1,), d, shared_hbm, "constant")
     t._s.input = True
     if t._s.data is not None:
-        t._s.data[...] = values_of(a, d).reshape(t._s.data.shape)
+        v = values_of(a, d) if dtype is None else round_to(a, d)
+        t._s.data[...] = v.reshape(t._s.data.shape)
     return t
 
 
@@ -619,15 +629,16 @@ def matmul(x, y, transpose_x=False) -> NkiTensor:
     ``[K, M]`` (the stationary operand); otherwise ``x`` is ``[M, K]`` and is first transposed
     on the Tensor Engine and copied back to SBUF, as the compiler would. An operand in PSUM
     (the result of an earlier nl.matmul or nl.transpose) is copied to SBUF first, as the
-    compiler inserts that copy too."""
+    compiler inserts that copy too, in the other operand's dtype (the Tensor Engine multiplies
+    operands of one type)."""
     x = _isa._tensor(x, "x", "matmul")
     y = _isa._tensor(y, "y", "matmul")
+    if x.buffer is psum:
+        x = copy(x, dtype=None if y.buffer is psum else y.dtype)
+    if y.buffer is psum:
+        y = copy(y, dtype=x.dtype)
     if not transpose_x:
         x = copy(transpose(x))
-    elif x.buffer is psum:
-        x = copy(x)
-    if y.buffer is psum:
-        y = copy(y)
     return _isa.nc_matmul(x, y)
 
 
