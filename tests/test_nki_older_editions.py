@@ -379,3 +379,22 @@ def test_a_psum_block_accumulated_with_plus_equals_records_no_extra_copy():
     counts = run.program.counts()
     # two memsets (zeros), two matmuls, one copy out of PSUM for the store: no PSUM->PSUM copies
     assert counts["matmul"] == 2 and counts.get("copy", 0) == 1, counts
+
+
+@pytest.mark.parametrize(
+    ("op", "ref"),
+    [(nl.max, np.max), (nl.min, np.min), (nl.sum, np.sum), (np.max, np.max), (np.sum, np.sum)],
+    ids=["nl.max", "nl.min", "nl.sum", "np.max", "np.sum"],
+)
+def test_tensor_reduce_takes_a_reduction_function_as_its_op(op, ref):
+    """Older editions' attention kernels write nisa.tensor_reduce(op=nl.max, data=qk, axis=1):
+    the reduction names the ALU operation that folds the elements (maximum)."""
+    x = rand(128, 64)
+
+    def k(a):
+        r = nisa.tensor_reduce(op=op, data=nl.load(a), axis=1)
+        out = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, r)
+        return out
+
+    np.testing.assert_allclose(sim(k, x)[:, 0], ref(x, axis=1), rtol=1e-5, atol=1e-5)

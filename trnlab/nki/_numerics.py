@@ -150,7 +150,14 @@ _NUMPY = {
     np.equal: "equal",
     np.greater: "greater",
     np.less: "less",
+    np.max: "max",
+    np.min: "min",
+    np.sum: "sum",
+    np.prod: "prod",
 }
+# A reduction named by its nl / numpy reduction function (op=nl.max in older editions'
+# tensor_reduce) is the ALU operation that folds the elements.
+_REDUCTIONS = {"max": "maximum", "min": "minimum", "sum": "add", "prod": "multiply"}
 
 
 def register(fn, name: str) -> None:
@@ -165,6 +172,8 @@ def name_of(op, table: dict, what: str) -> str:
         name = _NUMPY.get(op) if not isinstance(op, str) else op
     if name in table:
         return name
+    if _REDUCTIONS.get(name) in table:
+        return _REDUCTIONS[name]
     raise KernelArgumentError(
         f"{what}: {getattr(op, '__name__', op)!r} is not one of its operators; it takes "
         f"nl.{', nl.'.join(table)}"

@@ -584,6 +584,13 @@ def prod(x, axis, dtype=None, keepdims=False) -> NkiTensor:
     return _reduce("multiply", x, axis, dtype, keepdims)
 
 
+# As an operator (op=nl.max in older editions' tensor_reduce), a reduction names the ALU
+# operation that folds the elements.
+for _fn, _name in ((sum, "sum"), (max, "max"), (min, "min"), (prod, "prod")):
+    N.register(_fn, _name)
+del _fn, _name
+
+
 def mean(x, axis, dtype=None, keepdims=False) -> NkiTensor:
     """Mean along the last free axes: a sum, then a multiply by 1/n (two Vector instructions;
     float32 intermediates)."""
