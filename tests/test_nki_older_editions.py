@@ -14,6 +14,7 @@ import trnlab.nki as nki
 import trnlab.nki.isa as nisa
 import trnlab.nki.language as nl
 from trnlab import formats
+from trnlab.core import KernelArgumentError
 
 RNG = np.random.default_rng(77)
 
@@ -194,14 +195,92 @@ def test_an_hbm_argument_is_truthy_and_a_tile_has_no_truth_value():
         sim(tile_test, x)
 
 
-@pytest.mark.parametrize("name", ["arange", "mgrid"])
-def test_arange_and_mgrid_errors_say_what_to_write_instead(name):
-    with pytest.raises(nki.NotModelledError) as err:
-        getattr(nl, name)
-    msg = str(err.value)
-    assert f"nki.language.{name} is not modelled yet" in msg
-    assert "Index tiles with slices instead" in msg
-    assert msg.index("slices") < msg.index("Modelled in nki.language")
+# --- nl.arange / nl.mgrid index expressions -------------------------------------------------
+def test_mgrid_and_arange_address_tiles_as_the_older_matmul_tutorial_does():
+    """i_p, i_f = nl.mgrid[...] and nl.arange(n)[:, None] / [None, :], offset by the loop
+    indices as the SDK 2.26 matmul tutorial writes them, address the same tiles as slices."""
+    a = rand(256, 96)
+
+    def k(x):
+        out = nl.ndarray((256, 96), dtype=nl.float32, buffer=nl.shared_hbm)
+        grid = nl.mgrid[0:128, 0:48]
+        i_p = nl.arange(128)[:, None]
+        i_f = nl.arange(48)[None, :]
+        for m in nl.affine_range(2):
+            for n in nl.affine_range(2):
+                t = nl.load(x[m * 128 + grid.p, n * 48 + grid.x])
+                nl.store(out[m * 128 + i_p, 48 * n + i_f], value=nl.multiply(t, 2.0))
+        return out
+
+    np.testing.assert_array_equal(sim(k, a), 2.0 * a)
+
+
+def test_index_expressions_transpose_the_free_axes_as_the_older_transpose_tutorial_does():
+    f1, f2 = 4, 6
+    a = rand(128, f1 * f2)
+
+    def k(x):
+        i_p0 = nl.arange(128)[:, None, None]
+        i_f1 = nl.arange(f1)[None, :, None]
+        i_f2 = nl.arange(f2)[None, None, :]
+        t = nl.load(x)
+        out_tile = nl.ndarray((128, f1 * f2), dtype=nl.float32, buffer=nl.sbuf)
+        out_tile[i_p0, i_f2 * f1 + i_f1] = nl.copy(t[i_p0, i_f1 * f2 + i_f2])
+        out = nl.ndarray((128, f1 * f2), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, out_tile)
+        return out
+
+    want = a.reshape(128, f1, f2).transpose(0, 2, 1).reshape(128, f1 * f2)
+    np.testing.assert_array_equal(sim(k, a), want)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    p0=st.integers(0, 64),
+    rows=st.integers(1, 64),
+    c0=st.integers(0, 40),
+    cols=st.integers(1, 40),
+    step=st.integers(1, 3),
+)
+def test_an_mgrid_view_equals_the_numpy_slice(p0, rows, c0, cols, step):
+    a = rand(128, 160)
+
+    def k(x):
+        i_p, i_f = nl.mgrid[0:rows, 0 : cols * step : step]
+        t = nl.load(x[p0 + i_p, c0 + i_f])
+        out = nl.ndarray((rows, cols), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, t)
+        return out
+
+    np.testing.assert_array_equal(sim(k, a), a[p0 : p0 + rows, c0 : c0 + cols * step : step])
+
+
+@pytest.mark.parametrize(
+    ("fn", "exc", "pattern"),
+    [
+        (
+            lambda x: x[nl.arange(129)[:, None], nl.arange(4)[None, :]],
+            KernelArgumentError,
+            r"reaches 0\.\.128 on dimension 0",
+        ),
+        (
+            lambda x: x[nl.arange(4)[:, None] * nl.arange(4)[:, None], 0],
+            nki.NotModelledError,
+            "not affine",
+        ),
+        (lambda x: nl.arange(4)[:, None] < 3, nki.NotModelledError, "make masks"),
+        (
+            lambda x: x[nl.arange(4)[:, None], nl.arange(4)[None, None, :]],
+            KernelArgumentError,
+            "grids of",
+        ),
+        (lambda x: x[nl.arange(4)], KernelArgumentError, "one index expression"),
+    ],
+    ids=["out-of-range", "product", "mask", "mixed-grids", "too-few"],
+)
+def test_index_expression_errors_teach(fn, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        sim(fn, rand(128, 16))
 
 
 def test_nki_compiler_imports_and_each_directive_says_it_is_not_modelled():

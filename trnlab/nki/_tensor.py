@@ -222,6 +222,10 @@ class NkiTensor:
         return self._index(key)
 
     def _index(self, key) -> NkiTensor:
+        from ._index import IndexExpr, index_view
+
+        if any(type(k) is IndexExpr for k in key):  # nl.arange / nl.mgrid (older editions)
+            return index_view(self, key)
         on_chip = self._s.on_chip
         n_real = sum(1 for k in key if k is not Ellipsis and k is not None)
         if sum(1 for k in key if k is Ellipsis) > 1:
@@ -277,8 +281,8 @@ class NkiTensor:
                 continue
             raise NotModelledError(
                 f"indexing with {type(k).__name__} is not modelled yet in trnlab.nki; index with "
-                f"integers, slices a:b:c, ... and nl.ds(start, size) (dynamic and index-array "
-                f"indexing of older NKI editions, nl.arange / nl.mgrid, are not modelled)"
+                f"integers, slices a:b:c, ..., nl.ds(start, size) or affine nl.arange / "
+                f"nl.mgrid expressions (dynamic and index-array indexing are not modelled)"
             )
         if not shape or (on_chip and len(shape) < 2):
             pos, s = dropped[-1]
@@ -368,6 +372,12 @@ class NkiTensor:
         if self._s.on_chip and dims[0] != 0:
             self._no_partition(0, "permute")
         return self._view([self.shape[d] for d in dims], [self.strides[d] for d in dims])
+
+    def broadcast_to(self, shape) -> NkiTensor:
+        """``nl.broadcast_to(self, shape)`` (the method of older NKI editions)."""
+        from . import language as nl
+
+        return nl.broadcast_to(self, shape)
 
     def broadcast(self, dim: int, size: int) -> NkiTensor:
         """Repeat a size-1 dimension ``size`` times (stride 0)."""

@@ -26,6 +26,8 @@ from . import _observe
 from . import isa as _isa
 from ._dtypes import DTYPES, dtype_info
 from ._errors import NotModelledError, missing
+from ._index import arange as arange  # older editions' index expressions
+from ._index import mgrid as mgrid
 from ._tensor import MemoryRegion, NkiTensor
 from ._trace import _STACK, current
 
@@ -788,6 +790,8 @@ _MODELLED = tuple(
             "sequential_range",
             "static_range",
             "ds",
+            "arange",
+            "mgrid",
             "program_id",
             "num_programs",
             "program_ndim",
@@ -838,8 +842,6 @@ _KNOWN = frozenset(
         "silu_dx",
         "erf_dx",
         "prelu",
-        "arange",
-        "mgrid",
         "spmd_dim",
         "nc",
         "NkiTensor",
@@ -857,11 +859,6 @@ _KNOWN = frozenset(
 
 #: What to write instead of a not-modelled name, where there is a direct rewrite.
 _ADVICE = {
-    "arange": "Index tiles with slices instead (t[0:128, 0:512], or nl.ds(start, size) for a "
-    "computed start): x[i_p, i_f] with i_p = nl.arange(128)[:, None] and i_f = "
-    "nl.arange(512)[None, :] is x[0:128, 0:512].",
-    "mgrid": "Index tiles with slices instead: i_p, i_f = nl.mgrid[0:128, 0:512] then x[i_p, i_f] "
-    "is x[0:128, 0:512] (nl.ds(start, size) for a computed start).",
     "spmd_dim": "Launch the kernel on a grid (kernel[2, 2](...)) and read nl.program_id(axis) "
     "instead.",
 }
@@ -880,6 +877,8 @@ NkiTensor = NkiTensor
 # grader records a learner's kernel this way and replays it in a clean process.
 _PURE = frozenset(
     {
+        "arange",
+        "mgrid",
         "affine_range",
         "sequential_range",
         "static_range",
