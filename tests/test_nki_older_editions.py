@@ -1,7 +1,8 @@
 """Forms of older NKI editions (SDK 2.20-2.26 tutorials and API examples) that run unchanged:
-``nl.par_dim`` after block dimensions, the value-returning ``nisa`` calls, ``nl.matmul`` of a
-PSUM operand, ``nl.shared_constant(dtype=)``, ``if hbm_arg:``, and the not-modelled message
-that says what to write instead of ``nl.arange``. Each result is checked against numpy."""
+``nl.par_dim`` after block dimensions, ``nl.arange`` / ``nl.mgrid`` index expressions, the
+value-returning ``nisa`` calls, ``nl.matmul`` of a PSUM operand, ``nl.shared_constant(dtype=)``,
+``if hbm_arg:``, and the errors that say what to write instead where a form is not modelled.
+Each result is checked against numpy."""
 
 from __future__ import annotations
 
@@ -477,3 +478,66 @@ def test_tensor_reduce_takes_a_reduction_function_as_its_op(op, ref):
         return out
 
     np.testing.assert_allclose(sim(k, x)[:, 0], ref(x, axis=1), rtol=1e-5, atol=1e-5)
+
+
+# --- index expressions: the review's cases -----------------------------------------------------
+def _expr_view(make, x):
+    """Load the view ``make(x)`` of HBM tensor ``x`` and return it (numerics)."""
+
+    def k(a):
+        t = nl.load(make(a))
+        out = nl.ndarray(t.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, t)
+        return out
+
+    return sim(k, x)
+
+
+def test_size_one_ranges_broadcast_as_numpy_and_never_reach_outside_the_tensor():
+    x = np.arange(32, dtype=np.float32).reshape(4, 8)
+    got = _expr_view(lambda a: a[3 + nl.arange(1)[:, None], nl.arange(8)[:, None]], x)
+    np.testing.assert_array_equal(got, x[3 + np.arange(1)[:, None], np.arange(8)[:, None]])
+    got = _expr_view(lambda a: a[nl.arange(4)[:, None], nl.arange(1)[:, None]], x)
+    np.testing.assert_array_equal(got, x[np.arange(4)[:, None], np.arange(1)[:, None]])
+
+
+def test_mgrid_is_dense_as_numpys_and_negative_integers_count_from_the_end():
+    x = rand(16, 8)
+    got = _expr_view(lambda a: a[nl.mgrid[0:16, 0:8].p, -1], x)
+    i_p, _ = np.mgrid[0:16, 0:8]
+    np.testing.assert_array_equal(got, x[i_p, -1])
+
+
+@pytest.mark.parametrize(
+    ("make", "exc", "pattern"),
+    [
+        (lambda t: t[nl.arange(8)[:, None], nl.arange(8)], KernelArgumentError, "must be placed"),
+        (lambda t: t[nl.arange(8)[:, None] + nl.arange(8), 0], KernelArgumentError, "placed"),
+        (
+            lambda t: t[nl.arange(8)[:, None] + nl.arange(2)[None, :], 0],
+            KernelArgumentError,
+            "cannot move data across partitions",
+        ),
+        (lambda t: t[nl.arange(16)[None, :], 0], KernelArgumentError, "across partitions"),
+        (lambda t: t[nl.arange(4)[:, None], 0:4], KernelArgumentError, "NKI refuses too"),
+        (lambda t: t[nl.arange(17)[:, None], nl.arange(2)[None, :]], IndexError, "reaches"),
+        (lambda t: t[nl.arange(4)[:, None] == 3, 0], nki.NotModelledError, "affine_select"),
+    ],
+    ids=[
+        "unplaced-1d",
+        "unplaced-sum",
+        "cross-partition",
+        "partitions-on-free",
+        "mixed-slice",
+        "out-of-range",
+        "equality",
+    ],
+)
+def test_index_expressions_on_a_tile_refuse_what_the_engines_cannot_do(make, exc, pattern):
+    def k(a):
+        t = nl.load(a)  # a [16, 8] tile
+        nl.copy(make(t))
+        return a
+
+    with pytest.raises(exc, match=pattern):
+        sim(k, rand(16, 8))

@@ -69,7 +69,14 @@ class IndexExpr:
         if isinstance(other, IndexExpr):
             ndim = self._grid(other)
             terms = dict(self.terms)
+            if (self.ndim is None and self.terms and other.ndim is not None) or (
+                other.ndim is None and other.terms and self.ndim is not None
+            ):
+                raise KernelArgumentError(_UNPLACED)
+            terms = {ax: cn for ax, cn in terms.items() if cn[1] != 1}
             for ax, (c, n) in other.terms.items():
+                if n == 1:
+                    continue
                 if ax in terms:
                     c0, n0 = terms[ax]
                     if n0 != n:
@@ -112,16 +119,26 @@ class IndexExpr:
 
     def _predicate(self, other):
         raise NotModelledError(
-            "comparisons of index expressions make masks (mask=i_p < n), which are not "
-            "modelled yet in trnlab.nki; index the valid part with slices or a smaller "
-            "nl.arange instead (e.g. nl.arange(rows)[:, None] for the last, partial tile)"
+            "comparisons of index expressions make masks (mask=i_p < n) and predicates "
+            "(affine_select(pred=...)), which are not modelled yet in trnlab.nki. For a mask, "
+            "index the valid part with slices or a smaller nl.arange (e.g. "
+            "nl.arange(rows)[:, None] for the last, partial tile); for a predicate, use "
+            "nisa.affine_select(dst=, pattern=, channel_multiplier=, cmp_op=, ...)"
         )
 
-    __lt__ = __le__ = __gt__ = __ge__ = _predicate
+    __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = _predicate
+    __hash__ = None
 
     def __repr__(self) -> str:
         parts = [f"{c}*k{ax}[0:{n}]" for ax, (c, n) in sorted(self.terms.items())]
         return f"IndexExpr({' + '.join([str(self.const), *parts])})"
+
+
+_UNPLACED = (
+    "a 1-D nl.arange(n) must be placed on a grid axis before it is combined with other index "
+    "expressions or used to index a multi-dimensional tile: nl.arange(n)[:, None] (partition "
+    "axis) or nl.arange(n)[None, :] (free axis); NKI refuses 1-D aranges too"
+)
 
 
 def _int(x, what: str) -> int:
@@ -164,13 +181,17 @@ class _MGrid:
 
     def __getitem__(self, key) -> tuple[IndexExpr, ...]:
         key = key if isinstance(key, tuple) else (key,)
-        out = []
-        for ax, s in enumerate(key):
+        ranges = []
+        for s in key:
             if not isinstance(s, slice) or s.stop is None:
                 raise KernelArgumentError(f"nl.mgrid takes slices start:stop, not {s!r}")
             r = arange(0 if s.start is None else s.start, s.stop, 1 if s.step is None else s.step)
             ((c, n),) = r.terms.values()
-            out.append(IndexExpr(r.const, {ax: (c, n)}, len(key)))
+            ranges.append((r.const, c, n))
+        out = []
+        for ax, (const, c, _) in enumerate(ranges):  # dense, as numpy.mgrid: every axis's size
+            terms = {a: (c if a == ax else 0, n) for a, (_, _, n) in enumerate(ranges)}
+            out.append(IndexExpr(const, terms, len(key)))
         return Grid(out) if len(out) > 1 else out[0]
 
     def __repr__(self) -> str:
@@ -183,7 +204,7 @@ mgrid = _MGrid()
 def index_view(t, key: tuple):
     """The view of tensor ``t`` that ``t[key]`` addresses when ``key`` holds index expressions
     (and integers): the grid's shape, strides from the expressions' coefficients."""
-    from ._tensor import NkiTensor
+    from ._tensor import NkiTensor, _index_error
 
     if len(key) != t.ndim:
         raise KernelArgumentError(
@@ -195,20 +216,27 @@ def index_view(t, key: tuple):
         if isinstance(k, IndexExpr):
             exprs.append(k)
         elif isinstance(k, numbers.Integral) and not isinstance(k, bool):
-            exprs.append(IndexExpr(int(k), {}, None))
+            i = int(k)
+            if not -t.shape[d] <= i < t.shape[d]:
+                raise _index_error(f"index {i} is outside 0..{t.shape[d] - 1} of dim {d} of {t}")
+            exprs.append(IndexExpr(i % t.shape[d], {}, None))  # negative counts from the end
         else:
-            raise NotModelledError(
-                f"dimension {d} of an index mixing nl.arange / nl.mgrid expressions with "
-                f"{type(k).__name__} is not modelled; use expressions (or integers) for every "
-                f"dimension, or slices for every dimension"
+            raise KernelArgumentError(
+                f"dimension {d} mixes a {type(k).__name__} with nl.arange / nl.mgrid "
+                f"expressions in one index, which NKI refuses too: use expressions (or "
+                f"integers) for every dimension, or slices for every dimension"
             )
     grid = {e.ndim for e in exprs if e.ndim is not None}
     if len(grid) > 1:
         raise KernelArgumentError(f"the index expressions of {t} use grids of {sorted(grid)} axes")
+    if any(e.ndim is None and e.terms for e in exprs) and (grid or t._s.on_chip):
+        raise KernelArgumentError(_UNPLACED)
     ndim = grid.pop() if grid else 1
     sizes = [1] * ndim
     for e in exprs:
         for ax, (_, n) in e.terms.items():
+            if n == 1:
+                continue
             if sizes[ax] not in (1, n):
                 raise KernelArgumentError(
                     f"the index expressions of {t} disagree on the size of grid axis {ax} "
@@ -220,12 +248,22 @@ def index_view(t, key: tuple):
     for d, (e, n, s) in enumerate(zip(exprs, t.shape, t.strides, strict=True)):
         lo = hi = e.const
         for ax, (c, m) in e.terms.items():
+            if m == 1:
+                continue
             strides[ax] += c * s
             lo += min(0, c * (m - 1))
             hi += max(0, c * (m - 1))
         if lo < 0 or hi >= n:
-            raise KernelArgumentError(
+            raise _index_error(
                 f"index expression {e} reaches {lo}..{hi} on dimension {d} of {t} (size {n})"
             )
         offset += e.const * s
+    if t._s.on_chip and t.ndim >= 2 and t.strides[0] >= t._s.free:
+        bad = [ax for ax, (c, m) in exprs[0].terms.items() if ax != 0 and m > 1 and c]
+        if bad or any(0 in e.terms and e.terms[0][0] and e.terms[0][1] > 1 for e in exprs[1:]):
+            raise KernelArgumentError(
+                f"the partition index of {t} must run along the first grid axis only "
+                f"(nl.arange(n)[:, None], i_p of nl.mgrid) and no free index may use that axis: "
+                f"the engines cannot move data across partitions (use nisa.nc_transpose)"
+            )
     return NkiTensor(t._s, tuple(sizes), tuple(strides), offset)

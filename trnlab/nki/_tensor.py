@@ -613,6 +613,11 @@ class NkiTensor:
                 hi += s * (n - 1)
             else:
                 lo += s * (n - 1)
+        if lo < 0 or hi >= free:
+            raise NotModelledError(
+                f"{self} reaches free offsets {lo}..{hi} of partitions that hold {free}: its "
+                f"access crosses partitions, which an engine cannot do"
+            )
         return p0, p0 + n0, lo, hi + 1, elements
 
     def _hbm_region(self) -> tuple[int, int, int, int, bool]:
