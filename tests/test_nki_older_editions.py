@@ -34,6 +34,16 @@ def rand(*shape):
     return RNG.uniform(-2.0, 2.0, shape).astype(np.float32)
 
 
+def _scan_ref(a, b, initial):
+    """The recurrence ``s[:, j] = a[:, j] * s[:, j-1] + b[:, j]`` from ``initial``, in fp32."""
+    out = np.empty_like(a)
+    prev = np.full(a.shape[0], initial, np.float32)
+    for j in range(a.shape[1]):
+        prev = (a[:, j] * prev + b[:, j]).astype(np.float32)
+        out[:, j] = prev
+    return out
+
+
 # --- par_dim after block dimensions ------------------------------------------------------------
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(blocks=st.integers(1, 4), free=st.sampled_from([32, 64, 128]))
@@ -141,12 +151,7 @@ def test_older_tensor_tensor_scan_returns_the_recurrence(form):
         nl.store(out, s)
         return out
 
-    want = np.empty_like(a)
-    prev = np.full(128, 0.5, np.float32)
-    for j in range(64):
-        prev = (a[:, j] * prev + b[:, j]).astype(np.float32)
-        want[:, j] = prev
-    np.testing.assert_allclose(sim(k, a, b), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(sim(k, a, b), _scan_ref(a, b, 0.5), rtol=1e-5, atol=1e-5)
 
 
 # --- nl helpers ------------------------------------------------------------------------------
@@ -414,12 +419,7 @@ def test_older_tensor_tensor_scan_in_mixed_forms(call):
         nl.store(out, s)
         return out
 
-    want = np.empty_like(a)
-    prev = np.full(128, 0.5, np.float32)
-    for j in range(32):
-        prev = (a[:, j] * prev + b[:, j]).astype(np.float32)
-        want[:, j] = prev
-    np.testing.assert_allclose(sim(k, a, b), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(sim(k, a, b), _scan_ref(a, b, 0.5), rtol=1e-5, atol=1e-5)
 
 
 def test_older_memset_with_an_engine_keyword_and_nc_matmul_with_moving_by_keyword():
