@@ -581,14 +581,23 @@ class NkiTensor:
         return self._inplace(o, "divide")
 
     # --- the engine model's view of this tensor -----------------------------------------------
+    def _partition_dim(self) -> int:
+        """The dimension of an on-chip view that holds the partitions: 0, or, after the block
+        dimensions of an ``nl.par_dim`` tensor (strides below a partition's length), the
+        first whose stride is a partition's length."""
+        shape, strides, free = self.shape, self.strides, self._s.free
+        if len(shape) > 2 and strides[0] < free:
+            return next((d for d, s in enumerate(strides) if s >= free), len(shape) - 1)
+        return 0
+
     def _region(self) -> tuple[int, int, int, int, int]:
         """``(p0, p1, f0, f1, elements)`` of an on-chip view in its ``[P, free]`` tile: the
         partitions, the bounding range of free offsets and the elements per partition."""
         st = self._s
         shape, strides = self.shape, self.strides
         free = st.free
-        if len(shape) > 2 and strides[0] < free:  # block dimensions (nl.par_dim after them)
-            k = next((d for d, s in enumerate(strides) if s >= free), len(shape) - 1)
+        k = self._partition_dim()
+        if k:  # block dimensions (nl.par_dim after them)
             if math.prod(shape[:k]) > 1:
                 raise NotModelledError(
                     f"{self} holds {math.prod(shape[:k])} blocks of [{', '.join(map(str, shape[k:]))}] "

@@ -253,10 +253,8 @@ def full(shape, fill_value, dtype, buffer=sbuf, name: str = "") -> NkiTensor:
 def _declared_shape(x: NkiTensor) -> tuple:
     """``x``'s shape as declared: with the ``nl.par_dim`` marker where block dimensions come
     before the partitions of an on-chip tensor."""
-    if x._s.on_chip and x.ndim > 2 and x.strides[0] < x._s.free:
-        k = next((d for d, s in enumerate(x.strides) if s >= x._s.free), 0)
-        return (*x.shape[:k], par_dim(x.shape[k]), *x.shape[k + 1 :])
-    return x.shape
+    k = x._partition_dim() if x._s.on_chip else 0
+    return (*x.shape[:k], par_dim(x.shape[k]), *x.shape[k + 1 :]) if k else x.shape
 
 
 def zeros_like(x, dtype=None, buffer=None, name: str = "") -> NkiTensor:
