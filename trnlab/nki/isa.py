@@ -1113,7 +1113,7 @@ def _is_alu(x) -> bool:
         N.name_of(x, N.ALU, "op")
     except (KernelArgumentError, NotModelledError, TypeError):
         return False
-    return x is not None and not isinstance(x, numbers.Real)
+    return True
 
 
 def tensor_tensor_scan(dst=None, data0=None, data1=None, initial=None, op0=None, op1=None,
@@ -1125,10 +1125,11 @@ def tensor_tensor_scan(dst=None, data0=None, data1=None, initial=None, op0=None,
     api = "tensor_tensor_scan"
     tr = current()
     ret = None
-    if _is_alu(initial) and op0 is None:  # older: (data0, data1, initial, op0, op1=...)
+    shifted = _is_alu(initial)  # the older form's op0 sits in this form's `initial` slot
+    if shifted and op0 is None:  # older: (data0, data1, initial, op0, op1=...)
         data0, data1, initial, op0 = dst, data0, data1, initial
         dst = None
-    elif _is_alu(initial):  # older, positional: (data0, data1, initial, op0, op1[, reverse0...])
+    elif shifted:  # older, positional: (data0, data1, initial, op0, op1[, reverse0...])
         data0, data1, initial, op0, op1, reverse0, reverse1 = (
             dst, data0, data1, initial, op0, op1 if op1 is not None else False, reverse0
         )  # fmt: skip
