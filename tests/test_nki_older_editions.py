@@ -15,7 +15,7 @@ import trnlab.nki as nki
 import trnlab.nki.isa as nisa
 import trnlab.nki.language as nl
 from trnlab import formats
-from trnlab.core import KernelArgumentError
+from trnlab.core import HardwareRuleError, KernelArgumentError
 
 RNG = np.random.default_rng(77)
 
@@ -265,16 +265,16 @@ def test_an_mgrid_view_equals_the_numpy_slice(p0, rows, c0, cols, step):
     ("fn", "exc", "pattern"),
     [
         (
-            lambda x: x[nl.arange(129)[:, None], nl.arange(4)[None, :]],
+            lambda x: nl.load(x[nl.arange(129)[:, None], nl.arange(4)[None, :]]),
             KernelArgumentError,
-            r"reaches 0\.\.128 on dimension 0",
+            r"reaches 0\.\.128 on dimension 0.*masked nl.load",
         ),
         (
             lambda x: x[nl.arange(4)[:, None] * nl.arange(4)[:, None], 0],
             nki.NotModelledError,
             "not affine",
         ),
-        (lambda x: nl.arange(4)[:, None] < 3, nki.NotModelledError, "make masks"),
+        (lambda x: nl.arange(4)[:, None] == 3, nki.NotModelledError, "== or !="),
         (
             lambda x: x[nl.arange(4)[:, None], nl.arange(4)[None, None, :]],
             KernelArgumentError,
@@ -437,7 +437,7 @@ def test_older_memset_with_an_engine_keyword_and_nc_matmul_with_moving_by_keywor
     got, ones = sim(k, a, b)
     np.testing.assert_allclose(got, a.T @ b, rtol=1e-5, atol=1e-4)
     np.testing.assert_array_equal(ones, 1.0)
-    with pytest.raises(nki.NotModelledError, match="mask="):
+    with pytest.raises(KernelArgumentError, match="mask= takes a comparison"):
         sim(lambda x: nisa.bn_stats(nl.load(x), mask=1), rand(8, 8))
 
 
@@ -541,3 +541,204 @@ def test_index_expressions_on_a_tile_refuse_what_the_engines_cannot_do(make, exc
 
     with pytest.raises(exc, match=pattern):
         sim(k, rand(16, 8))
+
+
+# --- integer indexes and masks ------------------------------------------------------------------
+def test_a_column_loaded_by_an_integer_index_lands_one_element_per_partition():
+    """``nl.load(A[0:128, j])`` (the older Mamba tutorial's per-state scale): the integer drops
+    the column from the HBM view, and the tile keeps it at size 1 on 128 partitions, so it can
+    scale an activation row by row; a row ``x[i, 0:64]`` stays on one partition."""
+    a, x = rand(128, 16), rand(128, 64)
+
+    def k(a_t, x_t):
+        col = nl.load(a_t[0:128, 5])
+        row = nl.load(x_t[3, 0:64])
+        assert a_t[0:128, 5].shape == (128,)  # HBM drops the indexed dimension
+        assert col.shape == (128, 1) and row.shape == (1, 64)
+        y = nisa.activation(op=nl.exp, data=nl.load(x_t), scale=col)
+        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, y)
+        r = nl.ndarray((1, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(r, row)
+        return out, r
+
+    got, row = sim(k, a, x)
+    want = np.exp(x.astype(np.float64) * a[:, 5:6])
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    np.testing.assert_array_equal(row, x[3:4])
+
+
+def _rmsnorm_tail(a_t, g_t):
+    """RMSNorm as the older tutorial writes it: 128-row tiles, the last one masked."""
+    rows, cols = a_t.shape
+    ix = nl.arange(128)[:, None]
+    iy = nl.arange(cols)[None, :]
+    out = nl.ndarray(a_t.shape, dtype=a_t.dtype, buffer=nl.shared_hbm)
+    g = nl.load(g_t.reshape((1, cols))[nl.arange(1)[:, None], iy])
+    for i in nl.affine_range((rows + 127) // 128):
+        t = nl.load(a_t[i * 128 + ix, iy], mask=(i * 128 + ix < rows))
+        r = nl.rsqrt(nl.sum(nl.square(t), axis=[1]) / cols)
+        y = nl.multiply(t, r)
+        y[...] = nl.multiply(y, g.broadcast_to((128, cols)), mask=(i * 128 + ix < rows))
+        nl.store(out[i * 128 + ix, iy], value=y, mask=(i * 128 + ix < rows))
+    return out
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=st.integers(1, 300), cols=st.sampled_from([8, 64, 96]))
+def test_a_masked_last_tile_touches_only_the_rows_that_exist(rows, cols):
+    """The mask keeps rows below ``rows`` of each 128-row tile: the access past the tensor is
+    never made and every output row matches numpy, whatever the remainder."""
+    a, g = rand(rows, cols), rand(cols)
+    got = sim(_rmsnorm_tail, a, g)
+    a64 = a.astype(np.float64)
+    want = a64 / np.sqrt((a64**2).mean(axis=1, keepdims=True)) * g
+    np.testing.assert_allclose(got, want, rtol=2e-4, atol=1e-5)
+
+
+def test_a_masked_load_moves_only_the_rows_it_keeps():
+    """250 rows: two loads and two stores of 128 and 122 rows, 250 x 512 x 4 bytes each way."""
+    a, g = rand(250, 512), rand(512)
+    run = nki.profile(_rmsnorm_tail, chip="trn2")(a, g)
+    assert run.hbm_bytes == 2 * 250 * 512 * 4 + 512 * 4
+
+
+def test_a_masked_instruction_leaves_the_rest_of_its_output_unwritten():
+    """Rows the mask drops hold what they held: the NaN sentinels of a new tile (as
+    nki.simulate shows them), or the values written before."""
+    x = rand(128, 16)
+
+    def k(x_t):
+        ip, jf = nl.arange(128)[:, None], nl.arange(16)[None, :]
+        t = nl.load(x_t[ip, jf], mask=(ip < 100))
+        u = nl.exp(t, mask=(ip >= 28) & (ip < 100))
+        o1 = nl.ndarray((128, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(o1, u)
+        o2 = nl.ndarray((128, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(o2, t)
+        return o1, o2
+
+    u, t = sim(k, x)
+    np.testing.assert_allclose(u[28:100], np.exp(x[28:100]), rtol=1e-6)
+    assert np.isnan(u[:28]).all() and np.isnan(u[100:]).all()
+    np.testing.assert_array_equal(t[:100], x[:100])
+    assert np.isnan(t[100:]).all()
+
+
+def test_a_mask_that_holds_everywhere_is_accepted_by_any_instruction():
+    """The older layernorm tutorial guards bn_stats with a mask on the free axis that holds on
+    every element when the row length is a multiple of bn_stats_fmax."""
+    x = rand(128, 64)
+
+    def k(x_t):
+        jf = nl.arange(64)[None, :]
+        st_ = nisa.bn_stats(nl.load(x_t), mask=(jf < 64), dtype=nl.float32)
+        mv = nisa.bn_aggr(st_)
+        out = nl.ndarray((128, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, mv)
+        return out
+
+    got = sim(k, x)
+    np.testing.assert_allclose(got[:, 0], x.mean(axis=1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got[:, 1], x.var(axis=1), rtol=1e-4, atol=1e-6)
+
+
+def _ip():
+    return nl.arange(128)[:, None]
+
+
+@pytest.mark.parametrize(
+    ("fn", "exc", "pattern"),
+    [
+        (
+            lambda x: nisa.bn_stats(nl.load(x), mask=(_ip() < 100)),
+            nki.NotModelledError,
+            r"nisa.bn_stats: a mask that cuts the grid.*nl.load, nl.store",
+        ),
+        (lambda x: nl.exp(nl.load(x), mask=(_ip() < 0)), KernelArgumentError, "keeps no element"),
+        (
+            lambda x: nl.exp(nl.load(x), mask=(_ip() < 9) and (_ip() > 2)),
+            KernelArgumentError,
+            "not 'and'",
+        ),
+        (
+            lambda x: nl.exp(nl.load(x), mask=(_ip() < 9) | (_ip() > 20)),
+            nki.NotModelledError,
+            r"\| \(a union\)",
+        ),
+        (lambda x: nl.exp(nl.load(x), mask="rows"), KernelArgumentError, "mask= takes"),
+        (lambda x: nl.exp(nl.load(x), mask=(_ip() < x)), KernelArgumentError, "with a number"),
+        (
+            lambda x: nl.exp(nl.load(x), mask=(nl.arange(64)[:, None] < 9)),
+            KernelArgumentError,
+            "128 elements on axis 0 where the mask's grid has 64",
+        ),
+        (
+            lambda x: nl.store(x[nl.arange(200)[:, None], nl.arange(16)[None, :]], nl.load(x)),
+            KernelArgumentError,
+            "reaches 0..199",
+        ),
+    ],
+    ids=[
+        "cut-on-nisa",
+        "holds-nowhere",
+        "and",
+        "or",
+        "not-a-mask",
+        "tensor-bound",
+        "other-grid",
+        "overhang-unmasked",
+    ],
+)
+def test_mask_errors_teach(fn, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        sim(fn, rand(128, 16))
+
+
+# --- nl reductions over free axes that are not the last ----------------------------------------
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    axes=st.sets(st.integers(1, 3), min_size=1).map(sorted),
+    fn=st.sampled_from(["sum", "max", "mean"]),
+    keepdims=st.booleans(),
+)
+def test_an_nl_reduction_folds_any_free_axes_as_numpy(axes, fn, keepdims):
+    """``nl.sum(t, axis=[1, 3])`` of a [P, a, b, c] tile: the access pattern puts the folded
+    axes innermost (no data moves), the result keeps the other axes in order, as numpy's."""
+    x = rand(16, 3, 4, 5)
+
+    def k(x_t):
+        t = nl.load(x_t)
+        r = getattr(nl, fn)(t, axis=axes, keepdims=keepdims)
+        out = nl.ndarray(r.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, r)
+        return out
+
+    want = {"sum": np.sum, "max": np.max, "mean": np.mean}[fn](
+        x.astype(np.float64), axis=tuple(axes), keepdims=keepdims
+    )
+    if want.ndim < 2:
+        want = want.reshape(16, 1)
+    got = sim(k, x)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_the_older_average_pool_reduces_axes_two_and_four_of_its_window_view():
+    """The older tutorial's pooling: a 5-D mgrid view of [C, H, W] whose axes 2 and 4 run inside
+    a pool window; their sum over the window's area is the average pool."""
+    c, h, w, k_ = 8, 12, 8, 4
+    x = rand(c, h, w)
+
+    def k(x_t):
+        i0, i1, i2, i3, i4 = nl.mgrid[0:c, 0 : h // k_, 0:k_, 0 : w // k_, 0:k_]
+        t = nl.load(x_t)
+        r = nl.sum(t[i0, k_ * i1 + i2, k_ * i3 + i4], axis=[2, 4]) / (k_ * k_)
+        out = nl.ndarray((c, h // k_, w // k_), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, r)
+        return out
+
+    want = x.reshape(c, h // k_, k_, w // k_, k_).mean(axis=(2, 4))
+    np.testing.assert_allclose(sim(k, x), want, rtol=1e-5, atol=1e-6)
+    with pytest.raises(HardwareRuleError, match="last free axes"):  # the ISA instruction keeps it
+        sim(lambda x_t: nisa.tensor_reduce(op=nl.add, data=nl.load(x_t), axis=[1]), x)

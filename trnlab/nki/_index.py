@@ -10,7 +10,7 @@ Older kernels address a tile with affine expressions over an index grid instead 
 An :class:`IndexExpr` is ``const + sum(coeff * k_axis)`` over the grid's axes (``k_axis`` runs
 over ``0 .. size - 1``). Indexing a tensor with expressions gives a view whose shape is the
 grid's and whose strides follow from the coefficients: the same access the compiler derives,
-with no values computed. Predicates on expressions (``mask=i_p < n``) are not modelled.
+with no values computed. Comparisons make masks (``mask=i_p < n``, :mod:`trnlab.nki._mask`).
 """
 
 from __future__ import annotations
@@ -117,16 +117,28 @@ class IndexExpr:
 
     __rmul__ = __mul__
 
-    def _predicate(self, other):
+    def _compare(op: str):
+        def f(self, other):
+            from ._mask import compare
+
+            return compare(self, other, op)
+
+        f.__name__ = f"__{op}__"
+        return f
+
+    __lt__ = _compare("<")
+    __le__ = _compare("<=")
+    __gt__ = _compare(">")
+    __ge__ = _compare(">=")
+
+    def _equality(self, other):
         raise NotModelledError(
-            "comparisons of index expressions make masks (mask=i_p < n) and predicates "
-            "(affine_select(pred=...)), which are not modelled yet in trnlab.nki. For a mask, "
-            "index the valid part with slices or a smaller nl.arange (e.g. "
-            "nl.arange(rows)[:, None] for the last, partial tile); for a predicate, use "
-            "nisa.affine_select(dst=, pattern=, channel_multiplier=, cmp_op=, ...)"
+            "a mask of == or != on an index expression (one row, or all but one) is not "
+            "modelled; index that row with an integer, or use <, <=, >, >= (masks joined with "
+            "&); for a predicate on values (a causal mask), use nisa.affine_select"
         )
 
-    __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = _predicate
+    __eq__ = __ne__ = _equality
     __hash__ = None
 
     def __repr__(self) -> str:
@@ -254,9 +266,20 @@ def index_view(t, key: tuple):
             lo += min(0, c * (m - 1))
             hi += max(0, c * (m - 1))
         if lo < 0 or hi >= n:
-            raise _index_error(
+            error = _index_error(
                 f"index expression {e} reaches {lo}..{hi} on dimension {d} of {t} (size {n})"
+                + (
+                    ""
+                    if t._s.on_chip
+                    else "; a masked nl.load / nl.store may reach past the "
+                    "tensor where its mask (mask=(i * 128 + i_p < n)) is false"
+                )
             )
+            if t._s.on_chip:
+                raise error
+            from ._mask import Overhang
+
+            return Overhang(t, key, tuple(sizes), error)
         offset += e.const * s
     if t._s.on_chip and t.ndim >= 2 and t.strides[0] >= t._s.free:
         bad = [ax for ax, (c, m) in exprs[0].terms.items() if ax != 0 and m > 1 and c]

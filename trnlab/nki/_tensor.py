@@ -130,7 +130,9 @@ class NkiTensor:
     ``ndim``, ``size``, ``name``. Views share storage; taking one costs nothing at run time.
     """
 
-    __slots__ = ("_s", "offset", "shape", "strides")
+    # ``_keep`` (set only by integer indexing that leaves an HBM view 1-D): where the last
+    # dimension an integer dropped was, so the tile ``nl.load`` makes of it stays 2-D there.
+    __slots__ = ("_keep", "_s", "offset", "shape", "strides")
 
     def __init__(self, storage: Storage, shape=None, strides=None, offset: int = 0):
         self._s = storage
@@ -288,7 +290,10 @@ class NkiTensor:
             pos, s = dropped[-1]
             shape.insert(pos, 1)
             strides.insert(pos, s)
-        return NkiTensor(self._s, tuple(shape), tuple(strides), off)
+        view = NkiTensor(self._s, tuple(shape), tuple(strides), off)
+        if len(shape) == 1 and dropped:
+            view._keep = dropped[-1][0]
+        return view
 
     def __setitem__(self, key, value) -> None:
         from . import language as nl

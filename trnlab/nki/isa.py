@@ -35,6 +35,7 @@ from . import _numerics as N
 from . import _observe
 from ._dtypes import dtype_info, round_to
 from ._errors import NotModelledError, missing, option
+from ._mask import Overhang, check_mask
 from ._tensor import MemoryRegion, NkiTensor
 from ._trace import current
 
@@ -119,6 +120,8 @@ _V4_MATMUL_DTYPES = ("float8_e4m3fn", "mxfp8_e4m3", "mxfp8_e5m2", "mxfp4")
 # --- operand helpers ----------------------------------------------------------------------------
 def _tensor(x, what: str, api: str) -> NkiTensor:
     if type(x) is not NkiTensor:
+        if type(x) is Overhang:  # an access past its tensor, outside a masked load / store
+            raise x.error
         raise KernelArgumentError(
             f"nisa.{api}: {what} must be an NKI tensor (nl.ndarray or a view of one), not "
             f"{type(x).__name__} {x!r}"
@@ -267,9 +270,14 @@ def _one_input(dst, src, dtype, what: str, api: str):
     return _tensor(dst, "dst", api), src, ret
 
 
-def _chip_shape(shape) -> tuple[int, ...]:
-    """The on-chip shape holding an HBM view's elements (a 1-D view goes on one partition)."""
-    return tuple(shape) if len(shape) >= 2 else (1, shape[0])
+def _chip_shape(shape, keep: int | None = None) -> tuple[int, ...]:
+    """The on-chip shape holding an HBM view's elements. On-chip tiles are at least 2-D: a 1-D
+    view made by an integer index (``A[0:128, j]``) keeps that dimension at size 1, as NKI
+    keeps an on-chip view 2-D (so ``(128, 1)``: one element on each of 128 partitions); any
+    other 1-D view goes on one partition."""
+    if len(shape) >= 2:
+        return tuple(shape)
+    return (shape[0], 1) if keep == 1 else (1, shape[0])
 
 
 # --- DMA ----------------------------------------------------------------------------------------
@@ -1011,9 +1019,11 @@ def affine_select(dst, pattern, channel_multiplier, on_true_tile, on_false_value
 
 
 def _no_mask(mask, api: str) -> None:
-    if mask is not None:
-        raise option(f"nisa.{api}", "mask= (predicated execution of older editions)",
-                     "index the tile with slices to act on part of it")  # fmt: skip
+    """Instructions that take no mask here accept one that holds on their whole grid (the
+    older editions' tail guard on a loop without a tail)."""
+    if check_mask(mask, f"nisa.{api}") is not None and mask.rectangle(f"nisa.{api}"):
+        raise option(f"nisa.{api}", "a mask that cuts the grid (predicated execution)",
+                     "masks on nl.load, nl.store and the nl elementwise functions are")  # fmt: skip
 
 
 def _stats_form(dst, data, dtype, width: int, api: str):

@@ -28,6 +28,7 @@ from ._dtypes import DTYPES, dtype_info
 from ._errors import NotModelledError, missing
 from ._index import arange as arange  # older editions' index expressions
 from ._index import mgrid as mgrid
+from ._mask import Overhang, apply_mask, check_mask
 from ._tensor import MemoryRegion, NkiTensor
 from ._trace import _STACK, current
 
@@ -342,20 +343,26 @@ def program_ndim() -> int:
 
 # --- data movement -----------------------------------------------------------------------------
 def load(src, dtype=None, mask=None, **kwargs) -> NkiTensor:
-    """A new SBUF tile holding ``src`` (an HBM view), by one DMA (cast to ``dtype``)."""
-    if mask is not None or kwargs:
-        raise NotModelledError("nl.load(mask=...) / extra options are not modelled yet")
-    src = _isa._tensor(src, "src", "load")
-    out = ndarray(_isa._chip_shape(src.shape), dtype or src.dtype, sbuf)
-    _isa.dma_copy(dst=out, src=src)
+    """A new SBUF tile holding ``src`` (an HBM view), by one DMA (cast to ``dtype``). With a
+    ``mask`` (older editions) only the rectangle it keeps is loaded; the rest of the tile is
+    left unwritten (NaN sentinels, as ``nki.simulate`` shows them)."""
+    if kwargs:
+        raise NotModelledError(f"nl.load options {sorted(kwargs)} are not modelled yet")
+    mask = check_mask(mask, "nl.load")
+    if mask is None or type(src) is not Overhang:
+        src = _isa._tensor(src, "src", "load")
+    keep = getattr(src, "_keep", None) if type(src) is NkiTensor else None
+    out = ndarray(_isa._chip_shape(src.shape, keep), dtype or src.dtype, sbuf)
+    s, d = apply_mask(mask, "nl.load", src, out)
+    _isa.dma_copy(dst=d, src=s)
     return out
 
 
 def store(dst, value, mask=None) -> None:
     """Store SBUF tile ``value`` into HBM view ``dst`` by one DMA (a PSUM tile is first
-    copied to SBUF, as the compiler does)."""
-    if mask is not None:
-        raise NotModelledError("nl.store(mask=...) is not modelled yet")
+    copied to SBUF, as the compiler does); with a ``mask``, only the rectangle it keeps."""
+    mask = check_mask(mask, "nl.store")
+    dst, value = apply_mask(mask, "nl.store", dst, value)
     value = _isa._tensor(value, "value", "store")
     if value.buffer is psum:
         value = copy(value)
@@ -407,7 +414,10 @@ def device_print(print_prefix, tensor) -> None:
 
 
 # --- elementwise operations --------------------------------------------------------------------
-def _binary(x, y, op: str, dtype, dst=None) -> NkiTensor:
+def _binary_form(x, y, op: str) -> tuple[NkiTensor, object, bool]:
+    """``(big, other, reversed)`` of ``nl.<op>(x, y)``: the tile the result takes its shape
+    from, the other operand, and whether it came first; ``other`` is a tile of the same
+    elements per partition (tensor_tensor) or a number or ``[P, 1]`` tile (tensor_scalar)."""
     xt, yt = type(x) is NkiTensor, type(y) is NkiTensor
     if not (xt or yt):
         raise KernelArgumentError(f"nl.{op}: at least one operand must be a tile")
@@ -418,28 +428,36 @@ def _binary(x, y, op: str, dtype, dst=None) -> NkiTensor:
                 f"nl.{op}: {x.shape} and {y.shape} span different partitions; broadcast a "
                 f"one-partition tile with nl.broadcast_to first (a Tensor Engine broadcast)"
             )
-        if rx[4] == ry[4]:
-            out = dst if dst is not None else ndarray(x.shape, dtype or x.dtype, sbuf)
-            _isa.tensor_tensor(dst=out, data1=x, data2=y, op=op)
-            return out
-        if ry[4] == 1 or rx[4] == 1:
-            big, small, rev = (x, y, False) if ry[4] == 1 else (y, x, True)
-            out = dst if dst is not None else ndarray(big.shape, dtype or big.dtype, sbuf)
-            _isa.tensor_scalar(dst=out, data=big, op0=op, operand0=small, reverse0=rev)
-            return out
+        if rx[4] == ry[4] or ry[4] == 1:
+            return x, y, False
+        if rx[4] == 1:
+            return y, x, True
         raise KernelArgumentError(
             f"nl.{op}: {x.shape} and {y.shape} do not broadcast (same elements per partition, "
             f"or one of them one per partition)"
         )
-    big, small, rev = (x, y, False) if xt else (y, x, True)
+    return (x, y, False) if xt else (y, x, True)
+
+
+def _binary(x, y, op: str, dtype, dst=None) -> NkiTensor:
+    big, other, rev = _binary_form(x, y, op)
     out = dst if dst is not None else ndarray(big.shape, dtype or big.dtype, sbuf)
-    _isa.tensor_scalar(dst=out, data=big, op0=op, operand0=small, reverse0=rev)
+    if type(other) is NkiTensor and other._region()[4] == big._region()[4]:
+        _isa.tensor_tensor(dst=out, data1=x, data2=y, op=op)
+    else:
+        _isa.tensor_scalar(dst=out, data=big, op0=op, operand0=other, reverse0=rev)
     return out
 
 
 def _make_binary(op: str):
-    def f(x, y, dtype=None):
-        return _binary(x, y, op, dtype)
+    def f(x, y, dtype=None, mask=None):
+        if check_mask(mask, f"nl.{op}") is None:
+            return _binary(x, y, op, dtype)
+        big = _binary_form(x, y, op)[0]
+        out = ndarray(big.shape, dtype or big.dtype, sbuf)
+        xm, ym, om = apply_mask(mask, f"nl.{op}", x, y, out)
+        _binary(xm, ym, op, dtype, dst=om)
+        return out
 
     f.__name__ = op
     f.__qualname__ = op
@@ -487,13 +505,14 @@ N.register(bypass, "bypass")
 
 
 def _make_unary(fn: str):
-    def f(x, dtype=None):
+    def f(x, dtype=None, mask=None):
         x = _isa._tensor(x, "x", fn)
         out = ndarray(x.shape, dtype or x.dtype, sbuf)
+        xm, om = apply_mask(check_mask(mask, f"nl.{fn}"), f"nl.{fn}", x, out)
         if fn == "reciprocal":
-            _isa.reciprocal(dst=out, data=x)
+            _isa.reciprocal(dst=om, data=xm)
         else:
-            _isa.activation(dst=out, op=fn, data=x)
+            _isa.activation(dst=om, op=fn, data=xm)
         return out
 
     f.__name__ = fn
@@ -546,7 +565,7 @@ N.register(average, "average")
 
 # --- reductions --------------------------------------------------------------------------------
 def _reduced(x: NkiTensor, axis, keepdims: bool) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    ax = _isa._axes(x, axis, "tensor_reduce")
+    ax = _free_axes(x, axis)
     if keepdims:
         shape = tuple(1 if i in ax else n for i, n in enumerate(x.shape))
     else:
@@ -556,11 +575,37 @@ def _reduced(x: NkiTensor, axis, keepdims: bool) -> tuple[tuple[int, ...], tuple
     return ax, shape
 
 
+def _free_axes(x: NkiTensor, axis) -> tuple[int, ...]:
+    """The free axes an ``nl`` reduction folds, sorted; any free axes, not only trailing ones
+    (the access pattern reorders them, see :func:`_trailing`)."""
+    ax = (axis,) if isinstance(axis, numbers.Integral) else tuple(axis)
+    nd = x.ndim
+    ok = [isinstance(a, numbers.Integral) and not isinstance(a, bool) and -nd <= a < nd for a in ax]
+    if not ax or not builtins.all(ok):
+        raise KernelArgumentError(f"axis {axis!r} of a {nd}-D tile: give free axes 1..{nd - 1}")
+    ax = tuple(sorted({int(a) % nd for a in ax}))
+    if 0 in ax:
+        _isa._axes(x, ax, "tensor_reduce")  # the partition axis: its teaching error
+    return ax
+
+
+def _trailing(x: NkiTensor, ax: tuple[int, ...]) -> tuple[NkiTensor, tuple[int, ...]]:
+    """``x`` with the reduced free axes moved last (a reordered access pattern: strides, no
+    data moves), and their positions there: the Vector engine folds the innermost axes of its
+    access pattern, so the compiler orders them so (the older average-pool tutorial reduces
+    axes 2 and 4 of a 5-D view)."""
+    kept = [i for i in range(x.ndim) if i not in ax]
+    if kept == list(range(len(kept))):
+        return x, ax
+    return x.permute(kept + list(ax)), tuple(range(len(kept), x.ndim))
+
+
 def _reduce(op: str, x, axis, dtype, keepdims) -> NkiTensor:
     x = _isa._tensor(x, "x", op)
-    _, shape = _reduced(x, axis, keepdims)
+    ax, shape = _reduced(x, axis, keepdims)
     out = ndarray(shape, dtype or x.dtype, sbuf)
-    _isa.tensor_reduce(dst=out, op=op, data=x, axis=axis)
+    xp, tax = _trailing(x, ax)
+    _isa.tensor_reduce(dst=out, op=op, data=xp, axis=tax)
     return out
 
 
@@ -598,7 +643,8 @@ def mean(x, axis, dtype=None, keepdims=False) -> NkiTensor:
     ax, shape = _reduced(x, axis, keepdims)
     n = math.prod(x.shape[a] for a in ax)
     s = ndarray(shape, float32, sbuf)
-    _isa.tensor_reduce(dst=s, op="add", data=x, axis=axis)
+    xp, tax = _trailing(x, ax)
+    _isa.tensor_reduce(dst=s, op="add", data=xp, axis=tax)
     out = ndarray(shape, dtype or x.dtype, sbuf)
     _isa.tensor_scalar(dst=out, data=s, op0="multiply", operand0=1.0 / n)
     return out
