@@ -742,3 +742,86 @@ def test_the_older_average_pool_reduces_axes_two_and_four_of_its_window_view():
     np.testing.assert_allclose(sim(k, x), want, rtol=1e-5, atol=1e-6)
     with pytest.raises(HardwareRuleError, match="last free axes"):  # the ISA instruction keeps it
         sim(lambda x_t: nisa.tensor_reduce(op=nl.add, data=nl.load(x_t), axis=[1]), x)
+
+
+# --- tensor_scalar_reduce ----------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("fold", "ref"),
+    [(nl.add, np.sum), (nl.max, np.max), (nl.minimum, np.min), (np.multiply, np.prod)],
+    ids=["add", "max", "min", "multiply"],
+)
+def test_tensor_scalar_reduce_writes_the_stage_and_its_fold(fold, ref):
+    """Both forms: the current one (dst given, negated read-out) and the older value-returning
+    one the attention tutorial's v8 uses to evict a PSUM row and take its maximum at once."""
+    x = RNG.uniform(0.5, 1.5, (64, 32)).astype(np.float32)
+
+    def k(x_t):
+        t = nl.load(x_t)
+        d = nl.ndarray((64, 32), dtype=nl.float32, buffer=nl.sbuf)
+        r1 = nl.ndarray((64, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar_reduce(dst=d, data=t, op0=nl.multiply, operand0=0.5,
+                                  reduce_op=fold, reduce_res=r1, reduce_res_negate=True)  # fmt: skip
+        r2 = nl.ndarray((64, 1), dtype=nl.float32, buffer=nl.sbuf)
+        e = nisa.tensor_scalar_reduce(data=t, op0=nl.add, operand0=1.0, reduce_op=fold,
+                                      reduce_res=r2)  # fmt: skip
+        outs = []
+        for v in (d, r1, e, r2):
+            o = nl.ndarray(v.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+            nl.store(o, v)
+            outs.append(o)
+        return tuple(outs)
+
+    d, r1, e, r2 = sim(k, x)
+    np.testing.assert_allclose(d, x * 0.5, rtol=1e-6)
+    np.testing.assert_allclose(r1[:, 0], -ref(x * 0.5, axis=1), rtol=1e-5)
+    np.testing.assert_allclose(e, x + 1.0, rtol=1e-6)
+    np.testing.assert_allclose(r2[:, 0], ref(x + 1.0, axis=1), rtol=1e-5)
+
+
+def test_tensor_scalar_reduce_costs_a_tensor_scalar_and_a_short_read_out():
+    """The ISA's max(MIN_II, N) + MIN_II: one more short Vector instruction than the
+    tensor_scalar alone, so the Vector engine is busy longer, by less than the stage itself."""
+
+    def k(x_t, with_reduce):
+        t = nl.load(x_t)
+        d = nl.ndarray((128, 2048), dtype=nl.float32, buffer=nl.sbuf)
+        r = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        if with_reduce:
+            nisa.tensor_scalar_reduce(dst=d, data=t, op0=nl.multiply, operand0=2.0,
+                                      reduce_op=nl.add, reduce_res=r)  # fmt: skip
+        else:
+            nisa.tensor_scalar(dst=d, data=t, op0=nl.multiply, operand0=2.0)
+        o = nl.ndarray((128, 2048), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(o, d)
+        return o
+
+    x = nki.hbm((128, 2048), nl.float32)
+    runs = [nki.profile(lambda x_t, r=r: k(x_t, r), chip="trn2")(x) for r in (False, True)]
+    plain, fused = (r.busy["Vector"] * r.latency for r in runs)
+    assert plain < fused < 1.5 * plain
+
+
+@pytest.mark.parametrize(
+    ("kw", "exc", "pattern"),
+    [
+        ({"reduce_cmd": nisa.reduce_cmd.reduce}, nki.NotModelledError, "reset_reduce is"),
+        ({"reduce_op": nl.subtract}, nki.NotModelledError, "subtract"),
+        ({"reduce_op": nl.exp}, KernelArgumentError, "not one of its operators"),
+        ({"reduce_res": None}, KernelArgumentError, "give reduce_res"),
+        ({"reduce_res": "wide"}, HardwareRuleError, r"reduce_res must be \[128, 1\]"),
+    ],
+    ids=["accumulate", "subtract", "not-a-fold", "no-result", "wide-result"],
+)
+def test_tensor_scalar_reduce_errors_teach(kw, exc, pattern):
+    def k(x_t):
+        t = nl.load(x_t)
+        args = {"data": t, "op0": nl.multiply, "operand0": 2.0, "reduce_op": nl.add,
+                "reduce_res": nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)}  # fmt: skip
+        args.update(kw)
+        if args["reduce_res"] == "wide":
+            args["reduce_res"] = nl.ndarray((128, 2), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar_reduce(**args)
+        return x_t
+
+    with pytest.raises(exc, match=pattern):
+        sim(k, rand(128, 16))

@@ -865,6 +865,52 @@ def tensor_scalar(dst=None, data=None, op0=None, operand0=None, reverse0=False, 
     return ret
 
 
+_RESET_REDUCE = reduce_cmd.reset_reduce
+_FOLD = {
+    "add": np.sum,
+    "multiply": np.prod,
+    "maximum": np.max,
+    "minimum": np.min,
+}
+
+
+def tensor_scalar_reduce(dst=None, data=None, op0=None, operand0=None, reduce_op=None,
+                         reduce_res=None, reverse0=False, reduce_cmd=reduce_cmd.reset_reduce,
+                         reduce_init=None, reduce_res_negate=False, name=None, dtype=None,
+                         mask=None):  # fmt: skip
+    """``dst = data <op0> operand0`` (one tensor_scalar stage) and ``reduce_res`` the fold of
+    ``dst`` over its free axes with ``reduce_op`` (add, multiply, max, min), on the Vector
+    engine: the ISA gives ``max(MIN_II, N) + MIN_II`` cycles, a tensor_scalar and a short
+    read-out. Older form (keywords only, no ``dst``): returns a new tile."""
+    api = "tensor_scalar_reduce"
+    _no_mask(mask, api)
+    if reduce_cmd is not _RESET_REDUCE or reduce_init is not None:
+        what = f"reduce_cmd={reduce_cmd} / reduce_init (folding across instructions)"
+        raise option(f"nisa.{api}", what, "reduce_cmd.reset_reduce is")
+    fold = N.name_of(reduce_op, {**_FOLD, "subtract": None}, f"nisa.{api} reduce_op")
+    if fold == "subtract":
+        raise option(f"nisa.{api}", "reduce_op=subtract", "add, multiply, max and min are")
+    if reduce_res is None:
+        raise KernelArgumentError(f"nisa.{api}: give reduce_res, a [P, 1] tile for the fold")
+    ret = tensor_scalar(dst=dst, data=data, op0=op0, operand0=operand0, reverse0=reverse0,
+                        dtype=dtype)  # fmt: skip
+    out = dst if ret is None else ret
+    tr = current()
+    rd = out._region()
+    res = _tensor(reduce_res, "reduce_res", api)
+    rr = _where(res, _ON_CHIP, "reduce_res", api)
+    if rr[4] != 1 or rr[1] - rr[0] != rd[1] - rd[0]:
+        raise HardwareRuleError(
+            f"nisa.{api}: reduce_res must be [{rd[1] - rd[0]}, 1] (one value per partition); "
+            f"got {res.shape}"
+        )
+    if tr.numerics:
+        v = _FOLD[fold](_flat(out).astype(np.float32), axis=1)
+        _put(res, -v if reduce_res_negate else v)
+    _record(tr, "copy", "vector", res, rr, [(out, rd)], api, elements=1)  # the read-out
+    return ret
+
+
 def _axes(x: NkiTensor, axis, api: str) -> tuple[int, ...]:
     ax = (axis,) if isinstance(axis, numbers.Integral) else tuple(axis)
     nd = x.ndim
@@ -1223,6 +1269,7 @@ _MODELLED = (
     "tensor_partition_reduce",
     "tensor_reduce",
     "tensor_scalar",
+    "tensor_scalar_reduce",
     "tensor_tensor",
     "tensor_tensor_scan",
 )
@@ -1246,7 +1293,6 @@ _KNOWN = frozenset(
         "max8",
         "sequence_bounds",
         "scalar_tensor_tensor",
-        "tensor_scalar_reduce",
         "core_barrier",
         "dma_compute",
         "quantize_mx",
