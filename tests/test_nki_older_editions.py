@@ -825,3 +825,69 @@ def test_tensor_scalar_reduce_errors_teach(kw, exc, pattern):
 
     with pytest.raises(exc, match=pattern):
         sim(k, rand(128, 16))
+
+
+# --- nl.spmd_dim / nl.nc: an SPMD grid axis split over the cores of LNC=2 -----------------------
+def _copy_grid(a):
+    """The API example's kernel: program (i, j) copies a[i, j]."""
+    b = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    i, j = nl.program_id(0), nl.program_id(1)
+    nl.store(b[i, j], nl.load(a[i, j]))
+    return b
+
+
+@pytest.mark.parametrize(
+    ("grid", "core0"),
+    [
+        (lambda: (nl.spmd_dim(nl.nc(2), 2), 2), [(0, 0), (0, 1), (1, 0), (1, 1)]),
+        (lambda: (nl.nc(2) * 2, 2), [(0, 0), (0, 1), (1, 0), (1, 1)]),
+        (lambda: (nl.spmd_dim(2, nl.nc(2)), 2), [(0, 0), (0, 1), (2, 0), (2, 1)]),
+        (lambda: (2 * nl.nc(2), 2), [(0, 0), (0, 1), (2, 0), (2, 1)]),
+    ],
+    ids=["nc-major", "nc-major-sugar", "nc-minor", "nc-minor-sugar"],
+)
+def test_spmd_dim_places_the_programs_of_a_grid_axis_on_the_two_cores(grid, core0):
+    """The placements the older API example spells out: with nc(2) first, core 0 runs rows 0
+    and 1 of the 4 x 2 grid; with nc(2) last, the even rows. The copy is exact either way."""
+    from trnlab.nki._spmd import placement
+
+    g, n, programs = placement(grid())
+    assert (g, n) == ((4, 2), 2)
+    assert programs[0] == core0
+    assert sorted(programs[0] + programs[1]) == [(i, j) for i in range(4) for j in range(2)]
+    src = rand(4, 2, 1, 1)
+    np.testing.assert_array_equal(sim(nki.jit(_copy_grid)[grid()], src), src)
+
+
+def test_a_grid_split_over_two_cores_takes_about_half_the_time_of_one_core():
+    """Each core runs its half of the programs, the two at the same time: the profile is the
+    slower core's, with both in run.extra["cores"]."""
+
+    def k(a):
+        b = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        i = nl.program_id(0)
+        t = nl.load(a[i * 128 : (i + 1) * 128, :])
+        nl.store(b[i * 128 : (i + 1) * 128, :], nl.exp(t))
+        return b
+
+    x = nki.hbm((8 * 128, 2048), nl.float32)
+    one = nki.profile(nki.jit(k)[8], chip="trn2")(x)
+    two = nki.profile(nki.jit(k)[nl.spmd_dim(4, nl.nc(2))], chip="trn2")(x)
+    assert len(two.extra["cores"]) == 2
+    assert 0.4 * one.latency < two.latency < 0.6 * one.latency
+
+
+@pytest.mark.parametrize(
+    ("make", "pattern"),
+    [
+        (lambda: nl.nc(4), "at most 2 physical cores"),
+        (lambda: nl.spmd_dim(2, 3), "exactly one nl.nc"),
+        (lambda: nl.spmd_dim(nl.nc(2), nl.nc(2)), "exactly one nl.nc"),
+        (lambda: nl.spmd_dim(0, nl.nc(2)), "positive whole number"),
+        (lambda: nki.jit(_copy_grid)[nl.nc(2), nl.nc(2)], "one nl.nc / nl.spmd_dim axis"),
+    ],
+    ids=["nc4", "no-nc", "two-nc", "zero", "two-placed-axes"],
+)
+def test_spmd_placement_errors_teach(make, pattern):
+    with pytest.raises(KernelArgumentError, match=pattern):
+        make()

@@ -16,20 +16,18 @@ class NotModelledError(TrnlabError, NotImplementedError):
     and a ``NotImplementedError`` as before)."""
 
 
-def missing(namespace: str, name: str, modelled, known, advice=None) -> AttributeError:
+def missing(namespace: str, name: str, modelled, known) -> AttributeError:
     """The error for ``namespace.name`` that the module does not define.
 
     ``known`` are the NKI API's names in that namespace (from the NKI API reference): one of
     them gives :class:`NotModelledError`; anything else is not NKI at all (AttributeError with
-    the nearest names). ``advice`` (name -> text) says what to write instead, ahead of the list.
+    the nearest names).
     """
     have = ", ".join(sorted(modelled))
     if name in known:
-        tip = (advice or {}).get(name)
         return NotModelledError(
             f"{namespace}.{name} is not modelled yet in trnlab.nki (it exists in NKI). "
-            + (f"{tip} " if tip else "")
-            + f"See docs/nki.md for what each API covers. Modelled in {namespace} "
+            f"See docs/nki.md for what each API covers. Modelled in {namespace} "
             f"({len(modelled)} names): {have}."
         )
     near = difflib.get_close_matches(name, list(modelled) + list(known), n=3)

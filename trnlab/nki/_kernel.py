@@ -48,6 +48,7 @@ from trnlab.core._progress import instruction_limit
 from ._alloc import replay
 from ._dtypes import DTYPES, DType, dtype_info, from_numpy, to_numpy, values_of
 from ._errors import option
+from ._spmd import is_placed, placement
 from ._target import _chip, resolve
 from ._tensor import NkiTensor
 from ._trace import _STACK, Trace, location
@@ -137,18 +138,24 @@ class Kernel:
         self.grid = grid
         self.lnc = lnc
         self.platform_target = platform_target
+        self.placement: list | None = None  # programs per core (nl.spmd_dim / nl.nc grids)
         functools.update_wrapper(self, fn)
         if not hasattr(self, "__name__"):  # a callable object (the grader's kernel recorder)
             self.__name__ = type(fn).__name__
 
     def __getitem__(self, key) -> Kernel:
         dims = key if isinstance(key, tuple) else (key,)
+        if dims and any(is_placed(d) for d in dims):  # kernel[nl.spmd_dim(4, nl.nc(2)), 2]
+            grid, n, programs = placement(dims)
+            k = Kernel(self.fn, grid, n, self.platform_target)
+            k.placement = programs
+            return k
         if not dims or not all(isinstance(d, int | np.integer) and d >= 1 for d in dims):
             raise option(
                 "kernel[...]",
                 f"launch grid {key!r}",
-                "positive integers are (kernel[2] for LNC=2, kernel[4, 2] for an SPMD grid; "
-                "nl.nc / nl.spmd_dim placement is not modelled)",
+                "positive integers are (kernel[2] for LNC=2, kernel[4, 2] for an SPMD grid), "
+                "and one axis placed on the cores with nl.spmd_dim / nl.nc",
             )
         dims = tuple(int(d) for d in dims)
         if len(dims) == 1 and dims[0] <= 2:
@@ -162,6 +169,8 @@ class Kernel:
 
     def __repr__(self) -> str:
         where = f"[{self.lnc}]" if self.lnc > 1 else (f"{list(self.grid)}" if self.grid else "")
+        if self.placement is not None:
+            where = f"{list(self.grid)} on {self.lnc} cores"
         return f"<nki kernel {self.__name__}{where}>"
 
 
@@ -262,7 +271,9 @@ def _launch(kernel: Kernel, args, kwargs, params: CoreParams, numerics: bool, bi
             f"least one instruction: beyond the limit of {limit:,} (trnlab.core.max_instructions"
             f"(N) raises it). Launch a smaller grid with more work per program."
         )
-    if kernel.lnc == 2:
+    if kernel.placement is not None:
+        grid, cores = kernel.grid, kernel.placement
+    elif kernel.lnc == 2:
         grid = (2,)
         cores = [[(0,)], [(1,)]]
     else:

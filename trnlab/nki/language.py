@@ -29,6 +29,8 @@ from ._errors import NotModelledError, missing
 from ._index import arange as arange  # older editions' index expressions
 from ._index import mgrid as mgrid
 from ._mask import Overhang, apply_mask, check_mask
+from ._spmd import nc as nc  # older editions' placement of a grid axis on the cores
+from ._spmd import spmd_dim as spmd_dim
 from ._tensor import MemoryRegion, NkiTensor
 from ._trace import _STACK, current
 
@@ -839,6 +841,8 @@ _MODELLED = tuple(
             "program_id",
             "num_programs",
             "program_ndim",
+            "spmd_dim",
+            "nc",
             "load",
             "store",
             "copy",
@@ -886,8 +890,6 @@ _KNOWN = frozenset(
         "silu_dx",
         "erf_dx",
         "prelu",
-        "spmd_dim",
-        "nc",
         "NkiTensor",
         "MemoryRegion",
         "NKIObject",
@@ -901,17 +903,10 @@ _KNOWN = frozenset(
 )
 
 
-#: What to write instead of a not-modelled name, where there is a direct rewrite.
-_ADVICE = {
-    "spmd_dim": "Launch the kernel on a grid (kernel[2, 2](...)) and read nl.program_id(axis) "
-    "instead.",
-}
-
-
 def __getattr__(name: str):
     if name.startswith("__"):
         raise AttributeError(name)
-    raise missing("nki.language", name, _MODELLED, _KNOWN, _ADVICE)
+    raise missing("nki.language", name, _MODELLED, _KNOWN)
 
 
 MemoryRegion = MemoryRegion
