@@ -891,3 +891,102 @@ def test_a_grid_split_over_two_cores_takes_about_half_the_time_of_one_core():
 def test_spmd_placement_errors_teach(make, pattern):
     with pytest.raises(KernelArgumentError, match=pattern):
         make()
+
+
+# --- older iota / affine_select over index expressions, nl.fp32, partition broadcast -----------
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    p=st.integers(1, 128), f=st.integers(1, 64), cp=st.integers(-3, 3), cf=st.integers(-3, 3),
+    c0=st.integers(-50, 50),
+)  # fmt: skip
+def test_older_iota_of_an_index_expression_holds_its_values(p, f, cp, cf, c0):
+    """``nisa.iota(c0 + cp * i_p + cf * i_f, dtype)``: a new [p, f] tile of the expression's
+    values, as numpy evaluates it on the grid."""
+
+    def k(_):
+        i_p, i_f = nl.mgrid[0:p, 0:f]
+        t = nisa.iota(c0 + cp * i_p + cf * i_f, dtype=nl.int32)
+        out = nl.ndarray((p, f), dtype=nl.int32, buffer=nl.shared_hbm)
+        nl.store(out, t)
+        return out
+
+    ii, jj = np.mgrid[0:p, 0:f]
+    np.testing.assert_array_equal(sim(k, rand(1, 1)), c0 + cp * ii + cf * jj)
+
+
+@pytest.mark.parametrize(
+    ("pred", "ref"),
+    [
+        (lambda ix, iy: iy < ix, lambda i, j: j < i),
+        (lambda ix, iy: ix + 3 <= iy, lambda i, j: i + 3 <= j),
+        (lambda ix, iy: 2 * iy > ix, lambda i, j: 2 * j > i),
+        (lambda ix, iy: iy >= 10, lambda i, j: j >= 10),
+    ],
+    ids=["causal", "shifted", "steep", "free-only"],
+)
+def test_older_affine_select_takes_a_comparison_of_the_grid(pred, ref):
+    """``affine_select(pred=(iy < ix), on_true_tile=a[ix, iy], on_false_value=nl.fp32.min)``
+    (the older API example and the SD attention tutorial): one GpSimd instruction."""
+    a = rand(128, 64)
+
+    def k(a_t):
+        ix, iy = nl.mgrid[0:128, 0:64]
+        t = nl.load(a_t)
+        r = nisa.affine_select(pred=pred(ix, iy), on_true_tile=t[ix, iy],
+                               on_false_value=nl.fp32.min)  # fmt: skip
+        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, r)
+        return out
+
+    ii, jj = np.mgrid[0:128, 0:64]
+    want = np.where(ref(ii, jj), a, np.finfo(np.float32).min)
+    np.testing.assert_array_equal(sim(k, a), want)
+
+
+def test_older_iota_and_affine_select_errors_teach():
+    ip = lambda: nl.arange(128)[:, None]  # noqa: E731
+    cases = [
+        (lambda t: nisa.iota(ip()), KernelArgumentError, "give the dtype"),
+        (lambda t: nisa.iota(nl.arange(8), nl.int32), KernelArgumentError, "placed on a grid"),
+        (lambda t: nisa.iota(), KernelArgumentError, "give dst= and pattern="),
+        (
+            lambda t: nisa.affine_select(pred=(ip() < 3) & (ip() > 1), on_true_tile=t,
+                                         on_false_value=0.0),
+            nki.NotModelledError,
+            "several comparisons",
+        ),
+        (
+            lambda t: nisa.affine_select(pred=(nl.arange(64)[:, None] < 3), on_true_tile=t,
+                                         on_false_value=0.0),
+            KernelArgumentError,
+            "64 values on grid axis 0, the tile 128",
+        ),
+        (lambda t: nisa.affine_select(pred=(ip() < 2.5), on_true_tile=t, on_false_value=0.0),
+         KernelArgumentError, "whole number"),
+    ]  # fmt: skip
+    for fn, exc, pattern in cases:
+        with pytest.raises(exc, match=pattern):
+            sim(lambda x, fn=fn: fn(nl.load(x)), rand(128, 16))
+
+
+@pytest.mark.parametrize(
+    ("sa", "sb"),
+    [((128, 64), (1, 64)), ((1, 64), (128, 64)), ((128, 1), (1, 64)), ((128, 64), (1, 1))],
+    ids=["row", "row-first", "both-axes", "one-value"],
+)
+def test_nl_elementwise_broadcasts_a_one_partition_tile_across_partitions(sa, sb):
+    """The API examples' nl.add of a [1, 512] row to a [128, 512] tile (and a [128, 1] column
+    to a [1, 512] row): numpy's broadcast; the result keeps the inputs' dtype."""
+    a, b = rand(*sa), rand(*sb)
+
+    def k(a_t, b_t):
+        c = nl.add(nl.load(a_t), nl.load(b_t))
+        out = nl.ndarray(c.shape, dtype=c.dtype, buffer=nl.shared_hbm)
+        nl.store(out, c)
+        return out
+
+    got = sim(k, a, b)
+    np.testing.assert_allclose(got, a + b, rtol=1e-6)
+    assert got.dtype == np.float32
+    with pytest.raises(KernelArgumentError, match="only a one-partition tile broadcasts"):
+        sim(k, rand(128, 64), rand(64, 64))

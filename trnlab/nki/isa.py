@@ -35,7 +35,8 @@ from . import _numerics as N
 from . import _observe
 from ._dtypes import dtype_info, round_to
 from ._errors import NotModelledError, missing, option
-from ._mask import Overhang, check_mask
+from ._index import IndexExpr
+from ._mask import Mask, Overhang, check_mask
 from ._tensor import MemoryRegion, NkiTensor
 from ._trace import current
 
@@ -1022,14 +1023,22 @@ def _pattern(pattern, elements: int, api: str) -> np.ndarray:
     return v
 
 
-def iota(dst, pattern=None, offset=0, channel_multiplier=0, name=None):
+def iota(dst=None, pattern=None, offset=0, channel_multiplier=0, name=None, expr=None,
+         dtype=None, mask=None):  # fmt: skip
     """GpSimd: ``dst[p, ...] = offset + p * channel_multiplier + sum(idx_k * step_k)`` over a
-    ``[[step, num], ...]`` pattern, in int32 arithmetic, cast to ``dst``'s dtype."""
+    ``[[step, num], ...]`` pattern, in int32 arithmetic, cast to ``dst``'s dtype. Older form:
+    ``iota(expr, dtype)`` of an ``nl.arange`` / ``nl.mgrid`` expression returns a new tile of
+    its grid's shape holding the expression's values (grid axis 0 on the partitions)."""
     api = "iota"
     tr = current()
+    if isinstance(dst, IndexExpr) or expr is not None:  # iota(expr, dtype) of older editions
+        _no_mask(mask, api)
+        return _grid_iota(dst if expr is None else expr, pattern if dtype is None else dtype, api)
     if type(dst) is not NkiTensor or pattern is None:
-        raise option(api, "the older iota(expr, dtype) with nl.arange expressions",
-                     "iota(dst=, pattern=[[step, num], ...], offset=, channel_multiplier=) is")  # fmt: skip
+        raise KernelArgumentError(
+            f"nisa.{api}: give dst= and pattern=[[step, num], ...] (or, as older editions, an "
+            f"nl.arange / nl.mgrid expression and a dtype), not {dst!r}"
+        )
     rd = _where(dst, _SBUF, "dst", api)
     v = _pattern(pattern, rd[4], api)
     if tr.numerics:
@@ -1039,12 +1048,58 @@ def iota(dst, pattern=None, offset=0, channel_multiplier=0, name=None):
     _record(tr, "gpsimd", "gpsimd", dst, rd, [], api)
 
 
-def affine_select(dst, pattern, channel_multiplier, on_true_tile, on_false_value,
-                  cmp_op=None, offset=0, name=None):  # fmt: skip
+def _grid_axes(e: IndexExpr, shape, what: str, api: str) -> tuple[int, list]:
+    """``(channel_multiplier, pattern)`` of expression ``e`` over a grid of ``shape`` (axis 0
+    the partitions): its coefficient on each axis, as the instructions' pattern takes them."""
+    if e.ndim is not None and e.ndim != len(shape):
+        raise KernelArgumentError(
+            f"nisa.{api}: {what} runs over a {e.ndim}-axis grid, the tile has {len(shape)} axes"
+        )
+    for ax, (_, n) in e.terms.items():
+        if n > 1 and n != shape[ax]:
+            raise KernelArgumentError(
+                f"nisa.{api}: {what} has {n} values on grid axis {ax}, the tile {shape[ax]}"
+            )
+    coeff = [e.terms.get(ax, (0, 1))[0] for ax in range(len(shape))]
+    return coeff[0], [[coeff[ax], shape[ax]] for ax in range(1, len(shape))]
+
+
+def _grid_iota(e, dtype, api: str) -> NkiTensor:
+    if not isinstance(e, IndexExpr) or e.ndim is None:
+        raise KernelArgumentError(
+            f"nisa.{api}(expr, dtype): expr is an nl.arange placed on a grid axis "
+            f"(nl.arange(n)[:, None]) or an nl.mgrid expression, not {e!r}"
+        )
+    if dtype is None:
+        raise KernelArgumentError(f"nisa.{api}(expr, dtype): give the dtype of the new tile")
+    shape = [1] * e.ndim
+    for ax, (_, n) in e.terms.items():
+        shape[ax] = n
+    if len(shape) < 2:
+        shape.append(1)
+    out = _new(tuple(shape), dtype, MemoryRegion.sbuf, depth=5)
+    cm, pattern = _grid_axes(e, out.shape, "expr", api)
+    iota(dst=out, pattern=pattern, offset=e.const, channel_multiplier=cm)
+    return out
+
+
+_CMP = {"<": "less", "<=": "less_equal", ">": "greater", ">=": "greater_equal"}
+
+
+def affine_select(dst=None, pattern=None, channel_multiplier=None, on_true_tile=None,
+                  on_false_value=None, cmp_op=None, offset=0, name=None, pred=None, dtype=None,
+                  mask=None):  # fmt: skip
     """GpSimd: ``dst = on_true_tile where cmp_op(affine, 0) else on_false_value``, with
     ``affine = offset + p * channel_multiplier + sum(idx_k * step_k)`` (a causal mask in one
-    instruction). ``cmp_op`` defaults to ``nl.equal``."""
+    instruction). ``cmp_op`` defaults to ``nl.equal``. Older form: ``affine_select(pred,
+    on_true_tile, on_false_value)`` with ``pred`` one comparison of index expressions over the
+    tile's grid (``iy < ix``) returns a new tile: the same instruction."""
     api = "affine_select"
+    if pred is not None or isinstance(dst, Mask):  # the older form
+        if pred is None:  # positional: (pred, on_true_tile, on_false_value)
+            pred, on_true_tile, on_false_value = dst, pattern, channel_multiplier
+        _no_mask(mask, api)
+        return _select_by(pred, on_true_tile, on_false_value, dtype, api)
     tr = current()
     dst = _tensor(dst, "dst", api)
     src = _tensor(on_true_tile, "on_true_tile", api)
@@ -1062,6 +1117,25 @@ def affine_select(dst, pattern, channel_multiplier, on_true_tile, on_false_value
         pred = N.ALU[cname](aff, np.float32(0)) != 0
         _put(dst, np.where(pred, _flat(src), np.float32(on_false_value)))
     _record(tr, "gpsimd", "gpsimd", dst, rd, [(src, r)], api)
+
+
+def _select_by(pred, on_true_tile, on_false_value, dtype, api: str) -> NkiTensor:
+    pred = check_mask(pred, f"nisa.{api}(pred=...)")
+    if pred is None or len(pred.terms) != 1:
+        raise option(
+            f"nisa.{api}", "a predicate of several comparisons joined with &",
+            "one comparison of an affine index expression with a number is (one instruction "
+            "compares one affine expression with 0)",
+        )  # fmt: skip
+    ((e, op, bound),) = pred.terms
+    if isinstance(bound, bool) or not isinstance(bound, numbers.Integral):
+        raise KernelArgumentError(f"nisa.{api}: pred compares with a whole number, not {bound!r}")
+    src = _tensor(on_true_tile, "on_true_tile", api)
+    cm, pattern = _grid_axes(e, src.shape, "pred", api)
+    out = _new(src.shape, dtype or src.dtype, MemoryRegion.sbuf, depth=5)
+    affine_select(out, pattern, cm, src, on_false_value, cmp_op=_CMP[op],
+                  offset=e.const - int(bound))  # fmt: skip
+    return out
 
 
 def _no_mask(mask, api: str) -> None:

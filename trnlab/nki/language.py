@@ -154,6 +154,19 @@ class _TileSize:
 tile_size = _TileSize()
 
 
+class _Fp32:
+    """``nl.fp32`` of older editions: FP32 constants (``nl.fp32.min``, the most negative
+    finite float32, bit pattern 0xff7fffff: the tutorials' stand-in for -inf in masks)."""
+
+    min = float(np.finfo(np.float32).min)
+
+    def __repr__(self) -> str:
+        return "nl.fp32"
+
+
+fp32 = _Fp32()
+
+
 class par_dim(int):
     """Marks the partition dimension of a shape (older NKI editions); an int. Dimensions
     before it are blocks: ``nl.ndarray((2, nl.par_dim(128), 64), ..., buffer=nl.sbuf)`` is two
@@ -427,8 +440,8 @@ def _binary_form(x, y, op: str) -> tuple[NkiTensor, object, bool]:
         rx, ry = x._region(), y._region()
         if rx[1] - rx[0] != ry[1] - ry[0]:
             raise KernelArgumentError(
-                f"nl.{op}: {x.shape} and {y.shape} span different partitions; broadcast a "
-                f"one-partition tile with nl.broadcast_to first (a Tensor Engine broadcast)"
+                f"nl.{op}: {x.shape} and {y.shape} span different partitions; only a "
+                f"one-partition tile broadcasts across partitions"
             )
         if rx[4] == ry[4] or ry[4] == 1:
             return x, y, False
@@ -441,7 +454,24 @@ def _binary_form(x, y, op: str) -> tuple[NkiTensor, object, bool]:
     return (x, y, False) if xt else (y, x, True)
 
 
+def _broadcast_partitions(x, y, dtype):
+    """``(x, y, dtype)`` with a one-partition tile broadcast across the other's partitions, as
+    the API examples add a ``[1, 512]`` row to a ``[128, 512]`` tile: by :func:`broadcast_to`
+    (a Tensor Engine broadcast; how the compiler does it is not documented, an assumption).
+    The result keeps the many-partition operand's dtype unless ``dtype`` is given."""
+    if type(x) is not NkiTensor or type(y) is not NkiTensor:
+        return x, y, dtype
+    rx, ry = x._region(), y._region()
+    nx, ny = rx[1] - rx[0], ry[1] - ry[0]
+    if nx == ny or builtins.min(nx, ny) != 1:
+        return x, y, dtype
+    if nx == 1:
+        return broadcast_to(x, (ny, *x.shape[1:])), y, dtype or y.dtype
+    return x, broadcast_to(y, (nx, *y.shape[1:])), dtype or x.dtype
+
+
 def _binary(x, y, op: str, dtype, dst=None) -> NkiTensor:
+    x, y, dtype = _broadcast_partitions(x, y, dtype)
     big, other, rev = _binary_form(x, y, op)
     out = dst if dst is not None else ndarray(big.shape, dtype or big.dtype, sbuf)
     if type(other) is NkiTensor and other._region()[4] == big._region()[4]:
@@ -455,6 +485,7 @@ def _make_binary(op: str):
     def f(x, y, dtype=None, mask=None):
         if check_mask(mask, f"nl.{op}") is None:
             return _binary(x, y, op, dtype)
+        x, y, dtype = _broadcast_partitions(x, y, dtype)
         big = _binary_form(x, y, op)[0]
         out = ndarray(big.shape, dtype or big.dtype, sbuf)
         xm, ym, om = apply_mask(mask, f"nl.{op}", x, y, out)
@@ -823,6 +854,7 @@ _MODELLED = tuple(
             "private_hbm",
             "shared_hbm",
             "tile_size",
+            "fp32",
             "par_dim",
             "ndarray",
             "zeros",
