@@ -655,7 +655,49 @@ def _ip():
             nki.NotModelledError,
             r"nisa.bn_stats: a mask that cuts the grid.*nl.load, nl.store",
         ),
-        (lambda x: nl.exp(nl.load(x), mask=(_ip() < 0)), KernelArgumentError, "keeps no element"),
+        (
+            lambda x: nisa.activation(op=nl.exp, data=nl.load(x), mask=(_ip() < 0)),
+            nki.NotModelledError,
+            "keeps no element",
+        ),
+        (
+            lambda x: nl.sum(nl.load(x), axis=1, mask=(_ip() < 100)),
+            nki.NotModelledError,
+            r"nl.sum: a mask that cuts the grid",
+        ),
+        (
+            lambda x: nl.exp(nl.load(x), mask=(nl.mgrid[0:128, 0:16, 0:4][2] < 2)),
+            KernelArgumentError,
+            "cuts grid axis 2",
+        ),
+        (
+            lambda x: nl.exp(nl.load(x), mask=(_ip() < 9) & (nl.arange(64)[:, None] < 9)),
+            KernelArgumentError,
+            "disagree on the size of grid axis 0",
+        ),
+        (
+            lambda x: nl.load(x[nl.arange(200)[:, None], nl.arange(16)[None, :]]).reshape((1, 1)),
+            KernelArgumentError,
+            "reaches 0..199",
+        ),
+        (
+            lambda x: x[nl.arange(200)[:, None], nl.arange(16)[None, :]].reshape((200 * 16,)),
+            KernelArgumentError,
+            "reaches 0..199",
+        ),
+        (
+            lambda x: nl.load(
+                x[nl.arange(200)[:, None], nl.arange(16)[None, :]],
+                mask=(nl.arange(16)[None, :] < 8),
+            ),
+            KernelArgumentError,
+            "reaches 0..199",
+        ),
+        (
+            lambda x: nl.exp(nl.load(x), mask=(0 <= _ip() < 9)),
+            KernelArgumentError,
+            r"chained comparison",
+        ),
         (
             lambda x: nl.exp(nl.load(x), mask=(_ip() < 9) and (_ip() > 2)),
             KernelArgumentError,
@@ -671,7 +713,7 @@ def _ip():
         (
             lambda x: nl.exp(nl.load(x), mask=(nl.arange(64)[:, None] < 9)),
             KernelArgumentError,
-            "128 elements on axis 0 where the mask's grid has 64",
+            r"cuts grid axis 0 \(64 values\), along which no operand",
         ),
         (
             lambda x: nl.store(x[nl.arange(200)[:, None], nl.arange(16)[None, :]], nl.load(x)),
@@ -681,7 +723,14 @@ def _ip():
     ],
     ids=[
         "cut-on-nisa",
-        "holds-nowhere",
+        "keeps-nothing-on-nisa",
+        "cut-on-nl-sum",
+        "axis-no-operand-has",
+        "two-sizes",
+        "overhang-used-unmasked",
+        "overhang-attribute",
+        "overhang-still-past",
+        "chained",
         "and",
         "or",
         "not-a-mask",
@@ -807,7 +856,7 @@ def test_tensor_scalar_reduce_costs_a_tensor_scalar_and_a_short_read_out():
         ({"reduce_cmd": nisa.reduce_cmd.reduce}, nki.NotModelledError, "reset_reduce is"),
         ({"reduce_op": nl.subtract}, nki.NotModelledError, "subtract"),
         ({"reduce_op": nl.exp}, KernelArgumentError, "not one of its operators"),
-        ({"reduce_res": None}, KernelArgumentError, "give reduce_res"),
+        ({"reduce_res": None}, nki.NotModelledError, "no reduce_res"),
         ({"reduce_res": "wide"}, HardwareRuleError, r"reduce_res must be \[128, 1\]"),
     ],
     ids=["accumulate", "subtract", "not-a-fold", "no-result", "wide-result"],
@@ -952,8 +1001,8 @@ def test_older_iota_and_affine_select_errors_teach():
         (
             lambda t: nisa.affine_select(pred=(ip() < 3) & (ip() > 1), on_true_tile=t,
                                          on_false_value=0.0),
-            nki.NotModelledError,
-            "several comparisons",
+            KernelArgumentError,
+            "NKI refuses masks joined",
         ),
         (
             lambda t: nisa.affine_select(pred=(nl.arange(64)[:, None] < 3), on_true_tile=t,
@@ -980,13 +1029,98 @@ def test_nl_elementwise_broadcasts_a_one_partition_tile_across_partitions(sa, sb
     a, b = rand(*sa), rand(*sb)
 
     def k(a_t, b_t):
-        c = nl.add(nl.load(a_t), nl.load(b_t))
-        out = nl.ndarray(c.shape, dtype=c.dtype, buffer=nl.shared_hbm)
+        c = nl.add(nl.load(a_t, dtype=nl.bfloat16), nl.load(b_t, dtype=nl.bfloat16))
+        assert c.dtype == "bfloat16"  # the inputs' dtype, not the float32 of the broadcast
+        out = nl.ndarray(c.shape, dtype=nl.float32, buffer=nl.shared_hbm)
         nl.store(out, c)
         return out
 
-    got = sim(k, a, b)
-    np.testing.assert_allclose(got, a + b, rtol=1e-6)
-    assert got.dtype == np.float32
+    def bf16(v):
+        return formats.quantize(v, "bf16")
+
+    np.testing.assert_allclose(sim(k, a, b), bf16(bf16(a) + bf16(b)), rtol=1e-6)
     with pytest.raises(KernelArgumentError, match="only a one-partition tile broadcasts"):
         sim(k, rand(128, 64), rand(64, 64))
+    with pytest.raises(KernelArgumentError, match=r"nl.add: the one-partition int32 tile"):
+        sim(lambda a_t, b_t: nl.add(nl.load(a_t), nl.load(b_t)),
+            np.ones((128, 8), np.int32), np.ones((1, 8), np.int32))  # fmt: skip
+
+
+def test_a_mask_that_keeps_nothing_skips_the_instruction_as_nki_does():
+    """A loop with one tile too many (4 x 128 rows over 300): the last iteration's load, exp
+    and store keep nothing, so nothing past the tensor is touched and the result is exact."""
+    x = rand(300, 16)
+
+    def k(x_t):
+        ip, jf = nl.arange(128)[:, None], nl.arange(16)[None, :]
+        out = nl.ndarray((300, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+        for i in nl.affine_range(4):
+            keep = i * 128 + ip < 300
+            t = nl.load(x_t[i * 128 + ip, jf], mask=keep)
+            nl.store(out[i * 128 + ip, jf], value=nl.exp(t, mask=keep), mask=keep)
+        return out
+
+    np.testing.assert_allclose(sim(k, x), np.exp(x), rtol=1e-6)
+
+
+def test_a_mask_that_holds_everywhere_is_accepted_by_every_instruction():
+    """Older kernels pass mask= to any API; one that holds on the whole grid changes nothing."""
+    x = rand(128, 16)
+
+    def k(x_t):
+        ip = nl.arange(128)[:, None]
+        t = nl.load(x_t)
+        s = nl.sum(t, axis=1, mask=(ip < 128))
+        a = nisa.activation(op=nl.exp, data=t, mask=(ip >= 0))
+        c = nl.copy(a, mask=(ip < 1000))
+        o1 = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(o1, s)
+        o2 = nl.ndarray((128, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(o2, c)
+        return o1, o2
+
+    s, c = sim(k, x)
+    np.testing.assert_allclose(s[:, 0], x.sum(axis=1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(c, np.exp(x), rtol=1e-6)
+
+
+def test_a_column_keeps_its_partitions_through_a_further_slice_and_a_masked_load():
+    """``x[0:128, 2][0:64]`` is still a column (64 partitions); a masked load of a row
+    ``x[3, 0:64]`` cuts its free axis."""
+    x = rand(128, 64)
+
+    def k(x_t):
+        col = nl.load(x_t[0:128, 2][0:64])
+        jf = nl.arange(64)[None, :]
+        row = nl.load(x_t[3, 0:64], mask=(jf < 32))
+        assert col.shape == (64, 1) and row.shape == (1, 64)
+        o1 = nl.ndarray((64, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(o1, col)
+        o2 = nl.ndarray((1, 32), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(o2, row[:, 0:32])
+        return o1, o2
+
+    col, row = sim(k, x)
+    np.testing.assert_array_equal(col[:, 0], x[0:64, 2])
+    np.testing.assert_array_equal(row[0], x[3, 0:32])
+
+
+def test_spmd_dim_factors_chain_and_name_their_cores():
+    from trnlab.nki._spmd import placement
+
+    g, n, programs = placement((nl.nc(2) * 2 * 2,))
+    assert (g, n) == ((8,), 2) and programs[0] == [(0,), (1,), (2,), (3,)]
+    assert "on 2 cores" in repr(nki.jit(_copy_grid)[nl.nc(2) * 2, 2])
+    assert "on 1 core" in repr(nki.jit(_copy_grid)[nl.spmd_dim(4, nl.nc(1)), 2])
+
+
+def test_tensor_scalar_reduce_refuses_a_bit_vector_stage():
+    def k(x_t):
+        t = nl.load(x_t)
+        r = nl.ndarray((128, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.tensor_scalar_reduce(data=t, op0=nl.bitwise_and, operand0=3, reduce_op=nl.add,
+                                  reduce_res=r)  # fmt: skip
+        return x_t
+
+    with pytest.raises(KernelArgumentError, match="arithmetic operator"):
+        sim(k, np.ones((128, 16), np.int32))

@@ -130,6 +130,7 @@ class IndexExpr:
     __le__ = _compare("<=")
     __gt__ = _compare(">")
     __ge__ = _compare(">=")
+    del _compare
 
     def _equality(self, other):
         raise NotModelledError(

@@ -170,7 +170,7 @@ class Kernel:
     def __repr__(self) -> str:
         where = f"[{self.lnc}]" if self.lnc > 1 else (f"{list(self.grid)}" if self.grid else "")
         if self.placement is not None:
-            where = f"{list(self.grid)} on {self.lnc} cores"
+            where = f"{list(self.grid)} on {self.lnc} core{'s' if self.lnc > 1 else ''}"
         return f"<nki kernel {self.__name__}{where}>"
 
 

@@ -17,6 +17,8 @@ triangle) are not rectangles: they raise a NotModelledError pointing at ``affine
 
 from __future__ import annotations
 
+import functools
+import inspect
 import numbers
 
 import numpy as np
@@ -26,7 +28,7 @@ from trnlab.core import KernelArgumentError
 from ._errors import NotModelledError
 from ._index import IndexExpr, index_view
 
-__all__ = ["Mask", "Overhang", "apply_mask", "check_mask"]
+__all__ = ["Mask", "Overhang", "apply_mask", "check_mask", "give_masks", "whole_grid_only"]
 
 _OPS = {
     "<": np.less,
@@ -73,7 +75,8 @@ class Mask:
     def __bool__(self):
         raise KernelArgumentError(
             "a mask has no truth value while the kernel is traced: join masks with &, not "
-            "'and' (NKI refuses 'and' too), and pass the mask as mask=..."
+            "'and' (NKI refuses 'and' too; a chained comparison 0 <= i_p < n is an 'and' as "
+            "well: write (i_p >= 0) & (i_p < n)), and pass the mask as mask=..."
         )
 
     def _sizes(self) -> dict[int, int]:
@@ -81,22 +84,25 @@ class Mask:
         for e, _, _ in self.terms:
             for ax, (_, n) in e.terms.items():
                 if n > 1:
+                    if sizes.get(ax, n) != n:
+                        raise KernelArgumentError(
+                            f"the comparisons of a mask disagree on the size of grid axis {ax} "
+                            f"({sizes[ax]} and {n}); build them from the same nl.arange / "
+                            f"nl.mgrid"
+                        )
                     sizes[ax] = n
         return sizes
 
-    def rectangle(self, what: str) -> dict[int, tuple[int, int]]:
+    def rectangle(self, what: str) -> dict[int, tuple[int, int]] | None:
         """``{axis: (lo, hi)}``: the range of each grid axis the mask keeps (axes it keeps
-        whole are left out)."""
+        whole are left out); None when it keeps nothing (NKI then skips the instruction)."""
         sizes = self._sizes()
         keep = {ax: np.ones(n, bool) for ax, n in sizes.items()}
         for e, op, bound in self.terms:
             axes = [ax for ax, (c, n) in e.terms.items() if n > 1 and c]
             if not axes:
                 if not _OPS[op](e.const, bound):
-                    raise KernelArgumentError(
-                        f"{what}: the mask {e} {op} {bound} holds nowhere, so the instruction "
-                        f"would do nothing; leave it out of the kernel"
-                    )
+                    return None
                 continue
             if len(axes) > 1:
                 raise NotModelledError(
@@ -111,10 +117,7 @@ class Mask:
         for ax, k in keep.items():
             idx = np.flatnonzero(k)
             if idx.size == 0:
-                raise KernelArgumentError(
-                    f"{what}: the mask keeps no element of grid axis {ax}, so the instruction "
-                    f"would do nothing; leave it out of the kernel (or fix the bound)"
-                )
+                return None
             if idx.size < sizes[ax]:
                 out[ax] = (int(idx[0]), int(idx[-1]) + 1)
         return out
@@ -140,9 +143,18 @@ class Overhang:
     def dtype(self) -> str:
         return self.tensor.dtype
 
+    def __getattr__(self, name):  # any other use of the access: the index error it stands for
+        raise object.__getattribute__(self, "error")
+
+    def __getitem__(self, key):
+        raise self.error
+
     def restrict(self, rect: dict[int, tuple[int, int]]):
         key = tuple(_restrict_expr(k, rect) if isinstance(k, IndexExpr) else k for k in self.key)
-        return index_view(self.tensor, key)
+        view = index_view(self.tensor, key)
+        if isinstance(view, Overhang):  # still past the tensor where the mask holds
+            raise view.error
+        return view
 
     def __repr__(self) -> str:
         return f"Overhang({self.tensor!r}, shape={self.shape})"
@@ -170,13 +182,27 @@ def check_mask(mask, what: str) -> Mask | None:
 
 def apply_mask(mask: Mask | None, what: str, *tensors):
     """The operands of a masked instruction cut to the mask's rectangle: dimension ``d`` of an
-    operand is grid axis ``d`` (an operand of size 1 there is broadcast and kept whole)."""
+    operand is grid axis ``d`` (an operand of size 1 there is broadcast and kept whole).
+    None when the mask keeps nothing: NKI then skips the instruction."""
     from ._tensor import NkiTensor
 
     if mask is None:
         return tensors
     rect = mask.rectangle(what)
+    if rect is None:
+        return None
     sizes = mask._sizes()
+    for ax in rect:  # a cut must fall on an axis the instruction runs along
+        if not any(
+            (isinstance(t, Overhang) or type(t) is NkiTensor)
+            and ax < len(t.shape)
+            and t.shape[ax] == sizes[ax]
+            for t in tensors
+        ):
+            raise KernelArgumentError(
+                f"{what}: the mask cuts grid axis {ax} ({sizes[ax]} values), along which no "
+                f"operand of the instruction runs; a mask addresses the instruction's own grid"
+            )
     out = []
     for t in tensors:
         if isinstance(t, Overhang):
@@ -199,3 +225,49 @@ def apply_mask(mask: Mask | None, what: str, *tensors):
                 key.append(slice(None))
         out.append(t[tuple(key)])
     return tuple(out)
+
+
+def whole_grid_only(mask, what: str) -> None:
+    """The rule for instructions that take a mask only where it holds on their whole grid
+    (the older editions' tail guard on a loop without a tail)."""
+    mask = check_mask(mask, what)
+    if mask is None:
+        return
+    rect = mask.rectangle(what)
+    if rect is None:
+        raise NotModelledError(
+            f"{what}: a mask that keeps no element (NKI skips the instruction) is not modelled "
+            f"yet for it; leave the instruction out where the mask would be false"
+        )
+    if rect:
+        raise NotModelledError(
+            f"{what}: a mask that cuts the grid (predicated execution) is not modelled yet in "
+            f"trnlab.nki; masks on nl.load, nl.store and the nl elementwise functions are"
+        )
+
+
+def give_masks(namespace: dict, prefix: str, names) -> None:
+    """Older editions pass ``mask=`` to every API: each function of ``names`` without a mask
+    parameter takes one that holds on its whole grid (:func:`whole_grid_only`)."""
+    from . import _numerics as N
+
+    for name in names:
+        fn = namespace.get(name)
+        if not callable(fn) or isinstance(fn, type):
+            continue
+        if "mask" in inspect.signature(fn).parameters:
+            continue
+        namespace[name] = _masked(f"{prefix}.{name}", fn)
+        op = N._NAMES.get(id(fn))
+        if op is not None:  # an operator passed as op=nl.max must still name "maximum"
+            N.register(namespace[name], op)
+
+
+def _masked(what: str, fn):
+    @functools.wraps(fn)
+    def api(*args, mask=None, **kwargs):
+        if mask is not None:
+            whole_grid_only(mask, what)
+        return fn(*args, **kwargs)
+
+    return api

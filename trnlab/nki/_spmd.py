@@ -51,6 +51,12 @@ class SpmdDim:
     def __init__(self, parts: tuple):
         self.parts = parts
 
+    def __mul__(self, k) -> SpmdDim:
+        return spmd_dim(self, k)
+
+    def __rmul__(self, k) -> SpmdDim:
+        return spmd_dim(k, self)
+
     @property
     def size(self) -> int:
         return math.prod(p.n if isinstance(p, NcDim) else p for p in self.parts)

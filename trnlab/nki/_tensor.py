@@ -220,7 +220,10 @@ class NkiTensor:
                 off += a * s
                 new_shape.append(b - a)
             if fast:
-                return NkiTensor(self._s, tuple(new_shape), strides, off)
+                view = NkiTensor(self._s, tuple(new_shape), strides, off)
+                if len(new_shape) == 1 and (keep := getattr(self, "_keep", None)) is not None:
+                    view._keep = keep  # a slice of a column is a column
+                return view
         return self._index(key)
 
     def _index(self, key) -> NkiTensor:

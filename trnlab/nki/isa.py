@@ -36,7 +36,7 @@ from . import _observe
 from ._dtypes import dtype_info, round_to
 from ._errors import NotModelledError, missing, option
 from ._index import IndexExpr
-from ._mask import Mask, Overhang, check_mask
+from ._mask import Mask, Overhang, check_mask, give_masks, whole_grid_only
 from ._tensor import MemoryRegion, NkiTensor
 from ._trace import current
 
@@ -246,6 +246,7 @@ def _scalar_or_vector(v, rows: tuple, what: str, api: str):
         if not math.isfinite(float(v)):
             raise KernelArgumentError(f"nisa.{api}: {what} must be finite, got {v!r}")
         return float(v), None, None
+    _tensor(v, what, api)  # an access past its tensor raises its index error here
     raise KernelArgumentError(f"nisa.{api}: {what} must be a number or a tile, not {v!r}")
 
 
@@ -889,10 +890,18 @@ def tensor_scalar_reduce(dst=None, data=None, op0=None, operand0=None, reduce_op
         what = f"reduce_cmd={reduce_cmd} / reduce_init (folding across instructions)"
         raise option(f"nisa.{api}", what, "reduce_cmd.reset_reduce is")
     fold = N.name_of(reduce_op, {**_FOLD, "subtract": None}, f"nisa.{api} reduce_op")
-    if fold == "subtract":
-        raise option(f"nisa.{api}", "reduce_op=subtract", "add, multiply, max and min are")
+    if fold == "subtract":  # the older editions' API reference lists it; the current one not
+        raise option(f"nisa.{api}", "reduce_op=subtract (older editions)",
+                     "add, multiply, max and min are")  # fmt: skip
+    n0 = N.name_of(op0, N.ALU, f"nisa.{api} op0")
+    if n0.startswith(("bitwise_", "logical_", "left_shift", "right_shift")):
+        raise KernelArgumentError(
+            f"nisa.{api}: op0 must be an arithmetic operator (NKI: no bit-vector operators in "
+            f"this instruction), not {n0}"
+        )
     if reduce_res is None:
-        raise KernelArgumentError(f"nisa.{api}: give reduce_res, a [P, 1] tile for the fold")
+        raise option(f"nisa.{api}", "no reduce_res (the fold left in the Vector engine's "
+                     "accumulators for a later instruction)", "reduce_res=[P, 1] tile is")  # fmt: skip
     ret = tensor_scalar(dst=dst, data=data, op0=op0, operand0=operand0, reverse0=reverse0,
                         dtype=dtype)  # fmt: skip
     out = dst if ret is None else ret
@@ -1122,11 +1131,11 @@ def affine_select(dst=None, pattern=None, channel_multiplier=None, on_true_tile=
 def _select_by(pred, on_true_tile, on_false_value, dtype, api: str) -> NkiTensor:
     pred = check_mask(pred, f"nisa.{api}(pred=...)")
     if pred is None or len(pred.terms) != 1:
-        raise option(
-            f"nisa.{api}", "a predicate of several comparisons joined with &",
-            "one comparison of an affine index expression with a number is (one instruction "
-            "compares one affine expression with 0)",
-        )  # fmt: skip
+        raise KernelArgumentError(
+            f"nisa.{api}: pred is one comparison of an affine index expression with a number "
+            f"(the instruction compares one affine expression with 0); NKI refuses masks joined "
+            f"with & or |: select twice, or use nl.where"
+        )
     ((e, op, bound),) = pred.terms
     if isinstance(bound, bool) or not isinstance(bound, numbers.Integral):
         raise KernelArgumentError(f"nisa.{api}: pred compares with a whole number, not {bound!r}")
@@ -1139,11 +1148,8 @@ def _select_by(pred, on_true_tile, on_false_value, dtype, api: str) -> NkiTensor
 
 
 def _no_mask(mask, api: str) -> None:
-    """Instructions that take no mask here accept one that holds on their whole grid (the
-    older editions' tail guard on a loop without a tail)."""
-    if check_mask(mask, f"nisa.{api}") is not None and mask.rectangle(f"nisa.{api}"):
-        raise option(f"nisa.{api}", "a mask that cuts the grid (predicated execution)",
-                     "masks on nl.load, nl.store and the nl elementwise functions are")  # fmt: skip
+    """Instructions that take no mask here accept one that holds on their whole grid."""
+    whole_grid_only(mask, f"nisa.{api}")
 
 
 def _stats_form(dst, data, dtype, width: int, api: str):
@@ -1397,9 +1403,9 @@ def __getattr__(name: str):
 
 # Every instruction can be observed (trnlab.nki._observe): the grader records a learner's
 # kernel this way and replays it in a clean process.
-_observe.wrap_module(
-    globals(), "nisa", [n for n in _MODELLED if n not in ("get_nc_version", "get_nc_sub_version")]
-)
+_INSTRUCTIONS = [n for n in _MODELLED if n not in ("get_nc_version", "get_nc_sub_version")]
+give_masks(globals(), "nisa", _INSTRUCTIONS)
+_observe.wrap_module(globals(), "nisa", _INSTRUCTIONS)
 
 
 __all__ = [

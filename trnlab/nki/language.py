@@ -28,7 +28,7 @@ from ._dtypes import DTYPES, dtype_info
 from ._errors import NotModelledError, missing
 from ._index import arange as arange  # older editions' index expressions
 from ._index import mgrid as mgrid
-from ._mask import Overhang, apply_mask, check_mask
+from ._mask import Overhang, apply_mask, check_mask, give_masks
 from ._spmd import nc as nc  # older editions' placement of a grid axis on the cores
 from ._spmd import spmd_dim as spmd_dim
 from ._tensor import MemoryRegion, NkiTensor
@@ -360,24 +360,33 @@ def program_ndim() -> int:
 def load(src, dtype=None, mask=None, **kwargs) -> NkiTensor:
     """A new SBUF tile holding ``src`` (an HBM view), by one DMA (cast to ``dtype``). With a
     ``mask`` (older editions) only the rectangle it keeps is loaded; the rest of the tile is
-    left unwritten (NaN sentinels, as ``nki.simulate`` shows them)."""
+    left unwritten (NaN sentinels, as ``nki.simulate`` shows them), and a mask that keeps
+    nothing loads nothing."""
     if kwargs:
         raise NotModelledError(f"nl.load options {sorted(kwargs)} are not modelled yet")
     mask = check_mask(mask, "nl.load")
     if mask is None or type(src) is not Overhang:
         src = _isa._tensor(src, "src", "load")
+    elif (rect := mask.rectangle("nl.load")) is not None:
+        src.restrict(rect)  # still past the tensor where the mask holds: its index error
     keep = getattr(src, "_keep", None) if type(src) is NkiTensor else None
-    out = ndarray(_isa._chip_shape(src.shape, keep), dtype or src.dtype, sbuf)
-    s, d = apply_mask(mask, "nl.load", src, out)
-    _isa.dma_copy(dst=d, src=s)
+    shape = _isa._chip_shape(src.shape, keep)
+    out = ndarray(shape, dtype or src.dtype, sbuf)
+    if type(src) is NkiTensor and src.ndim == 1:  # the tile's axes, for the mask's grid
+        src = src.expand_dim(1 if shape[1] == 1 else 0)
+    cut = apply_mask(mask, "nl.load", src, out)
+    if cut is not None:
+        _isa.dma_copy(dst=cut[1], src=cut[0])
     return out
 
 
 def store(dst, value, mask=None) -> None:
     """Store SBUF tile ``value`` into HBM view ``dst`` by one DMA (a PSUM tile is first
     copied to SBUF, as the compiler does); with a ``mask``, only the rectangle it keeps."""
-    mask = check_mask(mask, "nl.store")
-    dst, value = apply_mask(mask, "nl.store", dst, value)
+    cut = apply_mask(check_mask(mask, "nl.store"), "nl.store", dst, value)
+    if cut is None:  # the mask keeps nothing: NKI skips the store
+        return
+    dst, value = cut
     value = _isa._tensor(value, "value", "store")
     if value.buffer is psum:
         value = copy(value)
@@ -454,7 +463,7 @@ def _binary_form(x, y, op: str) -> tuple[NkiTensor, object, bool]:
     return (x, y, False) if xt else (y, x, True)
 
 
-def _broadcast_partitions(x, y, dtype):
+def _broadcast_partitions(x, y, dtype, op: str):
     """``(x, y, dtype)`` with a one-partition tile broadcast across the other's partitions, as
     the API examples add a ``[1, 512]`` row to a ``[128, 512]`` tile: by :func:`broadcast_to`
     (a Tensor Engine broadcast; how the compiler does it is not documented, an assumption).
@@ -465,32 +474,38 @@ def _broadcast_partitions(x, y, dtype):
     nx, ny = rx[1] - rx[0], ry[1] - ry[0]
     if nx == ny or builtins.min(nx, ny) != 1:
         return x, y, dtype
+    row = x if nx == 1 else y
+    if row.dtype not in _isa._MATMUL_DTYPES:
+        raise KernelArgumentError(
+            f"nl.{op}: the one-partition {row.dtype} tile {row.shape} would be broadcast across "
+            f"partitions by the Tensor Engine, which has no {row.dtype} path; copy it to "
+            f"float32 first (nl.copy(t, dtype=nl.float32)) or load it onto every partition"
+        )
     if nx == 1:
         return broadcast_to(x, (ny, *x.shape[1:])), y, dtype or y.dtype
     return x, broadcast_to(y, (nx, *y.shape[1:])), dtype or x.dtype
 
 
-def _binary(x, y, op: str, dtype, dst=None) -> NkiTensor:
-    x, y, dtype = _broadcast_partitions(x, y, dtype)
+def _binary(x, y, op: str, dtype, dst=None, mask=None) -> NkiTensor:
+    x, y, dtype = _broadcast_partitions(x, y, dtype, op)
     big, other, rev = _binary_form(x, y, op)
     out = dst if dst is not None else ndarray(big.shape, dtype or big.dtype, sbuf)
+    cut = apply_mask(mask, f"nl.{op}", x, y, out)
+    if cut is None:  # the mask keeps nothing: NKI skips the instruction
+        return out
+    xm, ym, om = cut
+    if mask is not None:
+        big, other, rev = _binary_form(xm, ym, op)
     if type(other) is NkiTensor and other._region()[4] == big._region()[4]:
-        _isa.tensor_tensor(dst=out, data1=x, data2=y, op=op)
+        _isa.tensor_tensor(dst=om, data1=xm, data2=ym, op=op)
     else:
-        _isa.tensor_scalar(dst=out, data=big, op0=op, operand0=other, reverse0=rev)
+        _isa.tensor_scalar(dst=om, data=big, op0=op, operand0=other, reverse0=rev)
     return out
 
 
 def _make_binary(op: str):
     def f(x, y, dtype=None, mask=None):
-        if check_mask(mask, f"nl.{op}") is None:
-            return _binary(x, y, op, dtype)
-        x, y, dtype = _broadcast_partitions(x, y, dtype)
-        big = _binary_form(x, y, op)[0]
-        out = ndarray(big.shape, dtype or big.dtype, sbuf)
-        xm, ym, om = apply_mask(mask, f"nl.{op}", x, y, out)
-        _binary(xm, ym, op, dtype, dst=om)
-        return out
+        return _binary(x, y, op, dtype, mask=check_mask(mask, f"nl.{op}"))
 
     f.__name__ = op
     f.__qualname__ = op
@@ -541,7 +556,10 @@ def _make_unary(fn: str):
     def f(x, dtype=None, mask=None):
         x = _isa._tensor(x, "x", fn)
         out = ndarray(x.shape, dtype or x.dtype, sbuf)
-        xm, om = apply_mask(check_mask(mask, f"nl.{fn}"), f"nl.{fn}", x, out)
+        cut = apply_mask(check_mask(mask, f"nl.{fn}"), f"nl.{fn}", x, out)
+        if cut is None:  # the mask keeps nothing: NKI skips the instruction
+            return out
+        xm, om = cut
         if fn == "reciprocal":
             _isa.reciprocal(dst=om, data=xm)
         else:
@@ -643,22 +661,26 @@ def _reduce(op: str, x, axis, dtype, keepdims) -> NkiTensor:
 
 
 def sum(x, axis, dtype=None, keepdims=False) -> NkiTensor:
-    """Sum along the last free axes (Vector-engine tensor_reduce)."""
+    """Sum along free axes (Vector-engine tensor_reduce; axes other than the last are
+    moved innermost in the access pattern)."""
     return _reduce("add", x, axis, dtype, keepdims)
 
 
 def max(x, axis, dtype=None, keepdims=False) -> NkiTensor:
-    """Maximum along the last free axes (Vector-engine tensor_reduce)."""
+    """Maximum along free axes (Vector-engine tensor_reduce; axes other than the last are
+    moved innermost in the access pattern)."""
     return _reduce("maximum", x, axis, dtype, keepdims)
 
 
 def min(x, axis, dtype=None, keepdims=False) -> NkiTensor:
-    """Minimum along the last free axes (Vector-engine tensor_reduce)."""
+    """Minimum along free axes (Vector-engine tensor_reduce; axes other than the last are
+    moved innermost in the access pattern)."""
     return _reduce("minimum", x, axis, dtype, keepdims)
 
 
 def prod(x, axis, dtype=None, keepdims=False) -> NkiTensor:
-    """Product along the last free axes (Vector-engine tensor_reduce)."""
+    """Product along free axes (Vector-engine tensor_reduce; axes other than the last are
+    moved innermost in the access pattern)."""
     return _reduce("multiply", x, axis, dtype, keepdims)
 
 
@@ -670,8 +692,8 @@ del _fn, _name
 
 
 def mean(x, axis, dtype=None, keepdims=False) -> NkiTensor:
-    """Mean along the last free axes: a sum, then a multiply by 1/n (two Vector instructions;
-    float32 intermediates)."""
+    """Mean along free axes (as :func:`sum`): a sum, then a multiply by 1/n (two Vector
+    instructions; float32 intermediates)."""
     x = _isa._tensor(x, "x", "mean")
     ax, shape = _reduced(x, axis, keepdims)
     n = math.prod(x.shape[a] for a in ax)
@@ -964,6 +986,13 @@ _PURE = frozenset(
         "bypass",
     }
 )
+# Tensor constructors take no mask in NKI either; every other call that makes an instruction
+# takes one (older editions), here where it holds on the whole grid unless modelled above.
+_MAKERS = frozenset(
+    {"ndarray", "zeros", "ones", "full", "zeros_like", "empty_like", "shared_constant",
+     "shared_identity_matrix", "spmd_dim", "nc", "device_print", "par_dim"}
+)  # fmt: skip
+give_masks(globals(), "nl", [n for n in _MODELLED if n not in _PURE and n not in _MAKERS])
 _observe.wrap_module(
     globals(), "nl", [*(n for n in _MODELLED if n not in _PURE), "_assign", "_update"]
 )
