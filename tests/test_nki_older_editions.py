@@ -907,6 +907,20 @@ def test_spmd_dim_places_the_programs_of_a_grid_axis_on_the_two_cores(grid, core
     src = rand(4, 2, 1, 1)
     np.testing.assert_array_equal(sim(nki.jit(_copy_grid)[grid()], src), src)
 
+    def uneven(a):  # program (i, j) records i + 3 instructions: each core's count names its rows
+        b = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        i, j = nl.program_id(0), nl.program_id(1)
+        t = nl.load(a[i, j])
+        for _ in range(i + 1):
+            t = nl.exp(t)
+        nl.store(b[i, j], t)
+        return b
+
+    run = nki.profile(nki.jit(uneven)[grid()], chip="trn2")(src)
+    counts = [len(r.extra["nki"]["instructions"]) for r in run.extra["cores"]]
+    assert counts[0] == sum(i + 3 for i, _ in core0)
+    assert sum(counts) == sum(i + 3 for i in range(4) for _ in range(2))
+
 
 def test_a_grid_split_over_two_cores_takes_about_half_the_time_of_one_core():
     """Each core runs its half of the programs, the two at the same time: the profile is the
