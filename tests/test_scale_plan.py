@@ -77,8 +77,11 @@ def test_communication_comes_from_the_fabric_on_the_groups_the_axes_place(monkey
     # the tp group is one ring of the 4x4 torus; the dp group runs along the other axis
     tp_calls = [c for c in calls if c[0] == "all_reduce" and c[1] == 1024 * 4096 * 2]
     assert tp_calls and tp_calls[0][2] == 4 and "(4)" in tp_calls[0][3]
-    dp_calls = [c for c in calls if c[0] == "all_reduce" and c[1] != 1024 * 4096 * 2]
-    assert dp_calls and dp_calls[0][2] == 4
+    # ZeRO-1 over the 4 replicas: the gradients reduce-scattered, the updated weights gathered
+    rs = [c for c in calls if c[0] == "reduce_scatter"]
+    ag = [c for c in calls if c[0] == "all_gather"]
+    assert rs and ag and rs[0][2] == ag[0][2] == 4
+    assert rs[0][1] == ag[0][1]  # BF16 gradients and BF16 weights: the same bytes
 
 
 def test_tp_groups_stay_in_an_instance_and_dp_groups_cross_the_slow_axis():
@@ -103,7 +106,7 @@ def test_efa_and_switch_ports_count_once_per_direction():
 
 def test_dp_reduction_hides_only_under_the_last_micro_batch_backward():
     kw = dict(global_batch=256, seq_len=2048)
-    base = Parallelism(tp=8, pp=1, dp=2, recompute="none")
+    base = Parallelism(tp=8, pp=1, dp=2, recompute="none", zero=0)  # a plain all-reduce
     r = plan("llama3-8b", "trn2.48xlarge", base, **kw)
     exposed = plan("llama3-8b", "trn2.48xlarge", base, overlap_dp=False, **kw)
     t_dp = exposed.step["data parallel (exposed)"]
@@ -121,6 +124,46 @@ def test_dp_reduction_hides_only_under_the_last_micro_batch_backward():
     assert more.step["data parallel (exposed)"] == pytest.approx(
         r.step["data parallel (exposed)"], rel=1e-9
     )
+
+
+def test_zero1_reduce_scatters_gradients_at_their_width_and_gathers_bf16_weights(monkeypatch):
+    """ZeRO-1: the gradients reduce-scattered (FP32 ones, as Megatron-LM reduces BF16 runs'
+    gradients, move twice the bytes), then the updated weights all-gathered in BF16, exposed
+    unless they hide under the next step's first forward (--overlap-param-gather)."""
+    calls = []
+
+    class Fixed:
+        time = 1e-3
+
+    def fake(op, nbytes, system=None, algorithm="auto", **kw):
+        calls.append((op, nbytes))
+        return Fixed()
+
+    monkeypatch.setattr(fabric, "collective", fake)
+    plan_module._TIMES.clear()
+    runs = {}
+    try:
+        for fp32 in (False, True):
+            for gather in (False, True):
+                calls.clear()
+                plan_module._TIMES.clear()  # each run calls the fabric afresh
+                par = Parallelism(tp=4, dp=4, zero=1, megatron_state=fp32, sequence_parallel=False,
+                                  overlap_param_gather=gather)  # fmt: skip
+                r = plan("llama3-8b", "trn2.48xlarge", par, global_batch=64, seq_len=1024,
+                         overlap_dp=False)  # fmt: skip
+                rs = [b for op, b in calls if op == "reduce_scatter"]
+                ag = [b for op, b in calls if op == "all_gather"]
+                runs[fp32, gather] = (r.step["data parallel (exposed)"], rs, ag)
+    finally:
+        plan_module._TIMES.clear()
+    (t16, rs16, ag16), (_, rs32, ag32) = runs[False, False], runs[True, False]
+    assert rs32 == [2 * b for b in rs16]  # FP32 gradients: twice the bytes
+    assert ag32 == ag16 == rs16  # the weights stay BF16
+    # every reduce-scatter and all-gather exposed (1 ms each, fake), nothing else
+    assert t16 == pytest.approx(1e-3 * (len(rs16) + len(ag16)))
+    t_gather = runs[False, True][0]
+    assert t_gather < t16  # the gather hides under a forward far longer than 1 ms...
+    assert t_gather > 1e-3 * len(rs16)  # ...all but its last bucket
 
 
 def test_zero3_gathers_weights_every_micro_batch():

@@ -127,11 +127,16 @@ class Parallelism:
         ZeRO-3 frees the gathered weights after the forward pass and gathers them again for
         the backward (default True); False keeps them, at the memory cost.
     megatron_state : bool
-        FP32 gradients: 18 bytes per parameter (Megatron-LM) instead of 16.
+        FP32 gradients: 18 bytes per parameter (Megatron-LM) instead of 16; the gradients are
+        also reduced in FP32 (Megatron-LM does so for BF16 runs).
     dropout : bool
         Dropout on the attention and MLP outputs (and on materialised attention
         probabilities), as Megatron-LM's GPT runs train; it adds mask traffic to the
         memory-bound kernels (default False, as Llama-style runs train).
+    overlap_param_gather : bool
+        ZeRO-1/2: the all-gather of the updated BF16 weights after the optimizer step hides
+        under the next step's first forward (Megatron-LM's ``--overlap-param-gather``);
+        default False: exposed.
     """
 
     tp: int = 1
@@ -149,6 +154,7 @@ class Parallelism:
     reshard: bool = True
     megatron_state: bool = False
     dropout: bool = False
+    overlap_param_gather: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "recompute", recompute_mode(self.recompute))
@@ -166,6 +172,7 @@ class Parallelism:
             "reshard",
             "megatron_state",
             "dropout",
+            "overlap_param_gather",
         ):
             flag(getattr(self, name), name, WorkloadError)
         if self.layers_per_stage is not None:
@@ -816,14 +823,27 @@ def _step_time(m: ModelSpec, sysobj: System, p: Parallelism, dtype: str, s: int,
     dp_groups = [(p.cp, st["cp"]), (p.dp, st["dp"])]
     ep_groups = [(p.cp, st["cp"]), (p.dp // p.ep, st["dp"] * p.ep)]
     backward = heavy_compute - heavy_fwd  # the backward of one micro-batch on that stage
-    if p.zero < 3:
-        # ZeRO 0-2: one reduction per step (ZeRO-1/2's reduce-scatter of gradients and
-        # all-gather of updated weights move the same bytes as an all-reduce).
+    buckets = max(1, math.ceil((dense + experts) * grad_bytes / DDP_BUCKET_BYTES))
+    if p.zero == 0:
+        # Plain data parallelism: one all-reduce of the gradients, in buckets under the
+        # backward of the last micro-batch.
         t_dp = _reduction("all_reduce", dense * grad_bytes, sysobj, dp_groups)
         t_dp += _reduction("all_reduce", experts * grad_bytes, sysobj, ep_groups)
-        buckets = max(1, math.ceil((dense + experts) * grad_bytes / DDP_BUCKET_BYTES))
-        exposed = max(t_dp - backward, t_dp / buckets) if overlap_dp else t_dp
-        step["data parallel (exposed)"] = exposed
+        step["data parallel (exposed)"] = (
+            max(t_dp - backward, t_dp / buckets) if overlap_dp else t_dp
+        )
+        step["ZeRO-3 gathers (exposed)"] = 0.0
+    elif p.zero < 3:
+        # ZeRO-1/2: the gradients reduce-scattered at their width under the last backward;
+        # after the optimizer step each replica's updated BF16 weights all-gathered, which
+        # can hide only under the next step's first forward (--overlap-param-gather).
+        t_rs = _reduction("reduce_scatter", dense * grad_bytes, sysobj, dp_groups)
+        t_rs += _reduction("reduce_scatter", experts * grad_bytes, sysobj, ep_groups)
+        t_ag = _reduction("all_gather", dense * 2, sysobj, dp_groups)
+        t_ag += _reduction("all_gather", experts * 2, sysobj, ep_groups)
+        rs = max(t_rs - backward, t_rs / buckets) if overlap_dp else t_rs
+        ag = max(t_ag - heavy_fwd, t_ag / buckets) if p.overlap_param_gather else t_ag
+        step["data parallel (exposed)"] = rs + ag
         step["ZeRO-3 gathers (exposed)"] = 0.0
     else:
         # ZeRO-3: every micro-batch gathers the weights for its forward, again for its
@@ -836,7 +856,6 @@ def _step_time(m: ModelSpec, sysobj: System, p: Parallelism, dtype: str, s: int,
         first = t_ag / max(stages[k], 1)  # the first layer's gather is never hidden
         hidden_ag = gathers * (max(0.0, t_ag - passes) + first)
         step["ZeRO-3 gathers (exposed)"] = mbs * hidden_ag
-        buckets = max(1, math.ceil((dense + experts) * grad_bytes / DDP_BUCKET_BYTES))
         rs = max(t_rs - backward, t_rs / buckets) if overlap_dp else t_rs
         step["data parallel (exposed)"] = mbs * rs
     # The optimizer step on the parameters this chip updates (ZeRO >= 1 shards the update
