@@ -1138,3 +1138,15 @@ def test_tensor_scalar_reduce_refuses_a_bit_vector_stage():
 
     with pytest.raises(KernelArgumentError, match="arithmetic operator"):
         sim(k, np.ones((128, 16), np.int32))
+
+
+def test_simulate_kernel_is_the_older_name_of_simulate():
+    x = rand(128, 16)
+
+    @nki.jit
+    def k(x_t):
+        out = nl.ndarray((128, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, nl.exp(nl.load(x_t)))
+        return out
+
+    np.testing.assert_allclose(nki.simulate_kernel(k, x), np.exp(x), rtol=1e-6)

@@ -31,6 +31,13 @@ from ._errors import NotModelledError, missing
 from ._kernel import HBMArg, Kernel, hbm, jit, profile, record_into, simulate
 from ._tensor import NkiTensor
 
+
+def simulate_kernel(kernel, *args, **kwargs):
+    """``nki.simulate_kernel(kernel, *args)`` of older editions: ``nki.simulate(kernel)(*args)``
+    (numpy arrays in, the kernel's outputs as numpy arrays out)."""
+    return simulate(kernel)(*args, **kwargs)
+
+
 __all__ = [
     "HBMArg",
     "Kernel",
@@ -43,9 +50,19 @@ __all__ = [
     "profile",
     "record_into",
     "simulate",
+    "simulate_kernel",
 ]
 
-_MODELLED = ("jit", "simulate", "profile (trnlab)", "hbm (trnlab)", "language", "isa", "typing")
+_MODELLED = (
+    "jit",
+    "simulate",
+    "simulate_kernel",
+    "profile (trnlab)",
+    "hbm (trnlab)",
+    "language",
+    "isa",
+    "typing",
+)
 # (nki.compiler is a stub module: trnlab.nki.compiler, whose every directive raises.)
 _KNOWN = frozenset({"benchmark", "baremetal", "trace", "collectives", "kernels", "tensor"})
 
