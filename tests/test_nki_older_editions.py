@@ -34,6 +34,13 @@ def rand(*shape):
     return RNG.uniform(-2.0, 2.0, shape).astype(np.float32)
 
 
+def _out(t):
+    """Inside a kernel: a new float32 HBM output holding tile ``t`` (stored by one DMA)."""
+    out = nl.ndarray(t.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, t)
+    return out
+
+
 def _scan_ref(a, b, initial):
     """The recurrence ``s[:, j] = a[:, j] * s[:, j-1] + b[:, j]`` from ``initial``, in fp32."""
     out = np.empty_like(a)
@@ -108,11 +115,16 @@ def test_older_nc_matmul_by_keyword_returns_a_psum_tile():
     np.testing.assert_allclose(sim(k, a, b), a.T @ b, rtol=1e-5, atol=1e-4)
 
 
-def test_older_bn_stats_and_bn_aggr_give_mean_and_variance():
+@pytest.mark.parametrize("guarded", [False, True])
+def test_older_bn_stats_and_bn_aggr_give_mean_and_variance(guarded):
+    """Also as the older layernorm tutorial guards bn_stats: with a mask on the free axis that
+    holds on every element (the row length a multiple of bn_stats_fmax)."""
     x = rand(128, 512)
 
     def k(a):
-        stats = nisa.bn_stats(nl.load(a))
+        jf = nl.arange(512)[None, :]
+        kw = {"mask": (jf < 512), "dtype": nl.float32} if guarded else {}
+        stats = nisa.bn_stats(nl.load(a), **kw)
         mv = nisa.bn_aggr(stats)
         out = nl.ndarray((128, 2), dtype=nl.float32, buffer=nl.shared_hbm)
         nl.store(out, mv)
@@ -427,12 +439,7 @@ def test_older_memset_with_an_engine_keyword_and_nc_matmul_with_moving_by_keywor
 
     def k(x, y):
         t = nisa.memset((128, 32), 1.0, nl.float32, engine=nisa.gpsimd_engine)
-        ps = nisa.nc_matmul(nl.load(x), moving=nl.load(y))
-        out = nl.ndarray((32, 48), dtype=nl.float32, buffer=nl.shared_hbm)
-        nl.store(out, ps)
-        o2 = nl.ndarray((128, 32), dtype=nl.float32, buffer=nl.shared_hbm)
-        nl.store(o2, t)
-        return out, o2
+        return _out(nisa.nc_matmul(nl.load(x), moving=nl.load(y))), _out(t)
 
     got, ones = sim(k, a, b)
     np.testing.assert_allclose(got, a.T @ b, rtol=1e-5, atol=1e-4)
@@ -555,12 +562,7 @@ def test_a_column_loaded_by_an_integer_index_lands_one_element_per_partition():
         row = nl.load(x_t[3, 0:64])
         assert a_t[0:128, 5].shape == (128,)  # HBM drops the indexed dimension
         assert col.shape == (128, 1) and row.shape == (1, 64)
-        y = nisa.activation(op=nl.exp, data=nl.load(x_t), scale=col)
-        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
-        nl.store(out, y)
-        r = nl.ndarray((1, 64), dtype=nl.float32, buffer=nl.shared_hbm)
-        nl.store(r, row)
-        return out, r
+        return _out(nisa.activation(op=nl.exp, data=nl.load(x_t), scale=col)), _out(row)
 
     got, row = sim(k, a, x)
     want = np.exp(x.astype(np.float64) * a[:, 5:6])
@@ -612,35 +614,13 @@ def test_a_masked_instruction_leaves_the_rest_of_its_output_unwritten():
         ip, jf = nl.arange(128)[:, None], nl.arange(16)[None, :]
         t = nl.load(x_t[ip, jf], mask=(ip < 100))
         u = nl.exp(t, mask=(ip >= 28) & (ip < 100))
-        o1 = nl.ndarray((128, 16), dtype=nl.float32, buffer=nl.shared_hbm)
-        nl.store(o1, u)
-        o2 = nl.ndarray((128, 16), dtype=nl.float32, buffer=nl.shared_hbm)
-        nl.store(o2, t)
-        return o1, o2
+        return _out(u), _out(t)
 
     u, t = sim(k, x)
     np.testing.assert_allclose(u[28:100], np.exp(x[28:100]), rtol=1e-6)
     assert np.isnan(u[:28]).all() and np.isnan(u[100:]).all()
     np.testing.assert_array_equal(t[:100], x[:100])
     assert np.isnan(t[100:]).all()
-
-
-def test_a_mask_that_holds_everywhere_is_accepted_by_any_instruction():
-    """The older layernorm tutorial guards bn_stats with a mask on the free axis that holds on
-    every element when the row length is a multiple of bn_stats_fmax."""
-    x = rand(128, 64)
-
-    def k(x_t):
-        jf = nl.arange(64)[None, :]
-        st_ = nisa.bn_stats(nl.load(x_t), mask=(jf < 64), dtype=nl.float32)
-        mv = nisa.bn_aggr(st_)
-        out = nl.ndarray((128, 2), dtype=nl.float32, buffer=nl.shared_hbm)
-        nl.store(out, mv)
-        return out
-
-    got = sim(k, x)
-    np.testing.assert_allclose(got[:, 0], x.mean(axis=1), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(got[:, 1], x.var(axis=1), rtol=1e-4, atol=1e-6)
 
 
 def _ip():
@@ -1087,11 +1067,7 @@ def test_a_mask_that_holds_everywhere_is_accepted_by_every_instruction():
         s = nl.sum(t, axis=1, mask=(ip < 128))
         a = nisa.activation(op=nl.exp, data=t, mask=(ip >= 0))
         c = nl.copy(a, mask=(ip < 1000))
-        o1 = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
-        nl.store(o1, s)
-        o2 = nl.ndarray((128, 16), dtype=nl.float32, buffer=nl.shared_hbm)
-        nl.store(o2, c)
-        return o1, o2
+        return _out(s), _out(c)
 
     s, c = sim(k, x)
     np.testing.assert_allclose(s[:, 0], x.sum(axis=1), rtol=1e-5, atol=1e-6)

@@ -25,7 +25,19 @@ def _size(x, what: str) -> int:
     return int(x)
 
 
-class NcDim:
+class _Factor:
+    """A launch-grid factor: ``a * b`` of factors and whole numbers is their spmd_dim."""
+
+    __slots__ = ()
+
+    def __mul__(self, k) -> SpmdDim:
+        return spmd_dim(self, k)
+
+    def __rmul__(self, k) -> SpmdDim:
+        return spmd_dim(k, self)
+
+
+class NcDim(_Factor):
     """``nl.nc(n)``: ``n`` physical NeuronCores of a logical core, as a launch-grid factor."""
 
     __slots__ = ("n",)
@@ -33,29 +45,17 @@ class NcDim:
     def __init__(self, n: int):
         self.n = n
 
-    def __mul__(self, k) -> SpmdDim:
-        return spmd_dim(self, k)
-
-    def __rmul__(self, k) -> SpmdDim:
-        return spmd_dim(k, self)
-
     def __repr__(self) -> str:
         return f"nl.nc({self.n})"
 
 
-class SpmdDim:
+class SpmdDim(_Factor):
     """``nl.spmd_dim(...)``: one launch-grid axis of the product of its parts' sizes."""
 
     __slots__ = ("parts",)
 
     def __init__(self, parts: tuple):
         self.parts = parts
-
-    def __mul__(self, k) -> SpmdDim:
-        return spmd_dim(self, k)
-
-    def __rmul__(self, k) -> SpmdDim:
-        return spmd_dim(k, self)
 
     @property
     def size(self) -> int:
