@@ -2548,3 +2548,22 @@ target(
     examples=8,
     title=F.name(["Chips", "More chips"], ("tab",)),
 )
+
+
+def _nki_simulate_kernel(rows, cols, kernel):
+    x = np.linspace(-1, 1, rows * cols, dtype=np.float32).reshape(rows, cols)
+    return nki.simulate_kernel(kernel, x)
+
+
+target(
+    "trnlab.nki.simulate_kernel",
+    _nki_simulate_kernel,
+    nan_ok=True,
+    rows=never_bad(st.integers(1, 300)),
+    cols=never_bad(st.integers(1, 600)),
+    kernel=Arg(
+        st.sampled_from([kernels.nki_softmax, kernels.nki_transpose]),
+        st.sampled_from([None, 5, "abc", object(), kernels.nki_rmsnorm, kernels.nki_attention]),
+        ("kernel", "argument"),
+    ),
+)
