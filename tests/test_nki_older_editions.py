@@ -689,7 +689,23 @@ def _ip():
             r"\| \(a union\)",
         ),
         (lambda x: nl.exp(nl.load(x), mask="rows"), KernelArgumentError, "mask= takes"),
-        (lambda x: nl.exp(nl.load(x), mask=(_ip() < x)), KernelArgumentError, "with a number"),
+        (lambda x: nl.exp(nl.load(x), mask=(_ip() < x)), KernelArgumentError, "with a finite"),
+        (
+            lambda x: nl.exp(nl.load(x), mask=(_ip() < float("nan"))),
+            KernelArgumentError,
+            "finite number",
+        ),
+        (
+            lambda x: nisa.affine_select(
+                nl.ndarray((128, 16), dtype=nl.float32, buffer=nl.sbuf),
+                [[1, 16]],
+                None,
+                nl.load(x),
+                0.0,
+            ),
+            KernelArgumentError,
+            "channel_multiplier",
+        ),
         (
             lambda x: nl.exp(nl.load(x), mask=(nl.arange(64)[:, None] < 9)),
             KernelArgumentError,
@@ -715,6 +731,8 @@ def _ip():
         "or",
         "not-a-mask",
         "tensor-bound",
+        "nan-bound",
+        "current-select-without-multiplier",
         "other-grid",
         "overhang-unmasked",
     ],

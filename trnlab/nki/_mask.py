@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import numbers
 
 import numpy as np
@@ -36,17 +37,20 @@ _OPS = {
     ">": np.greater,
     ">=": np.greater_equal,
 }
-_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
 def compare(expr: IndexExpr, other, op: str) -> Mask:
     """``expr <op> other``: a mask (``other`` a whole number or an index expression)."""
     if isinstance(other, IndexExpr):
         return compare(expr - other, 0, op)
-    if isinstance(other, bool) or not isinstance(other, numbers.Real):
+    if (
+        isinstance(other, bool)
+        or not isinstance(other, numbers.Real)
+        or not math.isfinite(float(other))
+    ):
         raise KernelArgumentError(
-            f"a mask compares an index expression with a number or another expression, not "
-            f"{other!r}"
+            f"a mask compares an index expression with a finite number or another expression, "
+            f"not {other!r}"
         )
     return Mask([(expr, op, other)])
 

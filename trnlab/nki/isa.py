@@ -1119,6 +1119,11 @@ def affine_select(dst=None, pattern=None, channel_multiplier=None, on_true_tile=
     _same_elements(rd, r, api, "dst", "on_true_tile")
     if not isinstance(on_false_value, numbers.Real):
         raise KernelArgumentError(f"nisa.{api}: on_false_value must be a number")
+    if isinstance(channel_multiplier, bool) or not isinstance(channel_multiplier, numbers.Integral):
+        raise KernelArgumentError(
+            f"nisa.{api}: channel_multiplier (the affine expression's step per partition) must "
+            f"be a whole number, not {channel_multiplier!r}"
+        )
     v = _pattern(pattern, rd[4], api)
     if tr.numerics:
         p = np.arange(rd[1] - rd[0], dtype=np.int64)[:, None]
