@@ -1479,6 +1479,13 @@ def _nki_run(simulate: bool):
     return call
 
 
+#: Kernels of one [rows, cols] input that run, and arguments that are not such a kernel.
+nki_kernel_arg = Arg(
+    st.sampled_from([kernels.nki_softmax, kernels.nki_transpose]),
+    st.sampled_from([None, 5, "abc", object(), kernels.nki_rmsnorm, kernels.nki_attention]),
+    ("kernel", "argument"),
+)
+
 for _simulate, _key in ((True, "simulate"), (False, "profile")):
     target(
         f"trnlab.nki.{_key}",
@@ -1486,11 +1493,7 @@ for _simulate, _key in ((True, "simulate"), (False, "profile")):
         nan_ok=True,
         rows=never_bad(st.integers(1, 300)),
         cols=never_bad(st.integers(1, 600)),
-        kernel=Arg(
-            st.sampled_from([kernels.nki_softmax, kernels.nki_transpose]),
-            st.sampled_from([None, 5, "abc", object(), kernels.nki_rmsnorm, kernels.nki_attention]),
-            ("kernel", "argument"),
-        ),
+        kernel=nki_kernel_arg,
         chip=nki_chip_arg,
         numerics=Arg(
             st.sampled_from([None, True, False]), st.sampled_from(F.FLAGS_BAD[:6]), ("numerics",)
@@ -2561,9 +2564,5 @@ target(
     nan_ok=True,
     rows=never_bad(st.integers(1, 300)),
     cols=never_bad(st.integers(1, 600)),
-    kernel=Arg(
-        st.sampled_from([kernels.nki_softmax, kernels.nki_transpose]),
-        st.sampled_from([None, 5, "abc", object(), kernels.nki_rmsnorm, kernels.nki_attention]),
-        ("kernel", "argument"),
-    ),
+    kernel=nki_kernel_arg,
 )

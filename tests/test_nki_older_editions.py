@@ -159,9 +159,7 @@ def test_older_tensor_tensor_scan_returns_the_recurrence(form):
             s = nisa.tensor_tensor_scan(xt, yt, initial=0.5, op0=nl.multiply, op1=nl.add)
         else:
             s = nisa.tensor_tensor_scan(xt, yt, 0.5, nl.multiply, nl.add)
-        out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
-        nl.store(out, s)
-        return out
+        return _out(s)
 
     np.testing.assert_allclose(sim(k, a, b), _scan_ref(a, b, 0.5), rtol=1e-5, atol=1e-5)
 
@@ -426,10 +424,7 @@ def test_older_tensor_tensor_scan_in_mixed_forms(call):
     a, b = rand(128, 32), rand(128, 32)
 
     def k(x, y):
-        s = call(nl.load(x), nl.load(y))
-        out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
-        nl.store(out, s)
-        return out
+        return _out(call(nl.load(x), nl.load(y)))
 
     np.testing.assert_allclose(sim(k, a, b), _scan_ref(a, b, 0.5), rtol=1e-5, atol=1e-5)
 
