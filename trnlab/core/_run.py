@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from trnlab._checks import choose, flag, number, short
+from trnlab._gc import paused_gc
 from trnlab._threads import one_blas_thread
 
 from . import _program as P
@@ -373,7 +374,7 @@ def record(
             ctx.hbm(name, v.shape, v.fmt, v.data, written=v.is_input) if isinstance(v, HBM) else v
         )
     # A tile matmul is at most 128 x 128 x 512: too small for BLAS threads to pay.
-    with one_blas_thread() if numerics else contextlib.nullcontext():
+    with paused_gc(), one_blas_thread() if numerics else contextlib.nullcontext():
         kernel(ctx, **call)
     return ctx, call
 

@@ -128,8 +128,10 @@ def _bad_index(key, shape, what: str) -> tuple[int, int, int, int]:
     return out[0], out[1], out[2], out[3]
 
 
-def _norm(key, shape: tuple[int, int], what: str) -> tuple[int, int, int, int]:
-    """Normalise ``[a:b, c:d]`` (or ``[a:b]``, integers) to (p0, p1, f0, f1) within ``shape``."""
+def _norm(key, shape: tuple[int, int], owner) -> tuple[int, int, int, int]:
+    """Normalise ``[a:b, c:d]`` (or ``[a:b]``, integers) to (p0, p1, f0, f1) within ``shape``;
+    ``owner`` (a tile or HBM tensor) names the operand in an error, built only on failure
+    (slicing is on every instruction's path)."""
     if type(key) is tuple and len(key) == 2:
         a, b = key
         if type(a) is slice and type(b) is slice and a.step is None and b.step is None:
@@ -146,6 +148,7 @@ def _norm(key, shape: tuple[int, int], what: str) -> tuple[int, int, int, int]:
                 and 0 <= f0 < f1 <= shape[1]
             ):
                 return p0, p1, f0, f1
+    what = f"HBM tensor {owner.name!r}" if type(owner) is HBMTensor else f"tile {owner.name!r}"
     return _bad_index(key, shape, what)
 
 
@@ -176,7 +179,7 @@ class HBMTensor:
         self.stored: list[tuple[int, int, int, int]] = []  # regions stored (outputs only)
 
     def __getitem__(self, key) -> HBMView:
-        r0, r1, c0, c1 = _norm(key, self.shape, f"HBM tensor {self.name!r}")
+        r0, r1, c0, c1 = _norm(key, self.shape, self)
         return HBMView(self, r0, r1, c0, c1)
 
     @property
@@ -252,7 +255,7 @@ class Tile:
         self.full = View(self, 0, self.shape[0], 0, self.shape[1])
 
     def __getitem__(self, key) -> View:
-        p0, p1, f0, f1 = _norm(key, self.shape, f"tile {self.name!r}")
+        p0, p1, f0, f1 = _norm(key, self.shape, self)
         return View(self, p0, p1, f0, f1)
 
     def mark_written(self, region) -> None:
