@@ -26,7 +26,8 @@ def test_params_come_from_the_catalogue_and_name_assumptions():
     assert p.sbuf_usable_partition_bytes == c.sbuf_usable_partition_bytes
     assert p.peak_flops("bf16") == pytest.approx(c.peak_flops("bf16"))
     assert "dma_completion_latency" in p.assumptions  # a Trn2 reading used for Trn1
-    assert "dma_queue_interval (= dma_setup)" in p.assumptions
+    assert "dma_queue_interval" in p.assumptions  # the Trn2 calibration used for Trn1
+    assert "dma_static_queue_bandwidth" not in p.assumptions  # measured on Trn1
     assert "tensor_clock" not in p.assumptions
     assert "ASSUMPTION" in catalog.figure("v2.dma_completion_latency").note
     assert "dma_completion_latency" not in core.core_params("trn2").assumptions

@@ -305,6 +305,68 @@ def test_software_dge_descriptors_keep_gpsimd_busy_and_show_in_the_summary():
     assert "software-DGE" not in static.summary()
 
 
+def test_a_static_queue_streams_at_its_own_rate_on_trn1():
+    """FIG (profiling tutorial, Trn1): a [128, 512] fp32 load on a static queue lasts 2.57 us
+    (102 GB/s) where its 16 engines alone would take under 1 us. Two such loads on one queue
+    stream one after the other; on two queues they stream side by side; software-DGE loads are
+    not held to the static queue's rate."""
+    p = core.core_params("trn1")
+    stream = 128 * 512 * 4 / p.dma_static_queue_bandwidth
+    engines = 8 * 512 * 4 / p.dma_engine_bandwidth
+    assert stream == pytest.approx(2.57e-6, rel=0.02) and engines < 1e-6
+    one = _loads("trn1", [(0, 128, 512)], fmt="fp32")
+    assert one.issue_end[0] - one.start[0] == pytest.approx(p.dma_queue_interval + stream)
+    same = _loads("trn1", [(0, 128, 512), (0, 128, 512)], queues=[0, 0], fmt="fp32")
+    apart = _loads("trn1", [(0, 128, 512), (0, 128, 512)], queues=[0, 1], fmt="fp32")
+    assert same.issue_end.max() == pytest.approx(p.dma_queue_interval + 2 * stream)
+    assert apart.issue_end.max() == pytest.approx(p.dma_queue_interval + stream)
+    sw = _loads("trn1", [(0, 128, 512)], dge="sw", fmt="fp32")
+    assert sw.issue_end[0] - sw.start[0] < p.swdge_gpsimd_time + p.dma_queue_interval + stream
+
+
+def test_a_trn2_queue_streams_as_fast_as_its_engines():
+    """FIG (DMA overview): one Trn2 queue reaches the engines' 368 GB/s; its static queues
+    add no limit of their own."""
+    p = core.core_params("trn2")
+    assert p.dma_static_queue_bandwidth == pytest.approx(p.dma_bandwidth)
+    r = _loads("trn2", [(0, 128, 4096)])
+    data = r.issue_end[0] - r.start[0] - p.dma_queue_interval
+    assert data == pytest.approx(8 * 4096 * 2 / p.dma_engine_bandwidth)
+
+
+def test_trn1_kernels_load_on_one_queue_and_trn2_kernels_on_a_queue_per_tensor():
+    """FIG (Trn1 profiles: the Fused Mamba tutorial's u and delta loads, the performance
+    guide's semaphore): every load of a Trn1 kernel on qSyncIO0; stores on the last queue.
+    Trn2 keeps a queue per HBM tensor (an assumption)."""
+
+    def k(ctx, a, b, c):
+        ta, tb = ctx.sbuf((128, 64), "bf16"), ctx.sbuf((128, 64), "bf16")
+        ctx.load(ta, a)
+        ctx.load(tb, b)
+        ctx.store(c, ta)
+
+    def engines(chip):
+        r = _run(k, chip, a=_x((128, 64)), b=_x((128, 64)), c=core.hbm((128, 64), "bf16"))
+        return [int(e) - P.FIRST_DMA for e in r.program.table["engine"]]
+
+    last = core.core_params("trn1").dma_engines - 1
+    assert core.core_params("trn1").compiler_load_queues == 1
+    assert engines("trn1") == [0, 0, last]
+    a, b, store = engines("trn2")
+    assert a != b and last not in (a, b) and store == last
+
+
+def test_compiled_graphs_get_software_descriptors():
+    """The planner's kernels stand for compiled graphs: software DGE on every generation
+    (an assumption on Trn1, where NKI kernels' loads keep static descriptors)."""
+    trn1 = core.core_params("trn1")
+    graph = trn1.compiled_graph()
+    assert trn1.dma_default_dge == "none" and graph.dma_default_dge == "sw"
+    assert "compiled_graph_dge" in trn1.assumptions
+    trn2 = core.core_params("trn2")
+    assert trn2.compiled_graph() is trn2
+
+
 def test_the_dma_curve_knee_comes_from_the_queue_interval():
     """FIG (DMA overview): throughput of [128, b] transfers on one queue doubles with b up to
     the knee; the model's knee is where a transfer's data time equals the set-up interval."""
@@ -343,6 +405,11 @@ def test_launch_overhead_is_reported_apart():
         ("vector_gpsimd_share_sbuf", 1),
         ("dma_default_dge", "quick"),
         ("dge_instances", -1),
+        ("dma_static_queue_bandwidth", 0),
+        ("dma_static_queue_bandwidth", float("nan")),
+        ("dma_static_queue_bandwidth", "fast"),
+        ("compiler_load_queues", 0),
+        ("compiled_graph_dge", "static"),
     ],
 )
 def test_bad_overrides_are_refused_with_the_figure_and_its_range(name, bad):

@@ -47,11 +47,12 @@ def test_traffic_arrows_of_the_tiled_matmul(tiled):
     assert order[0] == ("HBM", "SBUF") and order[-1] == ("SBUF", "HBM")
 
 
-def test_time_breakdown_names_the_busiest_queue_and_its_tensor(tiled):
+def test_time_breakdown_names_the_busiest_queue_and_its_tensors(tiled):
     rows = core.time_breakdown(tiled)
     assert rows == sorted(rows, key=lambda r: -r["busy_s"])
     top = rows[0]
-    assert top["resource"].startswith("DMA q") and top["tensors"] in (["a_t"], ["b"])
+    # on trn1 every load of a kernel goes on one static queue (compiler_load_queues = 1)
+    assert top["resource"] == "DMA q0" and sorted(top["tensors"]) == ["a_t", "b"]
     assert 0.8 < top["fraction"] <= 1.0 + 1e-9
     tensor = next(r for r in rows if r["resource"] == "Tensor")
     assert tensor["instructions"] == (M // 128) * (N // 512) * (K // 128)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trnlab import catalog, scale
+from trnlab import catalog, core, scale
 from trnlab.scale import WorkloadError, inference
 from trnlab.scale import _calibration as calibration
 from trnlab.scale._published import DECODE_CASES
@@ -59,7 +59,9 @@ def test_trainium_decode_attends_over_the_compiled_length_on_the_neuroncore_mode
     # cache per layer on every core
     args = (nki.hbm((128, 1), "bfloat16"), nki.hbm((128, 8192), "bfloat16"),
             nki.hbm((8192, 128), "bfloat16"))  # fmt: skip
-    one = nki.profile(kernels.nki_decode_attention, chip="trn1")(*args).latency
+    # the planner's kernels run as a compiled graph's (software DGE descriptors)
+    graph = core.core_params("trn1").compiled_graph()
+    one = nki.profile(kernels.nki_decode_attention, chip=graph)(*args).latency
     assert short.tpot_attention == pytest.approx(32 * one)
     assert "8,192 positions on 32 tensor-parallel ranks (1 KV head each, replicated)" in (
         short.attention_basis

@@ -132,7 +132,9 @@ class KernelContext(EngineOps, NkiOps):
         self._rates: dict[str, tuple[float, int]] = {}
         self._n_queues = int(params.dma_engines)
         self._store_queue = P.FIRST_DMA + self._n_queues - 1
-        self._load_queues = max(1, self._n_queues - 1)
+        # The compiler's spread of loads over queues (compiler_load_queues: one on Trn1, as
+        # its profiles show), never onto the store queue.
+        self._load_queues = max(1, min(self._n_queues - 1, int(params.compiler_load_queues)))
         self._default_dge: int | None = None
         self.progress = Progress()  # a progress line in notebooks once a run passes ~2 s
         self._tick = EVERY - 1
@@ -320,10 +322,11 @@ class KernelContext(EngineOps, NkiOps):
             t.mark_written(v.region)
 
     def _dma_queue(self, queue: int | None, store: bool = False, tensor: int = 0) -> int:
-        """Default queues, the model's stand-in for the compiler's choice (which no source
-        documents): loads of each HBM tensor on a queue of their own (tensor i on queue
-        ``i mod (queues - 1)``), stores on the last queue, so a store waiting for compute never
-        holds up the loads behind it. A queue sets up one transfer at a time, in order."""
+        """Default queues, the model's stand-in for the compiler's choice: loads of HBM tensor
+        i on queue ``i mod compiler_load_queues`` (all on queue 0 on Trn1, as its profiles
+        show; a queue per tensor where no source says, an assumption), stores on the last
+        queue, so a store waiting for compute never holds up the loads behind it. A queue sets
+        up one transfer at a time, in order."""
         if queue is None:
             if store:
                 return self._store_queue

@@ -54,6 +54,8 @@ _CORE_FIGURES: dict[str, str] = {
     "dma_engines": "count",
     "dma_bandwidth": "positive",
     "dma_partitions_per_engine": "count",
+    "dma_static_queue_bandwidth": "positive",
+    "compiler_load_queues": "count",
     "dma_queue_interval": "nonneg",
     "dma_completion_latency": "nonneg",
     "engine_sync_latency": "nonneg",
@@ -62,6 +64,7 @@ _CORE_FIGURES: dict[str, str] = {
     "compiler_rotating_buffers": "count",
     "dge_instances": "countable",
     "dma_default_dge": "dge",
+    "compiled_graph_dge": "dge",
     "dge_instruction_time": "nonneg",
     "swdge_gpsimd_time": "nonneg",
     "act_table_load": "nonneg",
@@ -71,8 +74,6 @@ _CORE_FIGURES: dict[str, str] = {
     "scalar_static_cycles": "nonneg",
 }
 _DERIVED_KINDS = {"psum_free_max": "count"}
-# Figures a generation may lack, and the documented figure that stands in (an assumption).
-_STAND_INS = {"dma_queue_interval": "dma_setup"}
 # Upper limits of counts the model can represent (a recorded region packs partition indices in
 # 8 bits and engine ids in 16); other counts stop at 2**20, far beyond any NeuronCore.
 _MAX_COUNT = {"sbuf_partitions": 255, "pe_rows": 255, "dma_engines": 4096}
@@ -175,6 +176,14 @@ class CoreParams:
         """Pre-amble plus post-amble of a kernel launch (s), outside the kernel's own timeline."""
         return self.launch_preamble + self.launch_postamble
 
+    def compiled_graph(self) -> CoreParams:
+        """These figures as a compiled framework graph meets them: its loads get descriptors
+        as ``compiled_graph_dge`` says (software DGE on every generation; on Trn1 NKI
+        kernels' loads instead take one static queue). The scale-out planner's kernels
+        (large GEMM, decode attention) stand for compiled graphs and run with these."""
+        graph = self.compiled_graph_dge
+        return self if graph == self.dma_default_dge else self.replace(dma_default_dge=graph)
+
     def peak_flops(self, dtype: str) -> float:
         """Tensor-engine peak of the core for ``dtype``: rows x cols x 2 x clock x rate."""
         if not isinstance(dtype, str) or dtype not in self.tensor_rate:
@@ -259,13 +268,9 @@ def core_params(chip: str | CoreParams = "trn1", **overrides: Any) -> CoreParams
     values = {}
     assumed = []
     for name in _CORE_FIGURES:
-        if name not in core.figures and name in _STAND_INS:
-            fig = core.figure(_STAND_INS[name])
-            assumed.append(f"{name} (= {_STAND_INS[name]})")
-        else:
-            fig = core.figure(name)
-            if fig.extra.get("assumption"):
-                assumed.append(name)
+        fig = core.figure(name)
+        if fig.extra.get("assumption"):
+            assumed.append(name)
         values[name] = fig.value
     # Free size of one PSUM tile / one matmul output: a bank, or more where the generation
     # lets a matmul span banks (NeuronCore-v4).

@@ -28,8 +28,10 @@ each comes from):
   time); with software DGE GpSimd spends ``swdge_gpsimd_time`` first. Then each DMA engine
   moves the rows of the partitions it
   serves (``dma_partitions_per_engine``) at its streaming rate (``dma_bandwidth / dma_engines``);
-  engines are shared by all queues and move one transfer at a time. The consumer sees the data
-  ``dma_completion_latency`` after the last byte. A queue completes in order.
+  engines are shared by all queues and move one transfer at a time. A queue of static
+  descriptors streams its transfers one after another at no more than
+  ``dma_static_queue_bandwidth`` (on NeuronCore-v2 well below its engines' rate). The consumer
+  sees the data ``dma_completion_latency`` after the last byte. A queue completes in order.
 - A dependency between two different compute engines costs ``engine_sync_latency`` (semaphore).
 - NeuronCore-v2 rules: Vector and GpSimd never access SBUF at the same time, Vector and Scalar
   never access PSUM at the same time.
@@ -78,6 +80,9 @@ class Costs:
         Instruction reads PSUM (Vector / Scalar; the NeuronCore-v2 PSUM port rule).
     dge : numpy.ndarray
         DMA descriptor generation: 0 prepared in HBM, 1 hardware DGE, 2 GpSimd (software).
+    queue_time : numpy.ndarray
+        DMA with static descriptors: the transfer's bytes over ``dma_static_queue_bandwidth``
+        (the most such a queue streams), else 0.
     """
 
     busy: np.ndarray
@@ -88,6 +93,7 @@ class Costs:
     p1: np.ndarray
     psum: np.ndarray
     dge: np.ndarray
+    queue_time: np.ndarray
 
 
 def check_program(program, params) -> None:
@@ -218,6 +224,10 @@ def costs(table: np.ndarray, params: CoreParams, tile_bits: np.ndarray | None = 
     dma = (op == P.DMA_LOAD) | (op == P.DMA_STORE)
     p0 = np.zeros(n, np.int64)
     p1 = np.zeros(n, np.int64)
+    dge = np.where(
+        (flags & P.FLAG_DGE_HW) != 0, 1, np.where((flags & P.FLAG_DGE_SW) != 0, 2, 0)
+    ).astype(np.int64)
+    queue_time = np.zeros(n)
     if dma.any():
         row_bytes = np.ceil(free[dma] * bits[dma] / 8)
         row_time[dma] = row_bytes / p.dma_engine_bandwidth
@@ -226,10 +236,11 @@ def costs(table: np.ndarray, params: CoreParams, tile_bits: np.ndarray | None = 
         )
         p0[dma] = reg[:, 0]
         p1[dma] = reg[:, 1]
-    dge = np.where(
-        (flags & P.FLAG_DGE_HW) != 0, 1, np.where((flags & P.FLAG_DGE_SW) != 0, 2, 0)
-    ).astype(np.int64)
-    return Costs(busy, done, ls, row_time, p0, p1, psum_in & (vec | sca), dge)
+        static = dge[dma] == 0
+        queue_time[dma] = np.where(
+            static, row_bytes * (p1[dma] - p0[dma]) / p.dma_static_queue_bandwidth, 0.0
+        )
+    return Costs(busy, done, ls, row_time, p0, p1, psum_in & (vec | sca), dge, queue_time)
 
 
 def _schedule_py(
@@ -242,6 +253,7 @@ def _schedule_py(
     p1,
     psum,
     dge,
+    queue_time,
     dep_ptr,
     dep_idx,
     n_engines,
@@ -281,6 +293,7 @@ def _schedule_py(
         fill[e] += 1
     free_at = np.zeros(n_engines)  # compute engines: busy until; queues: set-up unit free at
     queue_done = np.zeros(n_engines)  # DMA queues: completion of the last transfer (in order)
+    stream_free = np.zeros(n_engines)  # static-descriptor queues: their stream is free at
     dma_free = np.zeros(n_dma)
     done_flag = np.zeros(n, np.bool_)
     active = np.empty(n_engines, np.int64)
@@ -412,6 +425,14 @@ def _schedule_py(
                 dma_free[k % n_dma] = b
                 if b > data_end:
                     data_end = b
+            if queue_time[i] > 0.0:  # a static queue streams its transfers at its own rate
+                q_end = setup_end
+                if stream_free[e] > q_end:
+                    q_end = stream_free[e]
+                q_end += queue_time[i]
+                stream_free[e] = q_end
+                if q_end > data_end:
+                    data_end = q_end
             issue_end[i] = data_end
             f = data_end + completion
             if queue_done[e] > f:
@@ -483,6 +504,7 @@ def schedule(
         c.p1,
         c.psum,
         c.dge,
+        c.queue_time,
         program.dep_ptr,
         program.dep_idx.astype(np.int64),
         program.n_engines,

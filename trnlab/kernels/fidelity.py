@@ -83,8 +83,10 @@ def _load_kernel(partitions, free, dtype, dge):
     return k
 
 
-def _dma_engine_time(chip, partitions, free, dtype):
-    """Busy time of one DMA engine for a load of [partitions <= 8, free] (its data phase)."""
+def _dma_data_time(chip, partitions, free, dtype):
+    """The data phase of one load of [partitions, free] with static descriptors, from the end
+    of its set-up to its last byte: one DMA engine's busy time for up to 8 partitions, the
+    slowest engine's or the queue's stream for more."""
     r = core.run(
         _load_kernel(partitions, free, dtype, "none"),
         chip=chip,
@@ -250,7 +252,7 @@ def _exp_kernel(chip, rows, free, dtype, dge=None, compare="total"):
 
 _RUNNERS: dict[str, Callable] = {
     "exp_kernel": _exp_kernel,
-    "dma_engine_time": _dma_engine_time,
+    "dma_data_time": _dma_data_time,
     "scalar_chain": _scalar_chain,
     "engine_duration": _engine_duration,
     "engine_duration_pass": _engine_duration,
@@ -424,7 +426,8 @@ def markdown(rows: list[Row] | None = None) -> str:
         "What the model charges: engine issue intervals and pipeline latencies, background "
         "LoadStationary, DMA descriptors (static, written by GpSimd, or by a hardware-DGE "
         "instruction) and set-up per queue, "
-        "streaming on the DMA engines of a transfer's partitions, completion signals, "
+        "streaming on the DMA engines of a transfer's partitions (and, for a queue of static "
+        "descriptors, at most that queue's own rate), completion signals, "
         "cross-engine semaphores, Scalar table loads, the compiler's rotating buffers, its "
         "reordering of independent instructions and its computing a repeated instruction once "
         "(`trnlab/nki/_reuse.py`), and the launch pre- and post-amble. The rules and their "

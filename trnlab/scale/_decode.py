@@ -120,9 +120,11 @@ def _kernel_time(chip_key: str, rows: int, d: int, context: int, fmt: str) -> tu
 @lru_cache(maxsize=256)
 def _simulate(chip_key: str, rows: int, d: int, context: int, fmt: str) -> tuple[float, float]:
     import trnlab.nki as nki
+    from trnlab import core
     from trnlab.kernels import nki_decode_attention
 
-    run = nki.profile(nki_decode_attention, chip=chip_key)(
+    graph = core.core_params(chip_key).compiled_graph()  # a compiled graph's descriptors
+    run = nki.profile(nki_decode_attention, chip=graph)(
         nki.hbm((d, rows), fmt), nki.hbm((d, context), fmt), nki.hbm((context, d), fmt)
     )
     return run.latency, overlapped_walk(run, rows)

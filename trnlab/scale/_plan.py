@@ -375,14 +375,14 @@ def _large_gemm_rate(chip_key: str, dtype: str) -> tuple[float, str]:
         )
         rate = peak * eff
     else:
-        from trnlab import kernels  # the core simulator compiles on first use
+        from trnlab import core, kernels  # the core simulator compiles on first use
 
         gemm = (_GEMM, _GEMM)
         run = kernels.matmul(
             gemm,
             gemm,
             variant="blocked_mnk",
-            chip=chip_key,
+            chip=core.core_params(chip_key).compiled_graph(),
             dtype=_KERNEL_FORMAT[dtype],
             numerics=False,
         )
