@@ -41,15 +41,17 @@ def check(values: dict) -> None:
     for v in ("blocked_mnk", "pipelined"):  # A once per 1024-wide N block, B once
         assert prog[v] == 2 * (bm * bk * -(-bn // 1024) + bk * bn) + c_bytes, v
     t = values["progression_latency_us"]
-    # hoisting A does not help: B's transfers (one per matmul) bound both
-    assert t["hoisted"] == pytest.approx(t["tiled"], rel=0.02)
-    assert t["hoisted"] > 1.5 * t["blocked_mn"] > 1.5 * t["blocked_mnk"]
+    # on trn1 every load shares one queue: hoisting A takes transfers and bytes off it (the
+    # tutorial's trn1 times: 17% less)
+    assert t["hoisted"] < 0.9 * t["tiled"]
+    # blocking over M and N halves B's transfers and bytes; blocking K too makes them wide
+    assert t["hoisted"] > 1.3 * t["blocked_mn"] and t["blocked_mn"] > 1.2 * t["blocked_mnk"]
     assert t["pipelined"] <= t["blocked_mnk"] * 1.001
     u = values["progression_utilisation"]
-    # At the lab's default size the gain is ~5.8x. These small parameters do an eighth of the
+    # At the lab's default size the gain is ~4.6x. These small parameters do an eighth of the
     # work, so the pipeline's fill and drain (the first loads, which no matmul overlaps, and the
-    # last stores) are a larger share of the run and the gain falls to ~2.9x.
-    assert u["pipelined"] > 2.5 * u["tiled"]
+    # last stores) are a larger share of the run and the gain falls to ~2.2x.
+    assert u["pipelined"] > 2.0 * u["tiled"]
     assert values["progression_bound"]["tiled"] == "memory"
     # blocked_mnk is compute-bound where its intensity passes trn1's ridge (91.75 TFLOP/s over
     # 272 GB/s = 337 FLOP/B)

@@ -190,13 +190,16 @@ def _tiled_explainer(m: int, k: int, n: int):
         interval = core.core_params("trn1").values["dma_queue_interval"] * 1e6
         compute, memory = r.compute_bound_s * 1e6, r.memory_bound_s * 1e6
         cadence = float(np.median(np.diff(r.start[mm]))) * 1e6 if len(mm) > 1 else 0.0
+        rate = core.core_params("trn1").dma_static_queue_bandwidth / 1e9
         why = (
             f"each of the {len(mm)} matmuls keeps the Tensor Engine only "
             f"{(r.issue_end[mm[0]] - r.start[mm[0]]) * 1e9:.0f} ns ({compute:.1f} us in all), "
-            f"but waits for its own B tile, and a DMA queue prepares one transfer at a time "
-            f"(about {interval:.1f} us each): the matmuls come {cadence:.1f} us apart, and "
+            f"but waits for its own A and B tiles, and on trn1 every load goes through one DMA "
+            f"queue, which sets up one transfer at a time (about {interval:.2f} us each) and "
+            f"streams at most {rate:.0f} GB/s: the matmuls come {cadence:.1f} us apart, and "
             f"filling and draining the pipeline adds the rest. The roofline's memory bound, "
-            f"{memory:.1f} us (every byte at the full DMA bandwidth), leaves that set-up out."
+            f"{memory:.1f} us (every byte at the 16 DMA engines' bandwidth), leaves the one "
+            f"queue out."
         )
         launch = r.params.launch_overhead * 1e6
         if abs(predicted - (model + launch)) < 0.1 * model:

@@ -150,10 +150,12 @@ def reference_streamed(a_t, b, chunk=16):
 
 
 @nki.jit
-def reference_blocked(a_t, b, bm=4, bn=2):
+def reference_blocked(a_t, b, bm=8, bn=1):
     """Blocks of ``bm`` M tiles of A and ``bn`` N tiles of B, over all of K, stay in SBUF
-    while every pair of their tiles is multiplied: each A tile loaded feeds ``bn`` matmuls,
-    each B tile ``bm``, which lifts the arithmetic intensity past trn1's ridge point."""
+    while every pair of their tiles is multiplied: each A tile loaded feeds a matmul for every
+    N tile of the block, each B tile ``bm``. With ``bm`` M tiles covering all of M (the
+    exercise's 1,024 rows), A and B each cross HBM once, which trn1's one load queue
+    (about 100 GB/s) needs."""
     K, M = a_t.shape
     N = b.shape[1]
     c = nl.ndarray((M, N), dtype=nl.bfloat16, buffer=nl.shared_hbm)
@@ -461,7 +463,16 @@ def _time_diagnosis(run) -> str:
             f" carrying {what}: {n:,} transfers of {top['bytes'] / n / 1024:,.0f} KiB, "
             f"{per * 1e6:.2f} us each"
         )
-        if per > 1.5 * moving:
+        streaming = top["bytes"] / n / run.params.dma_static_queue_bandwidth
+        if per > 1.5 * moving and streaming >= 0.8 * per:
+            text += (
+                f" (the bytes alone would take {moving * 1e6:.2f} us at the core's DMA "
+                f"bandwidth, but one queue of static descriptors streams at most "
+                f"{run.params.dma_static_queue_bandwidth / 1e9:.0f} GB/s on {run.params.chip}, "
+                f"{streaming * 1e6:.2f} us: the queue's bytes bound the kernel; load each byte "
+                f"of A and B once)"
+            )
+        elif per > 1.5 * moving:
             text += (
                 f" (the bytes alone would take {moving * 1e6:.2f} us at the core's DMA "
                 f"bandwidth: the queue's cost per transfer bounds the kernel; fewer, larger "
@@ -679,16 +690,19 @@ def _tiled_us() -> float:
 
 
 def _prediction_parts() -> dict[str, float]:
-    """The model's figures a prediction is compared with (us)."""
+    """The model's figures a prediction is compared with (us): the latency, and the sums a
+    learner might make of the load queue's set-ups and of its bytes at its streaming rate."""
     run = _reference_run("tiled", TILED_SHAPE)
-    rows = [r for r in _time_breakdown(run) if r["resource"].startswith("DMA")]
-    top = rows[0]
+    top = next(r for r in _time_breakdown(run) if r["resource"].startswith("DMA"))
+    p = run.params
     return {
         "latency": run.latency * 1e6,
         "bytes": run.memory_bound_s * 1e6,
         "per_transfer": top["busy_s"] / top["instructions"] * 1e6,
         "transfers": top["instructions"],
-        "both_queues": sum(r["busy_s"] for r in rows[:2]) * 1e6,
+        "setups": top["instructions"] * p.dma_queue_interval * 1e6,
+        "stream": top["bytes"] / p.dma_static_queue_bandwidth * 1e6,
+        "two_queues": top["instructions"] / 2 * p.dma_queue_interval * 1e6,
     }
 
 
@@ -703,12 +717,13 @@ def explain_prediction(predicted=None) -> str:
     and (given a prediction in us) how far the prediction was from it."""
     f = _prediction_parts()
     why = (
-        f"the model gives {f['latency']:.1f} us. B's loads go on one DMA queue and A's on "
-        f"another, in parallel; each queue carries {f['transfers']} transfers at about "
-        f"{f['per_transfer']:.2f} us each (the queue's set-up per transfer, whatever its size "
-        f"at these tile sizes), and the matmuls, copies and stores fit in between. The bytes "
-        f"alone would take {f['bytes']:.1f} us at the core's DMA bandwidth (the roofline "
-        f"bound): the tiled kernel is bound by the number of transfers, not by bytes."
+        f"the model gives {f['latency']:.1f} us. A's and B's loads share one DMA queue (as an "
+        f"NKI kernel's loads do on trn1): {f['transfers']} transfers at about "
+        f"{f['per_transfer']:.2f} us each. Its set-ups alone take {f['setups']:.1f} us and its "
+        f"bytes, at the {_stream_gbs():.0f} GB/s one queue of static descriptors streams, "
+        f"{f['stream']:.1f} us: the two bounds are close, and the matmuls, copies and stores "
+        f"fit in between. The bytes at the core's full DMA bandwidth would take only "
+        f"{f['bytes']:.1f} us (the roofline bound): one queue, not the DMA engines, sets the pace."
     )
     if predicted is None:
         return why[0].upper() + why[1:]
@@ -736,18 +751,19 @@ def _check_prediction(answer) -> str | None:
                 f"your prediction reads as if it were in {unit}; the question asks for microseconds"
             )
     slips = (
-        (f["bytes"], "that is the time the bytes take at the DMA bandwidth (the roofline "
-         "bound); count the transfers each queue must set up instead"),
-        (f["both_queues"], "that charges A's and B's transfers one after the other; they go "
-         "on two DMA queues that work in parallel"),
+        (f["bytes"], "that is the time the bytes take at the core's full DMA bandwidth (the "
+         "roofline bound); every load goes through one queue, which sets up one transfer at a "
+         "time and streams far slower than the DMA engines"),
+        (f["two_queues"], "that splits the transfers over two queues working in parallel; on "
+         "trn1 an NKI kernel's loads all go on one queue, A's and B's alike"),
     )  # fmt: skip
     for value, says in slips:
         if abs(p / value - 1) <= 0.15:
             return f"{how_far(p / model)}: {says}."
     return (
-        f"{how_far(p / model)}. Count the loads per queue (one A tile and one B tile per "
-        f"matmul, on two queues) and the time a queue spends on each transfer (the question "
-        f"gives it)."
+        f"{how_far(p / model)}. Count the transfers (one A tile and one B tile per matmul, all "
+        f"on one queue) and the time the queue spends on each: its set-up, or its bytes at the "
+        f"queue's rate, whichever is longer (the question gives both)."
     )
 
 
@@ -786,23 +802,31 @@ def _queue_us() -> float:
     return core.core_params(CHIP).dma_queue_interval * 1e6
 
 
+def _stream_gbs() -> float:
+    from trnlab import core
+
+    return core.core_params(CHIP).dma_static_queue_bandwidth / 1e9
+
+
 predict_tiled = Exercise(
     "lab05.predict_tiled",
     f"Predict, before it runs: how many microseconds does the reference tiled kernel take on "
     f"{_shape_text(TILED_SHAPE)} (trn1)? It loads one A tile [128 x 128] and one B tile "
-    f"[128 x 512] per matmul, A's loads on one DMA queue and B's on another; a queue sets up "
-    f"one transfer at a time, {_queue_us():.1f} us each.",
+    f"[128 x 512] per matmul, all on one DMA queue (as NKI kernels load on trn1); the queue "
+    f"sets up one transfer at a time, {_queue_us():.2f} us each, and streams at most "
+    f"{_stream_gbs():.0f} GB/s.",
     _check_prediction,
     hints=(
-        "Count the matmuls: (M / 128) x (N / 512) x (K / 128); each needs one transfer on each "
-        "of the two load queues.",
-        "The two queues work in parallel, each on one transfer at a time: the kernel takes "
-        "about as long as one queue's transfers, one after the other. The matmuls (about 0.2 us "
-        "each) hide under them.",
+        "Count the matmuls: (M / 128) x (N / 512) x (K / 128); each needs two transfers on the "
+        "one load queue, an A tile (32 KiB) and a B tile (128 KiB).",
+        "The queue handles one transfer after another: the kernel takes about as long as all "
+        "the set-ups, or all the bytes at the queue's rate, whichever is longer (here they are "
+        "close). The matmuls (about 0.2 us each) hide under them.",
     ),
     solution=_tiled_us,
-    solution_text="predicted_us = 4 * 2 * 4 * 1.3  # 32 transfers per queue x ~1.3 us each: "
-    "the queues' cost per transfer, not the bytes, sets the time",
+    solution_text=f"predicted_us = 2 * (4 * 2 * 4) * {_queue_us():.2f}  # 64 transfers on one "
+    f"queue x {_queue_us():.2f} us of set-up (their 5.2 MB at {_stream_gbs():.0f} GB/s take "
+    "about as long): the queue, not the DMA engines, sets the time",
 )
 
 fits_sbuf = Exercise(
@@ -836,17 +860,19 @@ fast = Exercise(
     _check_fast,
     hints=(
         "The tiled kernel moves each A tile N / 512 times and each B tile M / 128 times: about "
-        "100 FLOP per byte, below trn1's ridge (about 337). Each loaded byte must feed more "
-        "matmuls.",
-        "Load a block of A (4 M tiles wide, all of K) once, and for it a block of B (2 N tiles "
-        "wide, all of K); then multiply every pair of their tiles: each A tile feeds 2 matmuls, "
-        "each B tile 4.",
+        "100 FLOP per byte. On trn1 every load also shares one DMA queue that streams about "
+        "100 GB/s: A and B (12.6 MB) take 123 us through it at best, the matmuls 90 us. Each "
+        "byte must be loaded once.",
+        "Load all of A (8 M tiles wide, all of K: 32 KiB per partition) once, then stream B one "
+        "N tile (512 wide, all of K) at a time, multiplying it by every M tile of A: each B "
+        "tile feeds 8 matmuls and crosses HBM once.",
         "Declare the PSUM tile and the output tile inside the (M tile, N tile) loops: they "
         "rotate, so copying one result out overlaps the matmuls of the next.",
     ),
     solution=lambda: reference_blocked,
-    solution_text="Blocks of A and B resident in SBUF over all of K; every pair of their tiles "
-    "multiplied before the next block is loaded.",
+    solution_text="All of A resident in SBUF (8 M tiles, all of K), B streamed one N tile (all "
+    "of K) at a time and multiplied by every M tile: each byte of A and B crosses trn1's one "
+    "load queue once, and the matmuls start as soon as A and the first strip are in.",
 )
 
 epilogue = Exercise(
