@@ -178,9 +178,11 @@ class CoreParams:
 
     def compiled_graph(self) -> CoreParams:
         """These figures as a compiled framework graph meets them: its loads get descriptors
-        as ``compiled_graph_dge`` says (software DGE on every generation; on Trn1 NKI
-        kernels' loads instead take one static queue). The scale-out planner's kernels
-        (large GEMM, decode attention) stand for compiled graphs and run with these."""
+        as ``compiled_graph_dge`` says (software DGE on every generation, where Trn1's NKI
+        kernels use static descriptors), so a static queue's rate does not pace them; they
+        keep the kernel's queues (on Trn1 one load queue, whose set-ups stay serial). The
+        scale-out planner's kernels (large GEMM, decode attention) stand for compiled graphs
+        and run with these."""
         graph = self.compiled_graph_dge
         return self if graph == self.dma_default_dge else self.replace(dma_default_dge=graph)
 

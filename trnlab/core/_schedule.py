@@ -80,9 +80,9 @@ class Costs:
         Instruction reads PSUM (Vector / Scalar; the NeuronCore-v2 PSUM port rule).
     dge : numpy.ndarray
         DMA descriptor generation: 0 prepared in HBM, 1 hardware DGE, 2 GpSimd (software).
-    queue_time : numpy.ndarray
+    queue_time : numpy.ndarray or None
         DMA with static descriptors: the transfer's bytes over ``dma_static_queue_bandwidth``
-        (the most such a queue streams), else 0.
+        (the most such a queue streams), else 0 (None: no queue limit).
     """
 
     busy: np.ndarray
@@ -93,7 +93,7 @@ class Costs:
     p1: np.ndarray
     psum: np.ndarray
     dge: np.ndarray
-    queue_time: np.ndarray
+    queue_time: np.ndarray | None = None
 
 
 def check_program(program, params) -> None:
@@ -425,7 +425,11 @@ def _schedule_py(
                 dma_free[k % n_dma] = b
                 if b > data_end:
                     data_end = b
-            if queue_time[i] > 0.0:  # a static queue streams its transfers at its own rate
+            # A static queue streams its transfers one after another at no more than its own
+            # rate. The engines' share of the bytes is charged from the set-up's end (DMA
+            # engines serve up to 16 rings round-robin, switching at packet boundaries, so a
+            # slow ring leaves them to the others: one busy block per engine approximates it).
+            if queue_time[i] > 0.0:
                 q_end = setup_end
                 if stream_free[e] > q_end:
                     q_end = stream_free[e]
@@ -504,7 +508,7 @@ def schedule(
         c.p1,
         c.psum,
         c.dge,
-        c.queue_time,
+        np.zeros(n) if c.queue_time is None else c.queue_time,
         program.dep_ptr,
         program.dep_idx.astype(np.int64),
         program.n_engines,

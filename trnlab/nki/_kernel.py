@@ -31,6 +31,7 @@ import numpy as np
 
 from trnlab._checks import flag, short, whole
 from trnlab._errors import TrnlabError
+from trnlab._gc import paused_gc
 from trnlab._threads import one_blas_thread
 from trnlab.core import (
     CoreParams,
@@ -286,7 +287,7 @@ def _launch(kernel: Kernel, args, kwargs, params: CoreParams, numerics: bool, bi
         tr = Trace(params, numerics, launch)
         tr.grid = grid
         # a tile matmul is at most 128 x 128 x 512: too small for BLAS threads to pay
-        with tr, one_blas_thread() if numerics else contextlib.nullcontext():
+        with tr, paused_gc(), one_blas_thread() if numerics else contextlib.nullcontext():
             wargs = [_wrap(tr, n, a, cache) for n, a in zip(names, args, strict=True)]
             wkw = {k: _wrap(tr, k, v, cache) for k, v in kwargs.items()}
             for pid in programs:
@@ -415,7 +416,8 @@ def simulate(kernel, chip=None):
 
 def _run_of(tr: Trace, params: CoreParams, numerics: bool, extra: dict) -> Run:
     ctx = KernelContext(params, numerics=False)
-    pools = replay(tr, ctx)
+    with paused_gc():
+        pools = replay(tr, ctx)
     program = ctx.program()
     outputs = {}
     if numerics:
