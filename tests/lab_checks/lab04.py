@@ -5,8 +5,9 @@ from __future__ import annotations
 
 #: The puzzles have fixed, small shapes: nothing to make smaller.
 PARAMS: dict = {}
-#: trn1: a DMA queue sets up one transfer at a time, ~1.3 us each (Neuron DMA guide).
-QUEUE_S = 1.3e-6
+#: trn1: every load of a kernel on one DMA queue, which sets up one transfer at a time (0.84 us,
+#: the trn2 calibration) and with static descriptors streams at most 102 GB/s (profile).
+QUEUE_S, QUEUE_BPS = 0.84e-6, 102e9
 F32, BF16 = 4, 2
 
 
@@ -40,8 +41,9 @@ def check(values: dict) -> None:
                                           "dma_store": 1}  # fmt: skip
     mm = p["double_buffer"]
     assert mm["counts"]["matmul"] == 1024 // 128 and mm["counts"]["dma_load"] == 2 * 8
-    # each of the two load queues carries 8 transfers, one set-up at a time
-    assert mm["latency_us"] * 1e-6 >= 8 * QUEUE_S
+    # the one load queue carries all 16 transfers, one set-up at a time, and their bytes
+    loaded = 1024 * (128 + 512) * BF16
+    assert mm["latency_us"] * 1e-6 >= max(16 * QUEUE_S, loaded / QUEUE_BPS)
     att = p["attention"]
     assert att["counts"]["matmul"] == 1 + 512 // 128 and att["counts"]["transpose"] == 512 // 128
     assert att["hbm_bytes"] == (64 * 128 + 2 * 64 * 512) * BF16 + 128 * 64 * F32

@@ -41,7 +41,7 @@ def check(values: dict) -> None:
     # the streamed kernel moves A and B once: at least their bytes through the one load queue
     assert values["large_streamed_us"] * 1e-6 >= 2 * (lm * lk + lk * ln) / QUEUE_BPS
     fm, fk, fn = values["fast_shape"]
-    assert 1.0 >= values["fast_reference_useful"] >= 0.55 > values["fast_tiled_useful"]
+    assert 1.0 >= values["fast_reference_useful"] >= 0.50 > values["fast_tiled_useful"]
     # useful utilisation is the product's FLOPs over the latency at trn1's bf16 peak
     peak = 128 * 128 * 2 * 2.8e9
     assert abs(2 * fm * fk * fn / (values["fast_reference_us"] * 1e-6) / peak

