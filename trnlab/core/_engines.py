@@ -62,6 +62,7 @@ _BINARY = {
 _REDUCE = {"add": np.sum, "maximum": np.max, "minimum": np.min}
 _FUNC_IDS = {name: i for i, name in enumerate(ACTIVATIONS)}
 _INF = float("inf")
+_INFINITIES = frozenset((_INF, -_INF))  # immediates refused, checked on every instruction
 
 
 def _act_fn(func, s_num, b_num):
@@ -222,7 +223,7 @@ class EngineOps:
             func = _name(func, ACTIVATIONS, "activation")
             fid = _FUNC_IDS[func]
         if (type(scale) is float or type(scale) is int) and bias is None:
-            if scale != scale or scale in (_INF, -_INF):
+            if scale != scale or scale in _INFINITIES:
                 _number(scale, "activation scale")
             return self._elementwise(
                 P.ACTIVATION, P.SCALAR, out, (src,), _act_fn, "activation", fid, (func, scale, 0.0)
@@ -298,11 +299,7 @@ class EngineOps:
         if (
             not (type(value) is float or type(value) is int)
             or value != value
-            or value
-            in (
-                _INF,
-                -_INF,
-            )
+            or value in _INFINITIES
         ):
             value = _number(value, "tensor_scalar value")
         return self._elementwise(

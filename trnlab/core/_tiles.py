@@ -179,24 +179,6 @@ class HBMTensor:
         self.stored: list[tuple[int, int, int, int]] = []  # regions stored (outputs only)
 
     def __getitem__(self, key) -> HBMView:
-        # The common [a:b, :] / [a:b, c:d] form inline (a kernel slices on every transfer).
-        if type(key) is tuple and len(key) == 2:
-            a, b = key
-            if type(a) is slice and type(b) is slice and a.step is None and b.step is None:
-                rows, cols = self.shape
-                r0 = 0 if a.start is None else a.start
-                r1 = rows if a.stop is None else a.stop
-                c0 = 0 if b.start is None else b.start
-                c1 = cols if b.stop is None else b.stop
-                if (
-                    type(r0) is int
-                    and type(r1) is int
-                    and type(c0) is int
-                    and type(c1) is int
-                    and 0 <= r0 < r1 <= rows
-                    and 0 <= c0 < c1 <= cols
-                ):
-                    return HBMView(self, r0, r1, c0, c1)
         r0, r1, c0, c1 = _norm(key, self.shape, self)
         return HBMView(self, r0, r1, c0, c1)
 
