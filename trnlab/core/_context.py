@@ -382,15 +382,7 @@ class KernelContext(EngineOps, NkiOps):
         that many elements, as many as the SBUF region holds: dependencies take the box, the
         bytes counted are the elements'.
         """
-        # a View or a Tile (a pool buffer) inline: the common operands of every transfer
-        if type(dst) is Tile and not dst.freed:
-            d = dst.full
-        else:
-            d = (
-                dst
-                if type(dst) is View and not dst.tile.freed
-                else self._view(dst, "load destination")
-            )
+        d = dst if type(dst) is View and not dst.tile.freed else self._view(dst, "load destination")
         s = src if type(src) is HBMView else self._hview(src, "load source")
         dt = d.tile
         if dt.space != "sbuf":
@@ -472,10 +464,7 @@ class KernelContext(EngineOps, NkiOps):
         """DMA SBUF ``src`` to HBM ``dst`` (rounded to the tensor's format if it differs);
         ``dge``, ``flat`` and ``elements`` as for :meth:`load`."""
         d = dst if type(dst) is HBMView else self._hview(dst, "store destination")
-        if type(src) is Tile and not src.freed:
-            s = src.full
-        else:
-            s = src if type(src) is View and not src.tile.freed else self._view(src, "store source")
+        s = src if type(src) is View and not src.tile.freed else self._view(src, "store source")
         st = s.tile
         if st.space != "sbuf":
             raise OperandPlacementError(

@@ -138,10 +138,7 @@ class EngineOps:
         output's; the input's for a reduction), ``check=False`` skips the input-shape rule (for
         instructions whose inputs and output differ in shape), ``psum_out`` lets the Vector and
         Scalar engines write PSUM (as NKI's instructions may)."""
-        if type(out) is Tile and not out.freed:  # a pool buffer, inline
-            o = out.full
-        else:
-            o = out if type(out) is View and not out.tile.freed else self._view(out, what)
+        o = out if type(out) is View and not out.tile.freed else self._view(out, what)
         ot = o.tile
         if ot.space == "psum" and (not psum_out or engine == P.GPSIMD):
             if engine == P.GPSIMD:
@@ -161,10 +158,7 @@ class EngineOps:
         flags = 0
         views = []
         for x in ins:
-            if type(x) is Tile and not x.freed:
-                v = x.full
-            else:
-                v = x if type(x) is View and not x.tile.freed else self._view(x, what)
+            v = x if type(x) is View and not x.tile.freed else self._view(x, what)
             t = v.tile
             vp0, vp1, vf0, vf1 = v.region
             vfree = vf1 - vf0
@@ -208,9 +202,7 @@ class EngineOps:
             self.progress.tick(i)
         if self.numerics and fn is not None:
             o.set(quantize(np.asarray(fn(*fn_args)(*[v.get() for v in views]), np.float32), ot.fmt))
-        ot.version += 1  # self._wrote(o), inline
-        if not ot.fully_written:
-            ot.mark_written(o.region)
+        self._wrote(o)
         return i
 
     def activation(self, out, src, func: str = "identity", scale=1.0, bias=None) -> int:
