@@ -448,3 +448,19 @@ def test_lab05_prediction_reads_any_string(text):
     assert "could not read your answer" not in result.message, result.message
     _assert_reasonable(result.message)
     _assert_reasonable(lab05.explain_prediction(text))
+
+
+def test_the_dma_queue_figures_the_exercises_quote_are_the_catalogues():
+    """Lab 03's and lab 05's tiled predictions quote trn1's queue set-up and static-queue rate
+    in their text (literal, so importing a lab stays light): they must be the catalogue's."""
+    from trnlab import core
+    from trnlab.exercises import lab03, lab05
+
+    p = core.core_params("trn1")
+    setup = f"{p.dma_queue_interval * 1e6:.2f} us"
+    rate = f"{p.dma_static_queue_bandwidth / 1e9:.0f} GB/s"
+    for ex in (lab03.tiled_us, lab05.predict_tiled):
+        assert setup in ex.question and rate in ex.question, ex.key
+        assert setup.split()[0] in ex.solution_text and rate in ex.solution_text, ex.key
+    hints = " ".join(lab03.tiled_us.hints)
+    assert setup.split()[0] in hints and rate in hints
