@@ -27,6 +27,7 @@ from __future__ import annotations
 import heapq
 import math
 
+from trnlab._gc import paused_gc
 from trnlab.core import (
     HardwareRuleError,
     HBMView,
@@ -211,7 +212,8 @@ def replay(trace: Trace, ctx: KernelContext) -> list[Pool]:
     numerics = ctx.numerics
     ctx.numerics = False  # the values are the trace's; the context records timing only
     try:
-        return _replay(trace, ctx, pools)
+        with paused_gc():  # one tuple per instruction: as core.record, no collector walks
+            return _replay(trace, ctx, pools)
     finally:
         ctx.numerics = numerics
 

@@ -416,8 +416,7 @@ def simulate(kernel, chip=None):
 
 def _run_of(tr: Trace, params: CoreParams, numerics: bool, extra: dict) -> Run:
     ctx = KernelContext(params, numerics=False)
-    with paused_gc():
-        pools = replay(tr, ctx)
+    pools = replay(tr, ctx)
     program = ctx.program()
     outputs = {}
     if numerics:

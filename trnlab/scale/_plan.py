@@ -314,7 +314,8 @@ def achieved_flops_per_chip(
     """Dense matmul FLOP/s one chip sustains, and where the figure comes from.
 
     Neuron chips: the NeuronCore model's ``blocked_mnk`` kernel on a 2048^3 GEMM (timing
-    only), times the chip's cores. GPUs: the datasheet peak times the chip's measured
+    only, with a compiled graph's DMA descriptors: :meth:`CoreParams.compiled_graph`), times
+    the chip's cores. GPUs: the datasheet peak times the chip's measured
     ``matmul_efficiency`` (the Maximum Achievable Matmul FLOPS of a shape search, a sourced
     figure). With ``shape = (M, N, K)`` a GPU GEMM keeps the share of that rate its output
     tiles' waves fill over the SMs (:func:`trnlab.scale.gemm_wave_efficiency`), and on
