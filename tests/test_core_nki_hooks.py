@@ -37,8 +37,30 @@ def test_strided_dmas_count_their_elements_and_record_timing_only():
     def too_many(ctx, x):
         ctx.load(ctx.sbuf((8, 16), "bf16"), x[0:8, 0:8], elements=128)
 
-    with pytest.raises(core.HardwareRuleError, match="HBM box of at least"):
+    with pytest.raises(core.HardwareRuleError, match=r"HBM side \(64\)"):
         core.run(too_many, numerics=False, x=core.hbm((8, 64), "bf16", is_input=True))
+
+
+def test_a_strided_sbuf_side_streams_its_elements_not_its_box():
+    # every other column of an [8, 32] tile from a contiguous [8, 16] HBM block: the engines
+    # stream 16 elements per partition, as a contiguous [8, 16] load does
+    def strided(ctx, x):
+        ctx.load(ctx.sbuf((8, 32), "fp32"), x[0:8, 0:16], elements=128)
+
+    def contiguous(ctx, x):
+        ctx.load(ctx.sbuf((8, 16), "fp32"), x[0:8, 0:16])
+
+    x = core.hbm((8, 16), "fp32", is_input=True)
+    a = core.run(strided, numerics=False, x=x)
+    b = core.run(contiguous, numerics=False, x=x)
+    assert a.program.table["bytes"][0] == b.program.table["bytes"][0] == 128 * 4
+    assert a.latency == pytest.approx(b.latency)
+
+    def too_many(ctx, x):
+        ctx.load(ctx.sbuf((8, 8), "fp32"), x[0:8, 0:16], elements=128)
+
+    with pytest.raises(core.HardwareRuleError, match=r"SBUF side \(64 cells\)"):
+        core.run(too_many, numerics=False, x=x)
 
 
 def test_nki_op_records_without_computing_and_lets_vector_write_psum():

@@ -1139,3 +1139,88 @@ def test_simulate_kernel_is_the_older_name_of_simulate():
         return out
 
     np.testing.assert_allclose(nki.simulate_kernel(k, x), np.exp(x), rtol=1e-6)
+
+
+def test_ops_passed_first_with_data_by_keyword_as_the_older_sd_attention_does():
+    def k(x):
+        a = nl.load(x)
+        neg_max = nisa.tensor_reduce(np.max, data=a, axis=(1,), negate=True)
+        e = nisa.activation(np.exp, data=a, bias=neg_max, scale=1.0)
+        return _out(e), _out(nisa.tensor_reduce(np.add, data=e, axis=(1,)))
+
+    x = rand(64, 40)
+    e, s = sim(k, x)
+    want = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(e, want, rtol=1e-5)
+    np.testing.assert_allclose(s, want.sum(axis=1, keepdims=True), rtol=1e-5)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=st.integers(1, 300), cols=st.integers(1, 128))
+def test_load_transpose2d_lands_hbm_columns_on_partitions(rows, cols):
+    def k(a):
+        return _out(nl.load_transpose2d(a, dtype=nl.float32))
+
+    x = RNG.uniform(-2, 2, (rows, cols)).astype(np.float32)
+    np.testing.assert_array_equal(sim(k, x), x.T)
+
+
+def test_load_transpose2d_moves_its_bytes_and_refuses_what_it_cannot_do():
+    def k(a):
+        return _out(nl.load_transpose2d(a))
+
+    run = nki.profile(k, chip="trn2")(np.ones((512, 128), np.float32))
+    assert run.program.table["bytes"][0] == 512 * 128 * 4
+    with pytest.raises(HardwareRuleError, match="partitions"):  # 512 HBM columns > 128
+        sim(k, np.ones((128, 512), np.float32))
+    with pytest.raises(KernelArgumentError, match="nc_transpose"):
+        sim(lambda a: _out(nl.load_transpose2d(nl.load(a))), np.ones((8, 8), np.float32))
+    with pytest.raises(KernelArgumentError, match=r"2-D view; .* has 3"):
+        sim(lambda a: _out(nl.load_transpose2d(a)), np.ones((2, 8, 8), np.float32))
+
+
+def _exp_returning_inside_its_loop(a):
+    """The older profiling tutorial's slip: the return indented into the loop body."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for p in nl.affine_range((a.shape[0] + 127) // 128):
+        rows = nl.ds(p * 128, min(128, a.shape[0] - p * 128))
+        nl.store(out[rows, :], nl.exp(nl.load(a[rows, :])))
+        return out
+
+
+def test_a_return_ending_an_affine_loop_body_runs_the_whole_loop_as_nki_traces_it():
+    x = rand(250, 64)
+    with pytest.warns(UserWarning, match=r"after 1 of its 2 iterations.*dedent"):
+        got = sim(_exp_returning_inside_its_loop, x)
+    np.testing.assert_allclose(got, np.exp(x), rtol=1e-6)
+    with pytest.warns(UserWarning):
+        run = nki.profile(_exp_returning_inside_its_loop, chip="trn1")(x)
+    assert run.program.counts()["dma_load"] == 2
+
+
+def test_a_return_that_cannot_be_moved_is_a_teaching_error():
+    scale = 2.0  # a closure variable: trnlab does not rewrite the kernel
+
+    def k(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        for i in nl.sequential_range(a.shape[0] // 8):
+            nl.store(
+                out[i * 8 : i * 8 + 8, :], nl.multiply(nl.load(a[i * 8 : i * 8 + 8, :]), scale)
+            )
+            return out
+
+    with pytest.raises(
+        KernelArgumentError, match=r"nl.sequential_range loop at .*after 1 of its 4"
+    ):
+        sim(k, rand(32, 8))
+
+    def mid(a):  # a return in the middle of the body is not the indentation slip
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        for i in nl.affine_range(2):
+            if i == 0:
+                return out
+            nl.store(out, nl.load(a))
+        return out
+
+    with pytest.raises(KernelArgumentError, match="Move the return after the loop"):
+        sim(mid, rand(8, 8))

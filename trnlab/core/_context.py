@@ -378,9 +378,9 @@ class KernelContext(EngineOps, NkiOps):
         writes them); None takes the generation's default. ``flat=True`` lets the two regions
         differ in shape if they hold as many elements (the DMA streams them in row-major
         order, as an NKI ``dma_copy`` between views of different shapes does). ``elements``
-        (timing only) says the HBM region is the bounding box of a strided access that moves
-        that many elements, as many as the SBUF region holds: dependencies take the box, the
-        bytes counted are the elements'.
+        (timing only) says a side is the bounding box of a strided access (the HBM rows, or the
+        SBUF free range within each partition) and the DMA moves that many elements:
+        dependencies take the boxes, the bytes counted and streamed are the elements'.
         """
         d = dst if type(dst) is View and not dst.tile.freed else self._view(dst, "load destination")
         s = src if type(src) is HBMView else self._hview(src, "load source")
@@ -436,10 +436,10 @@ class KernelContext(EngineOps, NkiOps):
                 f"{what}(elements=...) records timing only; a strided access's values are the "
                 f"caller's (trnlab.nki)"
             )
-        if elements != sbuf_cells or elements > hbm_cells:
+        if not 0 < elements <= min(sbuf_cells, hbm_cells):
             raise HardwareRuleError(
-                f"{what}: a strided DMA of {elements} elements needs an SBUF region of as many "
-                f"({sbuf_cells}) inside an HBM box of at least as many ({hbm_cells})"
+                f"{what}: a strided DMA of {elements} elements must fit both the bounding box of "
+                f"its SBUF side ({sbuf_cells} cells) and that of its HBM side ({hbm_cells})"
             )
 
     def _check_stored(self, tensor: HBMTensor, s: HBMView, what: str) -> None:

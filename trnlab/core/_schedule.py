@@ -229,7 +229,9 @@ def costs(table: np.ndarray, params: CoreParams, tile_bits: np.ndarray | None = 
     ).astype(np.int64)
     queue_time = np.zeros(n)
     if dma.any():
-        row_bytes = np.ceil(free[dma] * bits[dma] / 8)
+        # Bytes per partition row: the elements a DMA moves (a strided access's, not its box's).
+        parts = np.maximum(table["partitions"][dma].astype(np.float64), 1.0)
+        row_bytes = np.ceil(table["bytes"][dma] / parts)
         row_time[dma] = row_bytes / p.dma_engine_bandwidth
         reg = np.where(
             (op[dma] == P.DMA_LOAD)[:, None], table["out_region"][dma], table["in0_region"][dma]

@@ -302,9 +302,8 @@ def dma_copy(dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode
         raise option(api, f"a copy {where}{hint}", "HBM -> SBUF and SBUF -> HBM are")
     tile, hbm = (dst, src) if d_chip else (src, dst)
     rt = _where(tile, _SBUF, "the on-chip side", api)
-    if rt[3] - rt[2] != rt[4]:
-        raise option(api, f"a strided SBUF access {tile}", "contiguous SBUF regions are")
     *rh, exact = hbm._hbm_region()
+    exact = exact and rt[3] - rt[2] == rt[4]  # a strided SBUF side is recorded as its box too
     if dst.size != src.size:
         raise HardwareRuleError(
             f"nisa.{api}: dst {dst.shape} holds {dst.size} elements and src {src.shape} "
@@ -321,7 +320,7 @@ def dma_copy(dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode
         hbm._s.stored = True
     ref_t = _ref(tile, rt)
     ref_h = (hbm._s, *rh)
-    n = None if exact else hbm.size  # a strided HBM access: the bytes it moves, not its box
+    n = None if exact else hbm.size  # a strided access: the bytes it moves, not its boxes
     dge = _DGE[dge_mode]
     op = ("dma", ref_t, ref_h, dge, n) if d_chip else ("dma", ref_h, ref_t, dge, n)
     tr.add(op, api, tile._s)
@@ -735,6 +734,8 @@ def activation(dst=None, op=None, data=None, bias=None, scale=1.0, reduce_op=Non
     if type(dst) is not NkiTensor:  # activation(op, data, ...) of older NKI editions
         if data is None and type(op) is NkiTensor:
             op, data = dst, op
+        elif op is None and data is not None:  # activation(np.exp, data=...)
+            op = dst
         elif dst is not None:
             raise KernelArgumentError(f"nisa.{api}: dst must be a tile, not {dst!r}")
         data = _tensor(data, "data", api)
@@ -946,6 +947,8 @@ def tensor_reduce(dst=None, op=None, data=None, axis=None, negate=False, keepdim
     if type(dst) is not NkiTensor:  # tensor_reduce(op, data, axis, ...) of older editions
         if type(op) is NkiTensor:
             op, data, axis = dst, op, (data if axis is None else axis)
+        elif op is None:  # tensor_reduce(np.max, data=..., axis=...)
+            op = dst
         d0 = _tensor(data, "data", api)
         ax = _axes(d0, axis, api)
         shape = tuple(1 if i in ax else n for i, n in enumerate(d0.shape)) if keepdims else (

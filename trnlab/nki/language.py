@@ -16,6 +16,7 @@ from __future__ import annotations
 import builtins
 import math
 import numbers
+import sys
 
 import numpy as np
 
@@ -312,13 +313,34 @@ def shared_identity_matrix(n, dtype=uint8, dst=None) -> NkiTensor:
 # --- loops and SPMD ----------------------------------------------------------------------------
 def affine_range(start, stop=None, step=1):
     """A loop range (unrolled when traced, as NKI does); tiles declared in its body rotate."""
-    return range(start, stop, step) if stop is not None else range(start)
+    return _traced_loop(range(start, stop, step) if stop is not None else range(start), "affine")
 
 
 def sequential_range(start, stop=None, step=1):
     """A loop range whose iterations depend on each other (the model keeps program order and
     every data dependency in any case)."""
-    return range(start, stop, step) if stop is not None else range(start)
+    r = range(start, stop, step) if stop is not None else range(start)
+    return _traced_loop(r, "sequential")
+
+
+def _traced_loop(r: range, kind: str):
+    """``r`` inside a kernel, as a loop the trace knows is open until its last iteration ends.
+    NKI traces an affine or sequential loop's body once for all its iterations, so a ``return``
+    (or ``break``) inside the body does not cut the loop short on hardware; Python would, and
+    the kernel's check at return (trnlab.nki._kernel) turns that into a teaching error."""
+    if not _STACK:
+        return r
+    f = sys._getframe(2)
+    return _loop(_STACK[-1], r, (kind, f.f_code.co_name, f.f_code.co_filename, f.f_lineno))
+
+
+def _loop(tr, r: range, where: tuple):
+    state = [where, 0, len(r)]
+    tr.open_loops[id(state)] = state
+    for i in r:
+        yield i
+        state[1] += 1
+    del tr.open_loops[id(state)]
 
 
 def static_range(start, stop=None, step=1):
@@ -378,6 +400,26 @@ def load(src, dtype=None, mask=None, **kwargs) -> NkiTensor:
     if cut is not None:
         _isa.dma_copy(dst=cut[1], src=cut[0])
     return out
+
+
+def load_transpose2d(src, dtype=None, **kwargs) -> NkiTensor:
+    """A new SBUF tile holding 2-D HBM view ``src`` transposed (``[F, P]`` in HBM becomes
+    ``[P, F]`` on chip), by one DMA that reads HBM column by column: recorded as a strided
+    access, charged for its bytes (the element-by-element cost of a DMA transpose is not
+    modelled; docs/nki.md)."""
+    if kwargs:
+        raise NotModelledError(f"nl.load_transpose2d options {sorted(kwargs)} are not modelled yet")
+    src = _isa._tensor(src, "src", "load_transpose2d")
+    if src.buffer is sbuf or src.buffer is psum:
+        raise KernelArgumentError(
+            f"nl.load_transpose2d loads from HBM; {src} is on chip: transpose an on-chip tile "
+            f"with nisa.nc_transpose (Tensor Engine) or nl.transpose"
+        )
+    if src.ndim != 2:
+        raise KernelArgumentError(
+            f"nl.load_transpose2d transposes a 2-D view; {src} has {src.ndim} dimensions"
+        )
+    return load(src.permute((1, 0)), dtype=dtype)
 
 
 def store(dst, value, mask=None) -> None:
@@ -898,6 +940,7 @@ _MODELLED = tuple(
             "spmd_dim",
             "nc",
             "load",
+            "load_transpose2d",
             "store",
             "copy",
             "device_print",
@@ -931,7 +974,6 @@ _KNOWN = frozenset(
         "random_seed",
         "dropout",
         "no_reorder",
-        "load_transpose2d",
         "gather_flattened",
         "dynamic_range",
         "fori_loop",
