@@ -582,6 +582,185 @@ def test_nc_matmul_mx_dequantises_x4_packed_operands():
     assert run.flops == 2 * (4 * k_parts) * m * n  # the packed contraction is counted
 
 
+def _mx_logical(v, codes, rows):
+    """[K, F, 4] packed values and their E8M0 codes at ``rows`` -> the [4K, F] matrix."""
+    deq = v * np.exp2(codes[rows].astype(np.float64) - 127)[:, :, None]
+    return np.concatenate([deq[:, :, j] for j in range(4)], axis=0)
+
+
+@FAST
+@given(
+    groups=st.integers(1, 4),
+    f4=st.integers(1, 24),
+    elem=st.sampled_from(["float8_e4m3fn_x4", "float8_e5m2_x4"]),
+    spread=st.integers(0, 20),
+)
+def test_quantize_mx_follows_the_documented_scale_and_layout(groups, f4, elem, spread):
+    p, f = 32 * groups, 4 * f4
+    x = formats.quantize(
+        RNG.standard_normal((p, f)) * np.exp2(RNG.integers(-spread - 1, spread + 1, (p, 1))), "bf16"
+    ).astype(np.float32)
+    x[0:8, 0:4] = 0.0  # an all-zero group
+
+    def k(a):
+        src = nl.load(a)
+        q = nl.ndarray((p, f // 4), dtype=elem, buffer=nl.sbuf)
+        sc = nl.ndarray((p, f // 4), dtype=nl.uint8, buffer=nl.sbuf)
+        nisa.quantize_mx(dst=q, src=src, dst_scale=sc)
+        return _store_all(q, sc)  # an x4 output comes back with a trailing axis of 4
+
+    import ml_dtypes  # noqa: F401  (bf16 input arrays)
+
+    got_q, got_sc = sim(k, x.astype("bfloat16"), chip="trn3")
+    emax = 8 if "e4m3" in elem else 15
+    amax = np.abs(x.astype(np.float64)).reshape(p // 8, 8, f // 4, 4).max(axis=(1, 3))
+    code = np.where(amax > 0, np.floor(np.log2(np.where(amax > 0, amax, 1))) - (emax - 1) + 127, 0)
+    rows = 32 * (np.arange(p) // 32) + (np.arange(p) % 32) // 8
+    np.testing.assert_array_equal(got_sc[rows[::8]], code)
+    scale = np.exp2(code - 127.0)
+    want = formats.quantize(
+        (x / np.repeat(np.repeat(scale, 8, 0), 4, 1)).astype(np.float32),
+        elem.split("_x4")[0].replace("float8", "fp8"),
+    ).reshape(p, f // 4, 4)
+    np.testing.assert_array_equal(got_q, want)
+    assert np.abs(got_q).max() <= 2.0**emax  # the doubled scale leaves headroom: no saturation
+
+
+def _store_all(*tiles):
+    outs = []
+    for t in tiles:
+        o = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.shared_hbm)
+        nl.store(o, t)
+        outs.append(o)
+    return tuple(outs)
+
+
+def test_quantize_mx_feeds_nc_matmul_mx_through_scales_packed_in_one_tile():
+    """Two tensors' scales in one [128, F] tile, the second at offset 4 in each quadrant (the
+    MX deep dive's packing), on a full 128-partition contraction."""
+    k_parts, m, n = 128, 32, 64
+    # small integers: exact in bf16 and, over a power-of-two scale, in fp8 e4m3fn
+    a = RNG.integers(-15, 16, (k_parts, 4 * m)).astype(np.float32)
+    b = RNG.integers(-15, 16, (k_parts, 4 * n)).astype(np.float32)
+
+    def kern(x, y):
+        qx = nl.ndarray((k_parts, m), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+        qy = nl.ndarray((k_parts, n), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+        scales = nl.ndarray((k_parts, n), dtype=nl.uint8, buffer=nl.sbuf)
+        nisa.quantize_mx(dst=qx, src=nl.load(x), dst_scale=scales[0:, 0:m])
+        nisa.quantize_mx(dst=qy, src=nl.load(y), dst_scale=scales[4:, :])
+        ps = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul_mx(dst=ps, stationary=qx, moving=qy, stationary_scale=scales[0:, 0:m],
+                          moving_scale=scales[4:, :])  # fmt: skip
+        return _store_all(ps)[0]
+
+    got = sim(kern, a.astype("bfloat16"), b.astype("bfloat16"), chip="trn3")
+    # the logical operands: packed value j of partition p is contraction row j*K + p
+    la = np.concatenate([a[:, j::4] for j in range(4)], axis=0)
+    lb = np.concatenate([b[:, j::4] for j in range(4)], axis=0)
+    np.testing.assert_array_equal(got, la.T @ lb)
+
+    def compact(x, y):  # the [K/8, F] form is for K <= 32 only
+        qx = nl.ndarray((k_parts, m), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+        nisa.quantize_mx(dst=qx, src=nl.load(x), dst_scale=nl.ndarray((16, m), nl.uint8, nl.sbuf))
+
+    with pytest.raises(core.HardwareRuleError, match=r"needs 100: allocate \[128, F\]"):
+        sim(compact, a.astype("bfloat16"), b.astype("bfloat16"), chip="trn3")
+
+
+def test_quantize_mx_is_v4_only():
+    def k(a):
+        x = nl.load(a)
+        nisa.quantize_mx(dst=nl.ndarray((32, 2), nl.float32, nl.sbuf), src=x,
+                         dst_scale=nl.ndarray((4, 2), nl.uint8, nl.sbuf))  # fmt: skip
+
+    with pytest.raises(core.FormatNotSupportedError, match=r"NeuronCore-v4 \(trn3\)"):
+        sim(k, np.ones((32, 8), np.float16), chip="trn2")
+
+
+@pytest.mark.parametrize(
+    "src, dst, scale, exc, pattern",
+    [
+        ((32, 8), ("float32", (32, 2)), (4, 2), core.FormatNotSupportedError, "float8_e5m2_x4 or"),
+        ((32, 8), ("float4_e2m1fn_x4", (32, 2)), (4, 2), core.FormatNotSupportedError, "FP4"),
+        ((16, 8), ("float8_e5m2_x4", (16, 2)), (2, 2), core.HardwareRuleError, "multiple of 32"),
+        ((32, 6), ("float8_e5m2_x4", (32, 1)), (4, 1), core.HardwareRuleError, "multiple of 4"),
+        (
+            (32, 8),
+            ("float8_e5m2_x4", (32, 4)),
+            (4, 2),
+            core.HardwareRuleError,
+            r"must be \[32, 2\]",
+        ),
+        ((32, 8), ("float8_e5m2_x4", (32, 2)), (4, 3), core.HardwareRuleError, "2 scales per"),
+        ((32, 8), ("float8_e5m2_x4", (32, 2)), (3, 2), core.HardwareRuleError, "needs 4"),
+    ],
+)
+def test_quantize_mx_errors_teach(src, dst, scale, exc, pattern):
+    def k(a):
+        x = nl.load(a)
+        nisa.quantize_mx(
+            dst=nl.ndarray(dst[1], dst[0], nl.sbuf),
+            src=x,
+            dst_scale=nl.ndarray(scale, nl.uint8, nl.sbuf),
+        )
+
+    with pytest.raises(exc, match=pattern):
+        sim(k, np.ones(src, np.float16), chip="trn3")
+    with pytest.raises(core.FormatNotSupportedError, match="bfloat16 or float16"):
+        sim(k, np.ones(src, np.float32), chip="trn3")
+
+
+def test_integer_inputs_read_as_packed_mx_by_ap_or_view():
+    """The MX deep dive's host packing: four fp8 codes per uint32 (little endian), two fp4
+    codes per uint8 (low nibble first), read as x4 types by .ap(dtype=...) or .view(...)."""
+    import ml_dtypes
+
+    v8 = formats.quantize(RNG.uniform(-3, 3, (8, 16)), "fp8_e5m2").astype(ml_dtypes.float8_e5m2)
+    v4 = formats.quantize(RNG.uniform(-3, 3, (8, 16)), "fp4_e2m1").astype(ml_dtypes.float4_e2m1fn)
+    packed8 = v8.view(np.uint32)  # (8, 4)
+    codes = v4.view(np.uint8) & 0xF
+    packed4 = (codes[:, 0::2] | (codes[:, 1::2] << 4)).astype(np.uint8)  # (8, 8)
+
+    def k(a8, a4):
+        x8 = a8.ap(dtype=nl.float8_e5m2_x4, pattern=[[4, 8], [1, 4]], offset=0)
+        x4 = a4.view(nl.float4_e2m1fn_x4)
+        outs = []
+        for x in (x8, x4):
+            t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=x)
+            outs.append(t)
+        return _store_all(*outs)
+
+    g8, g4 = sim(k, packed8, packed4, chip="trn3")
+    np.testing.assert_array_equal(g8.reshape(8, 16), v8.astype(np.float32))
+    np.testing.assert_array_equal(g4.reshape(8, 16), v4.astype(np.float32))
+
+    def written(a8, a4):
+        nl.store(a8, nl.load(a8))
+        a8.view(nl.float8_e5m2_x4)
+
+    with pytest.raises(nki.NotModelledError, match="written by the kernel"):
+        sim(written, packed8, packed4, chip="trn3")
+    with pytest.raises(nki.NotModelledError, match="pass the numpy array itself"):
+        sim(
+            lambda a8: a8.view(nl.float8_e5m2_x4),
+            nki.hbm(packed8.astype(np.float32) * 0, nl.uint32),
+            chip="trn3",
+        )
+    with pytest.raises(nki.NotModelledError, match="part of"):
+        sim(lambda a8: a8[0:4].view(nl.float8_e5m2_x4), packed8, chip="trn3")
+    with pytest.raises(core.KernelArgumentError, match="not a whole number"):
+        sim(lambda a4: a4.view(nl.float8_e5m2_x4), packed4[:, 0:7].copy(), chip="trn3")
+    with pytest.raises(nki.NotModelledError, match="on-chip"):
+        sim(lambda a8: nl.load(a8).view(nl.float8_e5m2_x4), packed8, chip="trn3")
+    # timing only: the shapes change, nothing is decoded
+    run = nki.profile(lambda a8: _store_all(nl.load(a8.view(nl.float8_e5m2_x4))), chip="trn3")(
+        nki.hbm((8, 4), nl.uint32)
+    )
+    assert run.program.table["bytes"][0] == 8 * 4 * 4
+
+
 def test_nc_matmul_mx_waits_for_its_scales_and_guards_them():
     """The scales are operands of the MX matmul: it starts only after the loads that write
     them complete (RAW), and a later load into a scale tile waits for the matmul (WAR). The
@@ -1174,7 +1353,7 @@ def test_unmodelled_options_and_forms_raise():
             r"two grid axes.*affine_select",
         ),
         (lambda a: a[a], r"nl.arange / nl.mgrid"),
-        (lambda a: a.view(nl.int32), r"reinterpret"),
+        (lambda a: nl.load(a).view(nl.int32), r"reinterpret of SBUF/PSUM bits"),
         (lambda a: nl.ndarray((2, 2), nl.float32, address=(0, 0)), r"manual allocation"),
         (lambda a: a.ap([[1, 2]], vector_offset=a), r"indirect"),
     ]

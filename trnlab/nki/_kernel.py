@@ -250,7 +250,7 @@ def _wrap(tr: Trace, name: str, a, cache: dict):
             d = from_numpy(a, f"argument {name!r}")
             got = cache[id(a)] = (d, values_of(a, d))
         d, data = got
-        return tr.input(name, a.shape, d, data)
+        return tr.input(name, a.shape, d, data, raw=a)
     if isinstance(a, HBMTensor):  # a trnlab.core kernel's argument (record_into)
         d = _FMT_TO_DTYPE.get(a.fmt)
         if d is None:

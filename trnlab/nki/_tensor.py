@@ -83,6 +83,7 @@ class Storage:
         "last",
         "mask",
         "name",
+        "raw",
         "rows",
         "shape",
         "site",
@@ -101,6 +102,7 @@ class Storage:
         self.site = None
         self.core = None
         self.input = False
+        self.raw = None  # an input's own numpy array (its bits, for a reinterpreting read)
         self.stored = False
         self.mask = None  # PSUM: regions written since allocation (matmul accumulate=None)
         n = 1
@@ -477,11 +479,24 @@ class NkiTensor:
         """An explicit access pattern ``[[stride, count], ...]`` over the storage (not
         composable: it ignores this view's shape and strides; ``offset=None`` keeps this
         view's offset, an integer adds to it)."""
-        if scalar_offset is not None or vector_offset is not None or dtype is not None:
+        if scalar_offset is not None or vector_offset is not None:
             raise NotModelledError(
-                "ap with scalar_offset / vector_offset (indirect access) or dtype (reinterpret) "
-                "is not modelled yet in trnlab.nki; static [[stride, count], ...] patterns are"
+                "ap with scalar_offset / vector_offset (indirect access) is not modelled yet in "
+                "trnlab.nki; static [[stride, count], ...] patterns are (with a dtype to read an "
+                "HBM input's bits as another type)"
             )
+        if dtype is not None:
+            from ._dtypes import dtype_info
+            from ._reinterpret import reinterpret
+
+            new = reinterpret(self, dtype_info(dtype), "ap(dtype=...)")
+            if new is not self:
+                if self.offset and offset is None:
+                    raise NotModelledError(
+                        f"ap(dtype=...) of {self} at offset {self.offset}: give the offset in "
+                        f"{new.dtype} elements (offset=...)"
+                    )
+                return new.ap(pattern, offset=0 if offset is None else offset)
         try:
             pairs = [(int(s), int(n)) for s, n in pattern]
         except (TypeError, ValueError):
@@ -511,14 +526,18 @@ class NkiTensor:
         """Reinterpret the bits as another dtype: a view of the same dtype only (trnlab keeps
         values, not bit patterns)."""
         from ._dtypes import dtype_info
+        from ._reinterpret import reinterpret
 
-        if dtype_info(dtype) is self._s.dtype:
+        d = dtype_info(dtype)
+        if d is self._s.dtype:
             return self
-        raise NotModelledError(
-            f"view({dtype}) of a {self.dtype} tensor (a reinterpret cast of bit patterns) is not "
-            f"modelled yet in trnlab.nki; pass data in the dtype the kernel computes with "
-            f"(for x4 MX inputs: nki.hbm(values, nl.float8_e4m3fn_x4))"
-        )
+        whole = NkiTensor(self._s)
+        if self.offset or self.shape != whole.shape or self.strides != whole.strides:
+            raise NotModelledError(
+                f"view({dtype}) of part of {self._s.name!r} is not modelled yet in trnlab.nki; "
+                f"view the whole tensor, then slice it"
+            )
+        return reinterpret(self, d, f"view({dtype})")
 
     reinterpret_cast = view
 

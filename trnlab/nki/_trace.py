@@ -322,12 +322,15 @@ class Trace:
         self.hbm.append(s)
         return s
 
-    def input(self, name: str, shape, dtype: DType, data, core=None) -> NkiTensor:
-        """An HBM input of the kernel (a numpy argument or a core tensor)."""
-        s = self._storage(tuple(shape), dtype, MemoryRegion.shared_hbm, name, data)
+    def input(self, name: str, shape, dtype: DType, data, core=None, raw=None) -> NkiTensor:
+        """An HBM input of the kernel (a numpy argument, ``raw``, or a core tensor). Its
+        buffer reads ``nl.hbm``, as a kernel argument's does on hardware (the MX deep dive
+        asserts it)."""
+        s = self._storage(tuple(shape), dtype, MemoryRegion.private_hbm, name, data)
         if not self.numerics:
             s.data = None
         s.input = True
+        s.raw = raw
         s.core = core
         self.hbm.append(s)
         return NkiTensor(s)

@@ -496,15 +496,31 @@ def _retarget_matmul(tr, dst: NkiTensor, fresh: NkiTensor) -> None:
     tr.sigs[-1] = None  # it now accumulates into dst: never dropped as a repeat
 
 
-def _unpack_mx(x: NkiTensor, scale: NkiTensor) -> np.ndarray:
-    """The logical [4K, F] matrix of an x4 tile [K, F] and its E8M0 scales (see docs/nki.md:
-    packed value j of partition p is contraction row j*K + p; one scale per 8 partitions x 4
-    packed values, at row 32*(p//32) + (p%32)//8 of a [K, F] scale tile, or p//8 of [K/8, F])."""
+def _mx_scale_rows(k: int, scale: NkiTensor, what: str, api: str) -> np.ndarray:
+    """The row of ``scale`` holding the E8M0 scale of each of ``k`` partitions: one scale per
+    8 partitions, in the 32-partition quadrant its group comes from (partition p's at row
+    32*(p//32) + (p%32)//8 of the scale view: rows 0-3, 32-35, ...; for K <= 32, the compact
+    [K/8, F] tile). A view that starts further in (``tile[4:, :]``) puts them at its offset,
+    as the MX deep dive packs two tensors' scales in one tile."""
+    p = np.arange(k)
+    rows = 32 * (p // 32) + (p % 32) // 8
+    need = int(rows[-1]) + 1
+    if scale.shape[0] < need:
+        raise HardwareRuleError(
+            f"nisa.{api}: {what} {scale.shape} spans {scale.shape[0]} partitions; the scales of "
+            f"K = {k} partitions go in their quadrants (rows 0-3, 32-35, ... of the view), so "
+            f"it needs {need}"
+            + (f" (or [{k // 8}, F] for K <= 32)" if k <= 32 else f": allocate [{k}, F]")
+        )
+    return rows
+
+
+def _unpack_mx(x: NkiTensor, scale: NkiTensor, rows: np.ndarray) -> np.ndarray:
+    """The logical [4K, F] matrix of an x4 tile [K, F] and its E8M0 scales at ``rows`` (see
+    docs/nki.md: packed value j of partition p is contraction row j*K + p)."""
     k = x.shape[0]
     v = x._arr().reshape(k, -1, 4).astype(np.float64)  # [K, F, 4]
     codes = _flat(scale)
-    p = np.arange(k)
-    rows = p // 8 if scale.shape[0] * 8 == k else 32 * (p // 32) + (p % 32) // 8
     sc = np.exp2(codes[rows].astype(np.float64) - 127.0)  # [K, F]
     v = v * sc[:, :, None]
     return np.concatenate([v[:, :, j] for j in range(4)], axis=0)  # [4K, F]
@@ -543,24 +559,98 @@ def nc_matmul_mx(dst, stationary, moving, stationary_scale, moving_scale, tile_p
         r = _where(sc, _SBUF, what, api)
         if sc.dtype not in ("uint8", "float8_e8m0fnu"):
             raise FormatNotSupportedError(f"nisa.{api}: {what} must be float8_e8m0fnu or uint8")
-        if sc.shape[0] not in (k, k // 8) or r[4] != math.prod(x.shape[1:]):
+        if r[4] != math.prod(x.shape[1:]):
             raise HardwareRuleError(
-                f"nisa.{api}: {what} {sc.shape} must be [{k}, F] (scales in their quadrant) or "
-                f"[{k // 8}, F] with F = {math.prod(x.shape[1:])}"
+                f"nisa.{api}: {what} {sc.shape} must hold F = {math.prod(x.shape[1:])} scales "
+                f"per partition, one per packed element of {what.split('_')[0]}"
             )
-        scales.append((sc, r))
+        scales.append((sc, r, _mx_scale_rows(k, sc, what, api)))
     if dst.dtype not in ("float32", "bfloat16"):
         raise FormatNotSupportedError(f"nisa.{api}: dst must be float32 or bfloat16")
     acc = _psum_written(dst._s, rd) if accumulate is None else bool(accumulate)
     if tr.numerics:
-        a = _unpack_mx(st, scales[0][0])
-        b = _unpack_mx(mv, scales[1][0])
+        a = _unpack_mx(st, scales[0][0], scales[0][2])
+        b = _unpack_mx(mv, scales[1][0], scales[1][2])
         prod = (a.T @ b).astype(np.float32)
         _put(dst, (_flat(dst) if acc else 0.0) + prod)
     _mark(dst._s, rd)
-    reads = tuple(_ref(sc, r) for sc, r in scales)  # the scales: read like the operands
+    reads = tuple(_ref(sc, r) for sc, r, _ in scales)  # the scales: read like the operands
     tr.add(("matmul", _ref(dst, rd), _ref(st, rs), _ref(mv, rm), acc, 4, reads), api,
-           dst._s, st._s, mv._s, *(sc._s for sc, _ in scales))  # fmt: skip
+           dst._s, st._s, mv._s, *(sc._s for sc, _, _ in scales))  # fmt: skip
+
+
+#: Largest unbiased exponent of each MXFP8 element type (quantize_mx's E_max).
+_MX_EMAX = {"fp8_e4m3fn": 8, "fp8_e5m2": 15}
+
+
+def quantize_mx(dst, src, dst_scale, name=None):
+    """Vector engine of NeuronCore-v4: quantize a bf16/fp16 tile to x4-packed MXFP8 with one
+    E8M0 scale per 8 partitions x 4 elements, laid out for ``nc_matmul_mx`` (docs/nki.md).
+    The scale is NKI's documented one, twice OCP's sample: 2^(floor(log2 amax) - (E_max - 1)),
+    2^-127 for an all-zero group."""
+    api = "quantize_mx"
+    tr = current()
+    if tr.gen < 4:
+        raise FormatNotSupportedError(
+            f"nisa.{api}: MX quantization arrives with NeuronCore-v4 (trn3); this kernel is "
+            f"traced for {tr.params.name} ({tr.params.chip})"
+        )
+    dst, src, sc = (
+        _tensor(dst, "dst", api),
+        _tensor(src, "src", api),
+        _tensor(dst_scale, "dst_scale", api),
+    )
+    rd, rs, rc = (
+        _where(t, _SBUF, w, api) for t, w in ((dst, "dst"), (src, "src"), (sc, "dst_scale"))
+    )
+    for t, r, w in ((dst, rd, "dst"), (src, rs, "src"), (sc, rc, "dst_scale")):
+        if r[3] - r[2] != r[4]:
+            raise option(api, f"a strided {w} view {t}", "contiguous free ranges are")
+    if src.dtype not in ("bfloat16", "float16"):
+        raise FormatNotSupportedError(
+            f"nisa.{api}: src is {src.dtype}; it must be bfloat16 or float16"
+        )
+    if dst._s.dtype.packed != 4 or dst._s.dtype.element not in _MX_EMAX:
+        raise FormatNotSupportedError(
+            f"nisa.{api}: dst is {dst.dtype}; it must be float8_e5m2_x4 or float8_e4m3fn_x4 "
+            f"(quantize_mx makes MXFP8 only; FP4 data comes quantized from the host)"
+        )
+    if sc.dtype not in ("uint8", "float8_e8m0fnu"):
+        raise FormatNotSupportedError(f"nisa.{api}: dst_scale must be float8_e8m0fnu or uint8")
+    p, f = rs[1] - rs[0], rs[4]
+    if p % 32 or p > tr.pmax:
+        raise HardwareRuleError(
+            f"nisa.{api}: src spans {p} partitions; it must be a multiple of 32, at most {tr.pmax}"
+        )
+    if f % 4:
+        raise HardwareRuleError(f"nisa.{api}: src free size {f} must be a multiple of 4")
+    if rd[1] - rd[0] != p or rd[4] != f // 4:
+        raise HardwareRuleError(
+            f"nisa.{api}: dst {dst.shape} must be [{p}, {f // 4}] (four values per element)"
+        )
+    if rc[4] != f // 4:
+        raise HardwareRuleError(
+            f"nisa.{api}: dst_scale {sc.shape} must hold {f // 4} scales per partition (one per "
+            f"element of dst)"
+        )
+    rows = _mx_scale_rows(p, sc, "dst_scale", api)[::8]  # one row per group of 8 partitions
+    if tr.numerics:
+        v = _flat(src).astype(np.float64)  # [P, F]
+        groups = np.abs(v).reshape(p // 8, 8, f // 4, 4).max(axis=(1, 3))  # [P/8, F/4]
+        _, e = np.frexp(groups)  # groups = m * 2^e, m in [0.5, 1): floor(log2) = e - 1
+        # an assumption below code 0 (a group under 2^-(127 - E_max + 1)): the scale saturates
+        code = np.where(
+            groups > 0, np.maximum(e - 1 - (_MX_EMAX[dst._s.dtype.element] - 1) + 127, 0), 0
+        )
+        scale = np.exp2(code.astype(np.float64) - 127.0)
+        q = v / np.repeat(np.repeat(scale, 8, axis=0), 4, axis=1)
+        _put(dst, q.reshape(p, f // 4, 4))
+        codes = _flat(sc).copy()
+        codes[rows] = code
+        _put(sc, codes)
+    _record(tr, "tensor_scalar", "vector", dst, rd, [(src, rs)], api, elements=f)
+    # the scales come out of the same instruction: recorded as a short read-out after it
+    _record(tr, "copy", "vector", sc, rc, [(dst, rd)], api, elements=1)
 
 
 def nc_transpose(dst=None, data=None, engine=engine.unknown, name=None):
@@ -1352,6 +1442,7 @@ _MODELLED = (
     "nc_matmul",
     "nc_matmul_mx",
     "nc_transpose",
+    "quantize_mx",
     "reciprocal",
     "tensor_copy",
     "tensor_partition_reduce",
@@ -1383,7 +1474,6 @@ _KNOWN = frozenset(
         "scalar_tensor_tensor",
         "core_barrier",
         "dma_compute",
-        "quantize_mx",
         "range_select",
         "select_reduce",
         "sendrecv",
