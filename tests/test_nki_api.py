@@ -1511,3 +1511,40 @@ def test_two_threads_trace_two_kernels_at_once_without_mixing_them():
         t.join(60)
     np.testing.assert_array_equal(got[2.0], 2 * x)
     np.testing.assert_array_equal(got[3.0], 3 * x)
+
+
+def test_api_reference_forms_grid_index_scalar_store_and_integer_broadcast():
+    """Forms of the nki.language API reference examples: a tensor indexed by a whole
+    nl.mgrid, a number stored to fill a tensor, and an int32 row broadcast to 128 partitions
+    (exact: the Tensor Engine has no integer path, so GpSimd copies it)."""
+
+    def k(a, row):
+        t = nl.load(a[nl.mgrid[0:16, 0:32]])
+        out = nl.ndarray((16, 32), a.dtype, nl.shared_hbm)
+        nl.store(out[nl.mgrid[0:16, 0:32]], value=nl.multiply(t, 2.0))
+        filled = nl.ndarray((16, 32), nl.int32, nl.shared_hbm)
+        nl.store(filled, 100)
+        wide = nl.ndarray((128, row.shape[1]), row.dtype, nl.shared_hbm)
+        nl.store(wide, nl.broadcast_to(nl.load(row), shape=(128, row.shape[1])))
+        return out, filled, wide
+
+    x = rand(16, 32)
+    # beyond int16 and bf16, within the 2^24 the model holds exactly (docs/nki.md, Values)
+    row = np.array([[2**24 - 1, -(2**24) + 3, 1234567, 7]], np.int32)
+    out, filled, wide = sim(k, x, row)
+    np.testing.assert_array_equal(out, 2 * x)
+    np.testing.assert_array_equal(filled, np.full((16, 32), 100))
+    np.testing.assert_array_equal(wide, np.repeat(row, 128, axis=0))
+    run = nki.profile(k, chip="trn2")(x, row)
+    t = run.program.table
+    assert int((t["engine"] == _engine("GPSIMD")).sum()) == 1  # the integer broadcast
+    assert int((t["op"] == _opcode("MATMUL")).sum()) == 0
+
+
+def _engine(name):
+    from trnlab.core import _program
+
+    return getattr(_program, name)
+
+
+_opcode = _engine

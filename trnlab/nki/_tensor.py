@@ -179,8 +179,8 @@ class NkiTensor:
 
     # --- indexing -----------------------------------------------------------------------------
     def __getitem__(self, key) -> NkiTensor:
-        if type(key) is not tuple:
-            key = (key,)
+        if type(key) is not tuple:  # an nl.mgrid Grid indexes with all of its expressions
+            key = tuple(key) if isinstance(key, tuple) else (key,)
         shape, strides = self.shape, self.strides
         # Fastest path: two plain slices of a 2-D tensor (tiles and HBM blocks).
         if len(key) == 2 and len(shape) == 2:

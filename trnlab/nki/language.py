@@ -424,7 +424,14 @@ def load_transpose2d(src, dtype=None, **kwargs) -> NkiTensor:
 
 def store(dst, value, mask=None) -> None:
     """Store SBUF tile ``value`` into HBM view ``dst`` by one DMA (a PSUM tile is first
-    copied to SBUF, as the compiler does); with a ``mask``, only the rectangle it keeps."""
+    copied to SBUF, as the compiler does); with a ``mask``, only the rectangle it keeps.
+    A number for ``value`` fills ``dst`` (NKI's "effectively a memset"): a tile of it is set on
+    the Vector engine and stored."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        d = _isa._tensor(dst, "dst", "store")
+        fill = ndarray(_isa._chip_shape(d.shape), d.dtype, sbuf)
+        _isa.memset(dst=fill, value=value)
+        value = fill.reshape(d.shape) if d.ndim >= 2 else fill
     cut = apply_mask(check_mask(mask, "nl.store"), "nl.store", dst, value)
     if cut is None:  # the mask keeps nothing: NKI skips the store
         return
@@ -815,7 +822,9 @@ def broadcast_to(x, shape, dtype=None) -> NkiTensor:
     if not x._s.on_chip:
         raise KernelArgumentError("nl.broadcast_to takes an on-chip tile; load it first")
     tr = current()
-    if x.shape[0] == 1 and shape[0] > 1:
+    if x.shape[0] == 1 and shape[0] > 1 and x._s.dtype.kind == "int":
+        x = _int_partition_broadcast(tr, x, shape[0])
+    elif x.shape[0] == 1 and shape[0] > 1:
         d = x.dtype if x.dtype in _isa._MATMUL_DTYPES else bfloat16
         ones_row = _ones_row(tr, shape[0], d)
         free = math.prod(x.shape[1:])
@@ -836,6 +845,21 @@ def broadcast_to(x, shape, dtype=None) -> NkiTensor:
         if x.shape[dim] != shape[dim]:
             x = x.broadcast(dim, shape[dim])
     return x
+
+
+def _int_partition_broadcast(tr, x: NkiTensor, parts: int) -> NkiTensor:
+    """An integer row copied onto ``parts`` partitions. The Tensor Engine has no integer path
+    (a matmul by ones would round int32 through fp32), so the model gives the copy to GpSimd,
+    whose cores reach every partition: an assumption, NKI does not say how it lowers this."""
+    free = math.prod(x.shape[1:])
+    flat = x.reshape((1, free))
+    out = ndarray((parts, free), x.dtype, sbuf)
+    r_in = _isa._where(flat, _isa._ON_CHIP, "x", "broadcast_to")
+    r_out = _isa._where(out, _isa._SBUF, "dst", "broadcast_to")
+    if tr.numerics:
+        _isa._put(out, np.repeat(_isa._flat(flat), parts, axis=0), flat._s.dtype)
+    _isa._record(tr, "gpsimd", "gpsimd", out, r_out, [(flat, r_in)], "broadcast_to")
+    return out.reshape((parts, *x.shape[1:]))
 
 
 def expand_dims(x, axis) -> NkiTensor:
