@@ -524,6 +524,7 @@ def test_mgrid_is_dense_as_numpys_and_negative_integers_count_from_the_end():
         (lambda t: t[nl.arange(4)[:, None], 0:4], KernelArgumentError, "NKI refuses too"),
         (lambda t: t[nl.arange(17)[:, None], nl.arange(2)[None, :]], IndexError, "reaches"),
         (lambda t: t[nl.arange(4)[:, None] == 3, 0], nki.NotModelledError, "affine_select"),
+        (lambda t: t[t[0:8, 0:1], nl.arange(8)[None, :]], nki.NotModelledError, "indirect"),
     ],
     ids=[
         "unplaced-1d",
@@ -533,6 +534,7 @@ def test_mgrid_is_dense_as_numpys_and_negative_integers_count_from_the_end():
         "mixed-slice",
         "out-of-range",
         "equality",
+        "indirect",
     ],
 )
 def test_index_expressions_on_a_tile_refuse_what_the_engines_cannot_do(make, exc, pattern):

@@ -233,6 +233,12 @@ def index_view(t, key: tuple):
             if not -t.shape[d] <= i < t.shape[d]:
                 raise _index_error(f"index {i} is outside 0..{t.shape[d] - 1} of dim {d} of {t}")
             exprs.append(IndexExpr(i % t.shape[d], {}, None))  # negative counts from the end
+        elif isinstance(k, NkiTensor):
+            raise NotModelledError(
+                f"indexing dimension {d} of {t} by the values of tile {k.name!r} (an indirect, "
+                f"data-dependent DMA) is not modelled yet in trnlab.nki; index with integers, "
+                f"slices or affine nl.arange / nl.mgrid expressions"
+            )
         else:
             raise KernelArgumentError(
                 f"dimension {d} mixes a {type(k).__name__} with nl.arange / nl.mgrid "
