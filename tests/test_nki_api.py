@@ -35,6 +35,16 @@ def out_like(x, dtype=None):
     return nl.ndarray(x.shape, dtype=dtype or x.dtype, buffer=nl.shared_hbm)
 
 
+def _store_all(*tiles):
+    """Inside a kernel: a new shared_hbm output per tile, each stored by one DMA."""
+    outs = []
+    for t in tiles:
+        o = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.shared_hbm)
+        nl.store(o, t)
+        outs.append(o)
+    return tuple(outs)
+
+
 # --- dtypes and rounding ------------------------------------------------------------------------
 FLOAT_DTYPES = [
     ("bfloat16", "bf16"),
@@ -442,13 +452,7 @@ def test_reductions_transposes_iota_and_selects():
         nisa.affine_select(dst=masked, pattern=[[-1, 48]], channel_multiplier=1,
                            on_true_tile=flat, on_false_value=-1.0, cmp_op=nl.greater_equal)  # fmt: skip
         recip = nl.reciprocal(flat)
-        outs = [r_last, r_all, part, tr_te, tr_ve, idx, masked, recip]
-        hbm = []
-        for o in outs:
-            h = nl.ndarray(o.shape, dtype=o.dtype, buffer=nl.shared_hbm)
-            nl.store(h, o)
-            hbm.append(h)
-        return tuple(hbm)
+        return _store_all(r_last, r_all, part, tr_te, tr_ve, idx, masked, recip)
 
     r_last, r_all, part, tr_te, tr_ve, idx, masked, recip = sim(k, x)
     flat = x.reshape(32, 48)
@@ -624,15 +628,6 @@ def test_quantize_mx_follows_the_documented_scale_and_layout(groups, f4, elem, s
     ).reshape(p, f // 4, 4)
     np.testing.assert_array_equal(got_q, want)
     assert np.abs(got_q).max() <= 2.0**emax  # the doubled scale leaves headroom: no saturation
-
-
-def _store_all(*tiles):
-    outs = []
-    for t in tiles:
-        o = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.shared_hbm)
-        nl.store(o, t)
-        outs.append(o)
-    return tuple(outs)
 
 
 def test_quantize_mx_feeds_nc_matmul_mx_through_scales_packed_in_one_tile():
@@ -1537,14 +1532,59 @@ def test_api_reference_forms_grid_index_scalar_store_and_integer_broadcast():
     np.testing.assert_array_equal(wide, np.repeat(row, 128, axis=0))
     run = nki.profile(k, chip="trn2")(x, row)
     t = run.program.table
-    assert int((t["engine"] == _engine("GPSIMD")).sum()) == 1  # the integer broadcast
-    assert int((t["op"] == _opcode("MATMUL")).sum()) == 0
+    assert int((t["engine"] == _op("GPSIMD")).sum()) == 1  # the integer broadcast
+    assert int((t["op"] == _op("MATMUL")).sum()) == 0
+    with pytest.raises(core.KernelArgumentError, match=r"fill it in blocks of 128 rows"):
+        sim(lambda a: nl.store(nl.ndarray((256, 8), nl.float32, nl.shared_hbm), 1.5), x)
 
 
-def _engine(name):
-    from trnlab.core import _program
+def test_a_dma_of_a_broadcast_view_and_odd_reinterprets_are_refused_by_name():
+    def k(a):
+        t = nl.load(a[:, 0:1])  # [4, 1]
+        out = nl.ndarray((4, 8), a.dtype, nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t.broadcast(1, 8))  # a stride-0 view of 8 elements
 
-    return getattr(_program, name)
+    with pytest.raises(nki.NotModelledError, match="stride-0 broadcast view"):
+        sim(k, rand(4, 8))
+    with pytest.raises(nki.NotModelledError, match="unpacked MX tiles"):
+        sim(lambda a: a.view("mxfp8_e4m3"), np.ones((8, 8), np.uint8), chip="trn3")
+    with pytest.raises(nki.NotModelledError, match=r"call it on the whole tensor"):
+        sim(
+            lambda a: a[1:3].ap(dtype=nl.float8_e5m2_x4, pattern=[[1, 1]]),
+            np.ones((4, 4), np.uint32),
+            chip="trn3",
+        )
 
 
-_opcode = _engine
+def test_quantize_mx_gives_a_group_with_a_nan_or_infinity_the_nan_scale():
+    x = np.ones((32, 8), np.float32)
+    x[0, 0] = np.inf  # group (partitions 0-7, elements 0-3)
+    x[8, 5] = np.nan  # group (partitions 8-15, elements 4-7)
+
+    def k(a):
+        q = nl.ndarray((32, 2), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+        sc = nl.ndarray((4, 2), dtype=nl.uint8, buffer=nl.sbuf)
+        nisa.quantize_mx(dst=q, src=nl.load(a), dst_scale=sc)
+        return _store_all(q, sc)
+
+    q, sc = sim(k, x.astype("bfloat16"), chip="trn3")
+    assert sc[0, 0] == 255 and sc[1, 1] == 255 and sc[1, 0] == 127 - 7  # 1.0: 2^(0 - 7)
+    assert np.isnan(q[0:8, 0]).all() and np.isnan(q[8:16, 1]).all()
+    np.testing.assert_array_equal(q[16:, :], 128.0)  # 1.0 / 2^-7
+
+
+def test_an_output_made_like_an_argument_is_shared_by_every_spmd_program():
+    """Kernel arguments read nl.hbm (as the MX deep dive asserts on hardware); a tensor made
+    like one is still the launch's shared output, each program writing its own rows."""
+
+    def k(a):
+        assert a.buffer == nl.hbm
+        out = nl.empty_like(a)
+        assert out.buffer == nl.shared_hbm
+        rows = a.shape[0] // nl.num_programs(0)
+        i = nl.program_id(0) * rows
+        nl.store(out[i : i + rows, :], nl.multiply(nl.load(a[i : i + rows, :]), 3.0))
+        return out
+
+    x = rand(64, 16)
+    np.testing.assert_allclose(nki.simulate(nki.jit(k)[2])(x), 3 * x, rtol=1e-6)

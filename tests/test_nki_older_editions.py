@@ -1190,14 +1190,49 @@ def _exp_returning_inside_its_loop(a):
         return out
 
 
+def _doubled_in_place(a):
+    """The same slip in a kernel that writes its input: traced once, so doubled once."""
+    for p in nl.affine_range(a.shape[0] // 128):
+        nl.store(
+            a[p * 128 : p * 128 + 128, :], nl.multiply(nl.load(a[p * 128 : p * 128 + 128, :]), 2.0)
+        )
+        return a
+
+
+class _Holder:
+    def kernel(self, a):  # a method: trnlab does not rewrite it
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        for _i in nl.affine_range(2):
+            nl.store(out, nl.load(a))
+            return out
+
+
 def test_a_return_ending_an_affine_loop_body_runs_the_whole_loop_as_nki_traces_it():
     x = rand(250, 64)
-    with pytest.warns(UserWarning, match=r"after 1 of its 2 iterations.*dedent"):
+    with pytest.warns(UserWarning, match=r"ends an nl.affine_range loop body.*whole loop runs"):
         got = sim(_exp_returning_inside_its_loop, x)
     np.testing.assert_allclose(got, np.exp(x), rtol=1e-6)
     with pytest.warns(UserWarning):
         run = nki.profile(_exp_returning_inside_its_loop, chip="trn1")(x)
     assert run.program.counts()["dma_load"] == 2
+    y = rand(256, 8)
+    with pytest.warns(UserWarning):
+        got = nki.simulate(_doubled_in_place)(y.copy())
+    np.testing.assert_allclose(got, 2 * y, rtol=1e-6)
+
+
+def test_affine_ranges_stay_ranges_a_kernel_may_reuse_measure_and_zip():
+    def k(a):
+        r = nl.affine_range(a.shape[0] // 8)
+        assert len(r) == 2 and r[1] == 1
+        tiles = [nl.load(a[i * 8 : i * 8 + 8, :]) for i in r]
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        for i, j in zip(r, nl.affine_range(5), strict=False):  # the longer range is cut short
+            nl.store(out[i * 8 : i * 8 + 8, :], nl.add(tiles[i], float(j)))
+        return out
+
+    x = rand(16, 8)
+    np.testing.assert_allclose(sim(k, x), x + np.repeat([0.0, 1.0], 8)[:, None], rtol=1e-6)
 
 
 def test_a_return_that_cannot_be_moved_is_a_teaching_error():
@@ -1211,10 +1246,10 @@ def test_a_return_that_cannot_be_moved_is_a_teaching_error():
             )
             return out
 
-    with pytest.raises(
-        KernelArgumentError, match=r"nl.sequential_range loop at .*after 1 of its 4"
-    ):
+    with pytest.raises(KernelArgumentError, match=r"ends an nl.sequential_range loop body.*dedent"):
         sim(k, rand(32, 8))
+    with pytest.raises(KernelArgumentError, match=r"ends an nl.affine_range loop body"):
+        sim(_Holder().kernel, rand(8, 8))
 
     def mid(a):  # a return in the middle of the body is not the indentation slip
         out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
@@ -1224,5 +1259,7 @@ def test_a_return_that_cannot_be_moved_is_a_teaching_error():
             nl.store(out, nl.load(a))
         return out
 
-    with pytest.raises(KernelArgumentError, match="Move the return after the loop"):
+    with pytest.raises(
+        KernelArgumentError, match=r"inside an nl.affine_range loop body.*after the loop"
+    ):
         sim(mid, rand(8, 8))

@@ -23,7 +23,6 @@ import inspect
 import itertools
 import math
 import numbers
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -50,7 +49,7 @@ from trnlab.core._progress import instruction_limit
 from ._alloc import replay
 from ._dtypes import DTYPES, DType, dtype_info, from_numpy, to_numpy, values_of
 from ._errors import option
-from ._returns import returns_hoisted
+from ._returns import traced_function
 from ._spmd import is_placed, placement
 from ._target import _chip, resolve
 from ._tensor import NkiTensor
@@ -167,7 +166,7 @@ class Kernel:
 
     def __call__(self, *args, **kwargs):
         if _STACK:  # a kernel calling a kernel: NKI inlines it
-            return self.fn(*args, **kwargs)
+            return traced_function(self.fn, self.__name__)(*args, **kwargs)
         return simulate(self)(*args, **kwargs)
 
     def __repr__(self) -> str:
@@ -265,6 +264,7 @@ def _launch(kernel: Kernel, args, kwargs, params: CoreParams, numerics: bool, bi
     """Trace every program of the launch; returns (traces, first program's return)."""
     _bind(kernel, args, kwargs)
     names = _names(kernel.fn, args, kwargs)
+    fn = traced_function(kernel.fn, kernel.__name__)
     launch = Launch(gridded=kernel.grid is not None, bind=bind)
     programs = math.prod(kernel.grid or (1,))
     limit = instruction_limit(None, numerics, nki=True)
@@ -296,43 +296,13 @@ def _launch(kernel: Kernel, args, kwargs, params: CoreParams, numerics: bool, bi
                 tr.program_id = pid
                 tr.shared_index = 0
                 try:
-                    ret = kernel.fn(*wargs, **wkw)
+                    ret = fn(*wargs, **wkw)
                 except _KERNEL_ERRORS as exc:
                     raise _refused(kernel, exc, names, args, kwargs) from exc
-                if tr.open_loops:
-                    return _relaunch(kernel, tr, args, kwargs, params, numerics, bind)
                 if not traces and pid == programs[0]:
                     result = ret
         traces.append(tr)
     return traces, result
-
-
-def _relaunch(kernel: Kernel, tr, args, kwargs, params, numerics, bind):
-    """The kernel returned from inside an affine or sequential loop: run it again with each
-    return that ends such a loop body moved after the loop (as NKI's tracer reads it), or
-    say why that cannot be done."""
-    (kind, *site), done, n = list(tr.open_loops.values())[-1]  # the innermost
-    loop = f"the nl.{kind}_range loop at {location(*site)}"
-    why = (
-        "NKI traces an affine or sequential loop's body once for all of its iterations, so on "
-        "hardware a return at the end of the body still runs the whole loop"
-    )
-    fixed = returns_hoisted(kernel.fn)
-    if fixed is None:
-        raise KernelArgumentError(
-            f"kernel {kernel.__name__} returned from inside {loop} after {done + 1} of its {n} "
-            f"iterations. {why}; trnlab runs the iterations one by one in Python and would stop "
-            f"here, leaving the rest undone. Move the return after the loop (dedent it)."
-        )
-    warnings.warn(
-        f"kernel {kernel.__name__}: the return inside {loop} would end the kernel after 1 of "
-        f"its {n} iterations in Python. {why}, and trnlab ran it that way; the return is meant "
-        f"to go after the loop (dedent it).",
-        stacklevel=4,
-    )
-    again = Kernel(fixed, kernel.grid, kernel.lnc, kernel.platform_target)
-    again.placement = kernel.placement
-    return _launch(again, args, kwargs, params, numerics, bind)
 
 
 #: Errors a kernel's own Python raises on arguments it cannot take (``N, D = x.shape`` of a 1-D

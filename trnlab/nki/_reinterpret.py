@@ -51,6 +51,11 @@ def reinterpret(t, dtype: DType, what: str):
     s = t._s
     if s.dtype is dtype:
         return t
+    if "mx" in (s.dtype.kind, dtype.kind):
+        raise NotModelledError(
+            f"{what}: {s.dtype.name} -> {dtype.name}: trnlab's unpacked MX tiles have no bit "
+            f"layout to read; the NKI MX types are the x4-packed ones (float8_e4m3fn_x4 ...)"
+        )
     if s.on_chip:
         raise NotModelledError(
             f"{what}: reading on-chip {t} as {dtype.name} (a reinterpret of SBUF/PSUM bits) is "

@@ -3,11 +3,15 @@
 NKI's tracer walks an ``nl.affine_range`` or ``nl.sequential_range`` body once, for all of its
 iterations, so a ``return`` left at the end of the body (a slip of indentation, as in the
 older profiling tutorial's kernel) still ends the kernel after the whole loop on hardware.
-trnlab runs the iterations in Python, where the same ``return`` stops after the first. This
-module rewrites such a kernel the way the tracer reads it: each loop over those ranges whose
-body ends in a ``return`` gets the ``return`` moved to just after the loop. Only that one form
-is rewritten; anything else (a ``return`` in the middle of a body, a ``break``, a function with
-closure variables or without source) is left to the teaching error of ``trnlab.nki._kernel``.
+trnlab runs the iterations in Python, where the same ``return`` would stop after the first.
+
+Before a kernel is traced its source is read (when Python has it: files and notebook cells):
+
+- a ``return`` that ends such a loop body is moved to just after the loop, the way the tracer
+  reads it, and the kernel runs rewritten, with a warning naming the line;
+- a ``return`` anywhere else inside such a body is a teaching error, as is a slip the rewrite
+  cannot make (a kernel with closure variables, a method);
+- a kernel without source runs as written.
 """
 
 from __future__ import annotations
@@ -15,77 +19,148 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
+import warnings
 import weakref
 from collections.abc import Callable
 
+from trnlab.core import KernelArgumentError
+
+from ._trace import location
+
 _LOOPS = {"affine_range", "sequential_range"}
-_DONE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # fn -> rewritten fn or None
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+# fn -> (the function to run, the warning to give or None); errors are raised, not cached
+_DONE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _is_traced_loop(node: ast.AST) -> bool:
-    if not isinstance(node, ast.Call):
-        return False
-    f = node.func
+def _loop_kind(node: ast.AST) -> str | None:
+    if not isinstance(node, ast.For) or not isinstance(node.iter, ast.Call):
+        return None
+    f = node.iter.func
     name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
-    return name in _LOOPS
+    return name if name in _LOOPS else None
+
+
+def _returns_inside(body: list[ast.stmt]):
+    """Every ``return`` statement of ``body`` (not those of functions defined in it)."""
+    stack = list(body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return):
+            yield node
+        if not isinstance(node, _SCOPES):
+            stack.extend(ast.iter_child_nodes(node))
 
 
 class _Hoist(ast.NodeTransformer):
+    """Moves each return that ends a traced loop body after its loop; notes the others."""
+
     def __init__(self) -> None:
-        self.moved = 0
+        self.moved: list[tuple[str, int]] = []  # (loop kind, line of the return)
+        self.stray: list[tuple[str, int]] = []
 
     def visit_For(self, node: ast.For):
-        self.generic_visit(node)
+        self.generic_visit(node)  # inner loops first: their moved returns end this body
+        kind = _loop_kind(node)
+        if kind is None:
+            return node
         body = node.body
-        if _is_traced_loop(node.iter) and not node.orelse and isinstance(body[-1], ast.Return):
-            ret = body.pop()
-            if not body:
-                body.append(ast.Pass())
-            self.moved += 1
-            return [node, ret]
-        return node
+        last = body[-1] if isinstance(body[-1], ast.Return) and not node.orelse else None
+        for r in _returns_inside(body):
+            if r is not last:
+                self.stray.append((kind, r.lineno))
+        if last is None:
+            return node
+        body.pop()
+        if not body:
+            body.append(ast.Pass())
+        self.moved.append((kind, last.lineno))
+        return [node, last]
 
 
-def returns_hoisted(fn: Callable) -> Callable | None:
-    """``fn`` with every return that ends an affine/sequential loop body moved after its loop,
-    or None when it has none (or cannot be rewritten: no source, closure variables)."""
+def traced_function(fn: Callable, name: str) -> Callable:
+    """The function to trace for kernel ``fn``: ``fn`` itself, or ``fn`` with the returns that
+    end its affine/sequential loop bodies moved after the loops (warned about each time)."""
     try:
-        return _DONE[fn]
-    except (KeyError, TypeError):
-        pass
-    new = _rewrite(fn)
-    try:
-        _DONE[fn] = new
-    except TypeError:
-        pass
-    return new
+        got = _DONE.get(fn)
+    except TypeError:  # not weakly referenceable: analysed every time
+        got = None
+    if got is None:
+        got = _analyse(fn, name)
+        try:
+            _DONE[fn] = got
+        except TypeError:
+            pass
+    run, warning = got
+    if warning is not None:
+        warnings.warn(warning, stacklevel=4)
+    return run
 
 
-def _rewrite(fn: Callable) -> Callable | None:
+def _analyse(fn: Callable, name: str) -> tuple[Callable, str | None]:
     code = getattr(fn, "__code__", None)
-    if code is None or code.co_freevars:
-        return None
     try:
         source = textwrap.dedent(inspect.getsource(fn))
         tree = ast.parse(source)
-    except (OSError, TypeError, SyntaxError):
-        return None
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return fn, None  # no source to read: the kernel runs as written
     fdef = tree.body[0] if tree.body else None
-    if not isinstance(fdef, ast.FunctionDef) or fdef.name != fn.__name__:
-        return None
-    fdef.decorator_list = []
+    if not isinstance(fdef, ast.FunctionDef | ast.AsyncFunctionDef):
+        return fn, None
+    offset = (code.co_firstlineno - 1) if code is not None else 0
     hoist = _Hoist()
     hoist.visit(fdef)
+    where = code.co_filename if code is not None else "<kernel>"
+    if hoist.stray:
+        kind, line = hoist.stray[0]
+        raise KernelArgumentError(
+            f"kernel {name}: the return at {location(fdef.name, where, line + offset)} is inside "
+            f"an nl.{kind} loop body. NKI traces such a body once for all of its iterations, "
+            f"so a return there does not stop the loop on hardware, while trnlab, which runs "
+            f"the iterations in Python, would stop at the first one that reaches it. Compute "
+            f"what the loop must leave and return after the loop."
+        )
     if not hoist.moved:
-        return None
-    ast.increment_lineno(tree, code.co_firstlineno - 1)  # messages keep the kernel's lines
-    namespace: dict = {}
-    exec(
-        compile(ast.fix_missing_locations(tree), code.co_filename, "exec"),
-        fn.__globals__,
-        namespace,
+        return fn, None
+    kind, line = hoist.moved[0]
+    at = location(fdef.name, where, line + offset)
+    why = (
+        f"the return at {at} ends an nl.{kind} loop body. NKI traces the body once for all of "
+        f"its iterations, so on hardware the whole loop runs before the kernel returns"
     )
-    new = namespace[fdef.name]
+    new = _compiled(fn, fdef, tree, offset)
+    if new is None:
+        raise KernelArgumentError(
+            f"kernel {name}: {why}; trnlab, which runs the iterations in Python, would stop "
+            f"after the first. Move the return after the loop (dedent it)."
+        )
+    return new, f"kernel {name}: {why}, and trnlab ran it that way. Dedent the return to say so."
+
+
+def _compiled(fn: Callable, fdef, tree, offset: int) -> Callable | None:
+    """``tree`` compiled into a function like ``fn``, or None where that cannot be faithful
+    (closure variables, a bound method, defaults or names the module cannot give)."""
+    code = getattr(fn, "__code__", None)
+    if code is None or code.co_freevars or inspect.ismethod(fn):
+        return None
+    fdef.decorator_list = []
+    fdef.args.defaults = [ast.Constant(None) for _ in fdef.args.defaults]  # fn's own, below
+    fdef.args.kw_defaults = [
+        None if d is None else ast.Constant(None) for d in fdef.args.kw_defaults
+    ]
+    ast.increment_lineno(tree, offset)  # messages keep the kernel's own lines
+    namespace: dict = {}
+    try:
+        exec(
+            compile(ast.fix_missing_locations(tree), code.co_filename, "exec"),
+            fn.__globals__,
+            namespace,
+        )
+    except Exception:  # anything the module cannot give: the caller explains
+        return None
+    new = namespace.get(fdef.name)
+    if new is None:
+        return None
     new.__defaults__ = fn.__defaults__
     new.__kwdefaults__ = fn.__kwdefaults__
     new.__qualname__ = fn.__qualname__

@@ -491,12 +491,12 @@ class NkiTensor:
 
             new = reinterpret(self, dtype_info(dtype), "ap(dtype=...)")
             if new is not self:
-                if self.offset and offset is None:
+                if self.offset:
                     raise NotModelledError(
-                        f"ap(dtype=...) of {self} at offset {self.offset}: give the offset in "
-                        f"{new.dtype} elements (offset=...)"
+                        f"ap(dtype=...) of a view at offset {self.offset} of {self._s.name!r}: "
+                        f"call it on the whole tensor and give offset= in {new.dtype} elements"
                     )
-                return new.ap(pattern, offset=0 if offset is None else offset)
+                return new.ap(pattern, offset=offset)
         try:
             pairs = [(int(s), int(n)) for s, n in pattern]
         except (TypeError, ValueError):

@@ -192,8 +192,6 @@ class Trace:
         self.observing = False
         self.forced: tuple | None = None
         self.max_ops = instruction_limit(None, numerics, nki=True)  # stops here, not hangs
-        # affine/sequential loops entered and not yet run to their end: {id: [where, done, n]}
-        self.open_loops: dict[int, list] = {}
 
     def __enter__(self) -> Trace:
         _STACK.append(self)

@@ -302,6 +302,12 @@ def dma_copy(dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode
         raise option(api, f"a copy {where}{hint}", "HBM -> SBUF and SBUF -> HBM are")
     tile, hbm = (dst, src) if d_chip else (src, dst)
     rt = _where(tile, _SBUF, "the on-chip side", api)
+    if rt[4] > rt[3] - rt[2]:
+        raise option(
+            api,
+            f"an SBUF side that repeats elements (a stride-0 broadcast view {tile})",
+            "views that take each element once are (broadcast with nl.broadcast_to into a tile)",
+        )
     *rh, exact = hbm._hbm_region()
     exact = exact and rt[3] - rt[2] == rt[4]  # a strided SBUF side is recorded as its box too
     if dst.size != src.size:
@@ -312,7 +318,7 @@ def dma_copy(dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode
     if (dst._s.dtype.packed > 1) != (src._s.dtype.packed > 1):
         raise KernelArgumentError(
             f"nisa.{api}: {src.dtype} -> {dst.dtype}: x4-packed MX data moves as is; quantize "
-            f"with nisa.quantize_mx (not modelled yet) or pass MX inputs with nki.hbm(..., dtype)"
+            f"with nisa.quantize_mx (NeuronCore-v4) or pass MX inputs with nki.hbm(..., dtype)"
         )
     if tr.numerics:
         _put(dst, src._arr(), src._s.dtype)
@@ -496,6 +502,12 @@ def _retarget_matmul(tr, dst: NkiTensor, fresh: NkiTensor) -> None:
     tr.sigs[-1] = None  # it now accumulates into dst: never dropped as a repeat
 
 
+def _e8m0(codes) -> np.ndarray:
+    """The scales E8M0 codes stand for: 2^(code - 127), and NaN for code 255."""
+    c = np.asarray(codes, np.float64)
+    return np.where(c == 255, np.nan, np.exp2(c - 127.0))
+
+
 def _mx_scale_rows(k: int, scale: NkiTensor, what: str, api: str) -> np.ndarray:
     """The row of ``scale`` holding the E8M0 scale of each of ``k`` partitions: one scale per
     8 partitions, in the 32-partition quadrant its group comes from (partition p's at row
@@ -521,7 +533,7 @@ def _unpack_mx(x: NkiTensor, scale: NkiTensor, rows: np.ndarray) -> np.ndarray:
     k = x.shape[0]
     v = x._arr().reshape(k, -1, 4).astype(np.float64)  # [K, F, 4]
     codes = _flat(scale)
-    sc = np.exp2(codes[rows].astype(np.float64) - 127.0)  # [K, F]
+    sc = _e8m0(codes[rows])  # [K, F]
     v = v * sc[:, :, None]
     return np.concatenate([v[:, :, j] for j in range(4)], axis=0)  # [4K, F]
 
@@ -637,12 +649,15 @@ def quantize_mx(dst, src, dst_scale, name=None):
     if tr.numerics:
         v = _flat(src).astype(np.float64)  # [P, F]
         groups = np.abs(v).reshape(p // 8, 8, f // 4, 4).max(axis=(1, 3))  # [P/8, F/4]
-        _, e = np.frexp(groups)  # groups = m * 2^e, m in [0.5, 1): floor(log2) = e - 1
-        # an assumption below code 0 (a group under 2^-(127 - E_max + 1)): the scale saturates
+        finite = np.isfinite(groups)
+        _, e = np.frexp(np.where(finite, groups, 1.0))  # m * 2^e, m in [0.5, 1): log2 -> e - 1
+        # an assumption below code 0 (a group under 2^-(127 - E_max + 1)): the scale saturates;
+        # a group holding a NaN or an infinity gets the NaN scale (code 255), as OCP's does
         code = np.where(
             groups > 0, np.maximum(e - 1 - (_MX_EMAX[dst._s.dtype.element] - 1) + 127, 0), 0
         )
-        scale = np.exp2(code.astype(np.float64) - 127.0)
+        code = np.where(finite, code, 255)
+        scale = _e8m0(code)
         q = v / np.repeat(np.repeat(scale, 8, axis=0), 4, axis=1)
         _put(dst, q.reshape(p, f // 4, 4))
         codes = _flat(sc).copy()

@@ -16,7 +16,6 @@ from __future__ import annotations
 import builtins
 import math
 import numbers
-import sys
 
 import numpy as np
 
@@ -274,12 +273,19 @@ def _declared_shape(x: NkiTensor) -> tuple:
     return (*x.shape[:k], par_dim(x.shape[k]), *x.shape[k + 1 :]) if k else x.shape
 
 
+def _like_buffer(x) -> MemoryRegion:
+    """Where a ``*_like`` tensor goes by default: ``x``'s memory, except that a tensor made
+    like a kernel argument (which reads ``nl.hbm``) is a kernel output, visible to every
+    program of an SPMD launch (``shared_hbm``), as before arguments read ``nl.hbm``."""
+    return shared_hbm if x._s.input else x.buffer
+
+
 def zeros_like(x, dtype=None, buffer=None, name: str = "") -> NkiTensor:
-    return zeros(_declared_shape(x), dtype or x.dtype, buffer or x.buffer, name)
+    return zeros(_declared_shape(x), dtype or x.dtype, buffer or _like_buffer(x), name)
 
 
 def empty_like(x, dtype=None, buffer=None, name: str = "") -> NkiTensor:
-    return ndarray(_declared_shape(x), dtype or x.dtype, buffer or x.buffer, name)
+    return ndarray(_declared_shape(x), dtype or x.dtype, buffer or _like_buffer(x), name)
 
 
 def shared_constant(constant, dtype=None) -> NkiTensor:
@@ -313,34 +319,13 @@ def shared_identity_matrix(n, dtype=uint8, dst=None) -> NkiTensor:
 # --- loops and SPMD ----------------------------------------------------------------------------
 def affine_range(start, stop=None, step=1):
     """A loop range (unrolled when traced, as NKI does); tiles declared in its body rotate."""
-    return _traced_loop(range(start, stop, step) if stop is not None else range(start), "affine")
+    return range(start, stop, step) if stop is not None else range(start)
 
 
 def sequential_range(start, stop=None, step=1):
     """A loop range whose iterations depend on each other (the model keeps program order and
     every data dependency in any case)."""
-    r = range(start, stop, step) if stop is not None else range(start)
-    return _traced_loop(r, "sequential")
-
-
-def _traced_loop(r: range, kind: str):
-    """``r`` inside a kernel, as a loop the trace knows is open until its last iteration ends.
-    NKI traces an affine or sequential loop's body once for all its iterations, so a ``return``
-    (or ``break``) inside the body does not cut the loop short on hardware; Python would, and
-    the kernel's check at return (trnlab.nki._kernel) turns that into a teaching error."""
-    if not _STACK:
-        return r
-    f = sys._getframe(2)
-    return _loop(_STACK[-1], r, (kind, f.f_code.co_name, f.f_code.co_filename, f.f_lineno))
-
-
-def _loop(tr, r: range, where: tuple):
-    state = [where, 0, len(r)]
-    tr.open_loops[id(state)] = state
-    for i in r:
-        yield i
-        state[1] += 1
-    del tr.open_loops[id(state)]
+    return range(start, stop, step) if stop is not None else range(start)
 
 
 def static_range(start, stop=None, step=1):
@@ -429,7 +414,14 @@ def store(dst, value, mask=None) -> None:
     the Vector engine and stored."""
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         d = _isa._tensor(dst, "dst", "store")
-        fill = ndarray(_isa._chip_shape(d.shape), d.dtype, sbuf)
+        shape = _isa._chip_shape(d.shape)
+        if shape[0] > current().pmax:
+            raise KernelArgumentError(
+                f"nl.store({d}, {value!r}) fills dst from one SBUF tile of its shape {shape}, "
+                f"and a tile has at most {current().pmax} partitions: fill it in blocks of "
+                f"{current().pmax} rows (nl.store(dst[i:i + {current().pmax}], {value!r}))"
+            )
+        fill = ndarray(shape, d.dtype, sbuf)
         _isa.memset(dst=fill, value=value)
         value = fill.reshape(d.shape) if d.ndim >= 2 else fill
     cut = apply_mask(check_mask(mask, "nl.store"), "nl.store", dst, value)
