@@ -166,7 +166,7 @@ class Kernel:
 
     def __call__(self, *args, **kwargs):
         if _STACK:  # a kernel calling a kernel: NKI inlines it
-            return traced_function(self.fn, self.__name__)(*args, **kwargs)
+            return traced_function(self.fn, self.__name__, stacklevel=3)(*args, **kwargs)
         return simulate(self)(*args, **kwargs)
 
     def __repr__(self) -> str:

@@ -77,7 +77,7 @@ def reinterpret(t, dtype: DType, what: str):
     tr = current()
     data = None
     if tr.numerics:
-        raw = getattr(s, "raw", None)
+        raw = s.raw
         if raw is None:
             raise NotModelledError(
                 f"{what}: reading {s.name!r} as {dtype.name} needs its bits: pass the numpy "
@@ -99,4 +99,4 @@ def _decode(raw: np.ndarray, d: DType) -> np.ndarray:
         return codes.view(ml_dtypes.float4_e2m1fn).astype(np.float32)
     as_type = _BITS_AS[d.element if d.packed > 1 else d.name]
     values = b.view(as_type).astype(np.float32)
-    return values if d.kind != "float" or d.name != "tfloat32" else round_to(values, d)
+    return round_to(values, d) if d.name == "tfloat32" else values  # tf32: fp32 bits, rounded

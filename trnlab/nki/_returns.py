@@ -78,9 +78,10 @@ class _Hoist(ast.NodeTransformer):
         return [node, last]
 
 
-def traced_function(fn: Callable, name: str) -> Callable:
+def traced_function(fn: Callable, name: str, stacklevel: int = 4) -> Callable:
     """The function to trace for kernel ``fn``: ``fn`` itself, or ``fn`` with the returns that
-    end its affine/sequential loop bodies moved after the loops (warned about each time)."""
+    end its affine/sequential loop bodies moved after the loops (warned about each time, at
+    the caller ``stacklevel`` frames up)."""
     try:
         got = _DONE.get(fn)
     except TypeError:  # not weakly referenceable: analysed every time
@@ -93,7 +94,7 @@ def traced_function(fn: Callable, name: str) -> Callable:
             pass
     run, warning = got
     if warning is not None:
-        warnings.warn(warning, stacklevel=4)
+        warnings.warn(warning, stacklevel=stacklevel)
     return run
 
 

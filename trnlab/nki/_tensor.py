@@ -523,8 +523,9 @@ class NkiTensor:
         return self._view([n for _, n in pairs], [s for s, _ in pairs], base)
 
     def view(self, dtype) -> NkiTensor:
-        """Reinterpret the bits as another dtype: a view of the same dtype only (trnlab keeps
-        values, not bit patterns)."""
+        """The whole tensor's bits read as another dtype (its last dimension rescaled): for a
+        kernel input it has not written, decoded from the numpy argument (trnlab keeps values,
+        not bit patterns; trnlab.nki._reinterpret)."""
         from ._dtypes import dtype_info
         from ._reinterpret import reinterpret
 

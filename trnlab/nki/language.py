@@ -274,9 +274,9 @@ def _declared_shape(x: NkiTensor) -> tuple:
 
 
 def _like_buffer(x) -> MemoryRegion:
-    """Where a ``*_like`` tensor goes by default: ``x``'s memory, except that a tensor made
-    like a kernel argument (which reads ``nl.hbm``) is a kernel output, visible to every
-    program of an SPMD launch (``shared_hbm``), as before arguments read ``nl.hbm``."""
+    """Where a ``*_like`` tensor goes by default: ``x``'s memory. A kernel argument reads
+    ``nl.hbm`` (as on hardware), but a tensor made like one is an output every program of an
+    SPMD launch shares, so it goes to ``shared_hbm``."""
     return shared_hbm if x._s.input else x.buffer
 
 
