@@ -1588,3 +1588,48 @@ def test_an_output_made_like_an_argument_is_shared_by_every_spmd_program():
 
     x = rand(64, 16)
     np.testing.assert_allclose(nki.simulate(nki.jit(k)[2])(x), 3 * x, rtol=1e-6)
+
+
+def test_a_reinterpreted_input_is_read_once_and_neither_side_is_written():
+    def tiles(a):  # a tile loop reading through ap(dtype=): one decoded copy per trace
+        outs, copies = [], set()
+        for i in range(4):
+            v = a.ap(dtype=nl.int32, pattern=[[8, 2], [1, 8]], offset=16 * i)
+            copies.add(id(v._s))
+            t = nl.ndarray((2, 8), nl.int32, nl.sbuf)
+            nisa.dma_copy(dst=t, src=v)
+            outs.append(t)
+        assert len(copies) == 1
+        return _store_all(*outs)
+
+    x = np.arange(64, dtype=np.int32).reshape(8, 8).view(np.float32)
+    got = sim(tiles, x)
+    for i, o in enumerate(got):
+        np.testing.assert_array_equal(o, np.arange(16 * i, 16 * i + 16).reshape(2, 8))
+
+    def write_through(a):
+        v = a.view(nl.int32)
+        nl.store(v, nl.load(v))
+
+    def write_source(a):
+        w = a.view(nl.int32)
+        nl.store(a, nl.load(a))
+        return w
+
+    for k in (write_through, write_source):
+        with pytest.raises(nki.NotModelledError, match="read as int32"):
+            sim(k, x)
+
+
+def test_an_spmd_launch_refuses_to_return_a_per_program_hbm_tensor():
+    def k(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=a.buffer)  # nl.hbm: one per program
+        i = nl.program_id(0) * 8
+        nl.store(out[i : i + 8, :], nl.load(a[i : i + 8, :]))
+        return out
+
+    with pytest.raises(
+        core.KernelArgumentError, match=r"buffer=nl\.shared_hbm, not buffer=a\.buffer"
+    ):
+        nki.simulate(nki.jit(k)[2])(rand(16, 8))
+    np.testing.assert_array_equal(nki.simulate(k)(x := rand(8, 8)), x)  # one program: its own

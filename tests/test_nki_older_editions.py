@@ -16,6 +16,7 @@ import trnlab.nki.isa as nisa
 import trnlab.nki.language as nl
 from trnlab import formats
 from trnlab.core import HardwareRuleError, KernelArgumentError
+from trnlab.nki.language import affine_range as _ar
 
 RNG = np.random.default_rng(77)
 
@@ -1263,3 +1264,68 @@ def test_a_return_that_cannot_be_moved_is_a_teaching_error():
         KernelArgumentError, match=r"inside an nl.affine_range loop body.*after the loop"
     ):
         sim(mid, rand(8, 8))
+
+
+def test_the_return_slip_is_read_through_aliases_partials_and_decorators():
+    import functools
+
+    x = rand(16, 8)
+    with pytest.warns(UserWarning, match=r"ends an nl\.affine_range loop body"):
+        got = sim(_copy_through_an_alias, x)  # `from ... import affine_range as _ar`
+    np.testing.assert_array_equal(got, x)
+    with pytest.warns(UserWarning, match=r"ends an nl\.affine_range loop body"):
+        got = sim(functools.partial(_scaled_returning_inside_its_loop, scale=3.0), x)
+    np.testing.assert_allclose(got, 3.0 * x, rtol=1e-6)
+
+    def logged(f):
+        @functools.wraps(f)
+        def wrapper(*args, **kwargs):
+            return f(*args, **kwargs)
+
+        return wrapper
+
+    with pytest.raises(KernelArgumentError, match=r"line \d+\).*Move the return after the loop"):
+        sim(logged(_scaled_returning_inside_its_loop), x)  # the wrapper cannot be rewritten
+
+
+def _copy_through_an_alias(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for p in _ar(a.shape[0] // 8):
+        nl.store(out[p * 8 : p * 8 + 8, :], nl.load(a[p * 8 : p * 8 + 8, :]))
+        return out
+
+
+def _scaled_returning_inside_its_loop(a, scale=2.0):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for p in nl.affine_range(a.shape[0] // 8):
+        nl.store(out[p * 8 : p * 8 + 8, :], nl.multiply(nl.load(a[p * 8 : p * 8 + 8, :]), scale))
+        return out
+
+
+def test_a_launched_kernel_is_not_kept_alive_by_the_analysis():
+    import gc
+    import weakref
+
+    def make():
+        def k(a):
+            out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+            nl.store(out, nl.load(a))
+            return out
+
+        return k
+
+    k = make()
+    sim(k, rand(4, 4))
+    ref = weakref.ref(k)
+    del k
+    gc.collect()
+    assert ref() is None
+
+
+def test_the_grader_runs_a_plain_function_answer_as_nki_reads_it():
+    from trnlab.course.answers import KernelRecorder
+
+    x = rand(16, 8)
+    with pytest.warns(UserWarning, match="ends an nl.affine_range loop body"):
+        got = nki.simulate(KernelRecorder(_scaled_returning_inside_its_loop))(x)
+    np.testing.assert_allclose(got, 2.0 * x, rtol=1e-6)

@@ -229,8 +229,13 @@ def record(recorder, args: tuple, kwargs: dict) -> Any:
     obs = _Recording(trace.calls, storages, recorder)
     before = tr.observer
     tr.observer = obs
+    fn = recorder.kernel
+    if not hasattr(fn, "fn"):  # a plain function (an @nki.jit kernel inlines as NKI reads it)
+        from trnlab.nki._returns import traced_function
+
+        fn = traced_function(fn, recorder.__name__, stacklevel=3)
     try:
-        out = recorder.kernel(*args, **kwargs)
+        out = fn(*args, **kwargs)
     except BaseException as exc:
         trace.end = {"raised": type(exc).__name__, "message": str(exc)[: A.MAX_TEXT]}
         raise

@@ -52,7 +52,7 @@ from ._errors import option
 from ._returns import traced_function
 from ._spmd import is_placed, placement
 from ._target import _chip, resolve
-from ._tensor import NkiTensor
+from ._tensor import MemoryRegion, NkiTensor
 from ._trace import _STACK, Trace, location
 
 __all__ = ["HBMArg", "Kernel", "hbm", "jit", "profile", "record_into", "simulate"]
@@ -302,7 +302,22 @@ def _launch(kernel: Kernel, args, kwargs, params: CoreParams, numerics: bool, bi
                 if not traces and pid == programs[0]:
                     result = ret
         traces.append(tr)
+    if sum(len(p) for p in cores) > 1:
+        _shared_results(kernel, result)
     return traces, result
+
+
+def _shared_results(kernel: Kernel, result) -> None:
+    """A launch of several programs returns tensors they share: a ``private_hbm`` (``nl.hbm``)
+    tensor the kernel made exists once per program, so it cannot be the launch's result."""
+    for t in result if isinstance(result, tuple | list) else (result,):
+        if type(t) is NkiTensor and t._s.buffer is MemoryRegion.private_hbm and not t._s.input:
+            raise KernelArgumentError(
+                f"kernel {kernel.__name__} returns {t._s.name!r}, an nl.hbm (private_hbm) "
+                f"tensor: each program of this launch has its own, so none is the result. "
+                f"Make outputs nl.shared_hbm (kernel arguments read nl.hbm, as on hardware, but "
+                f"every program shares them: buffer=nl.shared_hbm, not buffer=a.buffer)."
+            )
 
 
 #: Errors a kernel's own Python raises on arguments it cannot take (``N, D = x.shape`` of a 1-D

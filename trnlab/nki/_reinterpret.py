@@ -75,6 +75,10 @@ def reinterpret(t, dtype: DType, what: str):
         )
     shape = (*s.shape[:-1], row_bits // dtype.bits)
     tr = current()
+    key = ("reinterpret", s.id, dtype.name)
+    got = tr.constants.get(key)  # read once per trace, however many tiles take it
+    if got is not None:
+        return NkiTensor(got)
     data = None
     if tr.numerics:
         raw = s.raw
@@ -87,6 +91,11 @@ def reinterpret(t, dtype: DType, what: str):
     ns = tr._storage(shape, dtype, s.buffer, f"{s.name}_as_{dtype.name}", data)
     ns.input = True
     ns.raw = None
+    # the decoded copy and its source are read-only from here: a write to either would not
+    # reach the other, as it would on hardware
+    ns.frozen = f"{ns.name!r} is {s.name!r} read as {dtype.name} (a copy of its bits)"
+    s.frozen = f"{s.name!r} was read as {dtype.name} (trnlab keeps a copy of its bits)"
+    tr.constants[key] = ns
     tr.hbm.append(ns)
     return NkiTensor(ns)
 

@@ -17,6 +17,7 @@ Before a kernel is traced its source is read (when Python has it: files and note
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import textwrap
 import warnings
@@ -29,16 +30,29 @@ from ._trace import location
 
 _LOOPS = {"affine_range", "sequential_range"}
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-# fn -> (the function to run, the warning to give or None); errors are raised, not cached
+# kernel function -> (the rewritten function or None to run it as written, the warning or
+# None); the value never holds the key, so a kernel's entry goes with it. Errors are raised
+# each launch, not cached.
 _DONE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _loop_kind(node: ast.AST) -> str | None:
+def _loop_kind(node: ast.AST, names: dict) -> str | None:
+    """``"affine_range"`` / ``"sequential_range"`` when ``node`` is a for loop over one (as
+    ``nl.affine_range(...)``, or a name the kernel's module binds to it), else None."""
     if not isinstance(node, ast.For) or not isinstance(node.iter, ast.Call):
         return None
     f = node.iter.func
-    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
-    return name if name in _LOOPS else None
+    if isinstance(f, ast.Attribute):
+        return f.attr if f.attr in _LOOPS else None
+    if isinstance(f, ast.Name):
+        if f.id in _LOOPS:
+            return f.id
+        from . import language
+
+        for kind in _LOOPS:
+            if names.get(f.id) is getattr(language, kind):
+                return kind
+    return None
 
 
 def _returns_inside(body: list[ast.stmt]):
@@ -55,13 +69,14 @@ def _returns_inside(body: list[ast.stmt]):
 class _Hoist(ast.NodeTransformer):
     """Moves each return that ends a traced loop body after its loop; notes the others."""
 
-    def __init__(self) -> None:
+    def __init__(self, names: dict) -> None:
+        self.names = names
         self.moved: list[tuple[str, int]] = []  # (loop kind, line of the return)
         self.stray: list[tuple[str, int]] = []
 
     def visit_For(self, node: ast.For):
         self.generic_visit(node)  # inner loops first: their moved returns end this body
-        kind = _loop_kind(node)
+        kind = _loop_kind(node, self.names)
         if kind is None:
             return node
         body = node.body
@@ -92,44 +107,48 @@ def traced_function(fn: Callable, name: str, stacklevel: int = 4) -> Callable:
             _DONE[fn] = got
         except TypeError:
             pass
-    run, warning = got
+    new, warning = got
     if warning is not None:
         warnings.warn(warning, stacklevel=stacklevel)
-    return run
+    return fn if new is None else new
 
 
-def _analyse(fn: Callable, name: str) -> tuple[Callable, str | None]:
-    code = getattr(fn, "__code__", None)
+def _analyse(fn: Callable, name: str) -> tuple[Callable | None, str | None]:
+    if isinstance(fn, functools.partial):  # the function it binds, bound again
+        new, warning = _analyse(fn.func, name)
+        return (None if new is None else functools.partial(new, *fn.args, **fn.keywords)), warning
+    inner = inspect.unwrap(fn) if callable(fn) else fn
+    code = getattr(inner, "__code__", None)
     try:
-        source = textwrap.dedent(inspect.getsource(fn))
-        tree = ast.parse(source)
-    except (OSError, TypeError, SyntaxError, IndentationError):
-        return fn, None  # no source to read: the kernel runs as written
+        tree = ast.parse(textwrap.dedent(inspect.getsource(inner)))
+    except Exception:  # no source, or a file changed on disk since: the kernel runs as written
+        return None, None
     fdef = tree.body[0] if tree.body else None
-    if not isinstance(fdef, ast.FunctionDef | ast.AsyncFunctionDef):
-        return fn, None
-    offset = (code.co_firstlineno - 1) if code is not None else 0
-    hoist = _Hoist()
+    if code is None or not isinstance(fdef, ast.FunctionDef) or fdef.name != code.co_name:
+        return None, None
+    offset = code.co_firstlineno - 1
+    names = getattr(inner, "__globals__", {})
+    hoist = _Hoist(names)
     hoist.visit(fdef)
-    where = code.co_filename if code is not None else "<kernel>"
     if hoist.stray:
         kind, line = hoist.stray[0]
         raise KernelArgumentError(
-            f"kernel {name}: the return at {location(fdef.name, where, line + offset)} is inside "
-            f"an nl.{kind} loop body. NKI traces such a body once for all of its iterations, "
-            f"so a return there does not stop the loop on hardware, while trnlab, which runs "
-            f"the iterations in Python, would stop at the first one that reaches it. Compute "
-            f"what the loop must leave and return after the loop."
+            f"kernel {name}: the return at "
+            f"{location(fdef.name, code.co_filename, line + offset)} is inside an nl.{kind} "
+            f"loop body. NKI traces such a body once for all of its iterations, so a return "
+            f"there does not stop the loop on hardware, while trnlab, which runs the iterations "
+            f"in Python, would stop at the first one that reaches it. Compute what the loop "
+            f"must leave and return after the loop."
         )
     if not hoist.moved:
-        return fn, None
+        return None, None
     kind, line = hoist.moved[0]
-    at = location(fdef.name, where, line + offset)
+    at = location(fdef.name, code.co_filename, line + offset)
     why = (
         f"the return at {at} ends an nl.{kind} loop body. NKI traces the body once for all of "
         f"its iterations, so on hardware the whole loop runs before the kernel returns"
     )
-    new = _compiled(fn, fdef, tree, offset)
+    new = _compiled(fn, inner, fdef, tree, offset) if inner is fn else None
     if new is None:
         raise KernelArgumentError(
             f"kernel {name}: {why}; trnlab, which runs the iterations in Python, would stop "
@@ -138,11 +157,12 @@ def _analyse(fn: Callable, name: str) -> tuple[Callable, str | None]:
     return new, f"kernel {name}: {why}, and trnlab ran it that way. Dedent the return to say so."
 
 
-def _compiled(fn: Callable, fdef, tree, offset: int) -> Callable | None:
-    """``tree`` compiled into a function like ``fn``, or None where that cannot be faithful
-    (closure variables, a bound method, defaults or names the module cannot give)."""
-    code = getattr(fn, "__code__", None)
-    if code is None or code.co_freevars or inspect.ismethod(fn):
+def _compiled(fn: Callable, inner, fdef, tree, offset: int) -> Callable | None:
+    """``tree`` compiled into a function like ``fn``, or None where that cannot be faithful:
+    closure variables, a bound method, a source file that no longer holds the code Python
+    runs, defaults or names the module cannot give."""
+    code = fn.__code__
+    if code.co_freevars or inspect.ismethod(fn) or not _same_code(tree, code):
         return None
     fdef.decorator_list = []
     fdef.args.defaults = [ast.Constant(None) for _ in fdef.args.defaults]  # fn's own, below
@@ -166,3 +186,23 @@ def _compiled(fn: Callable, fdef, tree, offset: int) -> Callable | None:
     new.__kwdefaults__ = fn.__kwdefaults__
     new.__qualname__ = fn.__qualname__
     return new
+
+
+def _same_code(tree, code) -> bool:
+    """Whether the source read (before any rewrite) is the code Python runs: its compiled
+    function has the same variables and constants (a file edited since the import has not;
+    bytecode itself differs between compile paths, assertion rewriting for one)."""
+    try:
+        module = compile(tree, code.co_filename, "exec")
+    except Exception:
+        return False
+    return any(
+        getattr(c, "co_name", None) == code.co_name
+        and c.co_varnames == code.co_varnames
+        and _plain(c.co_consts) == _plain(code.co_consts)
+        for c in module.co_consts
+    )
+
+
+def _plain(consts) -> list:
+    return [repr(c) for c in consts if not inspect.iscode(c)]

@@ -78,6 +78,7 @@ class Storage:
         "dtype",
         "first",
         "free",
+        "frozen",
         "id",
         "input",
         "last",
@@ -103,6 +104,7 @@ class Storage:
         self.core = None
         self.input = False
         self.raw = None  # an input's own numpy array (its bits, for a reinterpreting read)
+        self.frozen: str | None = None  # why the kernel may not write it (a reinterpreted input)
         self.stored = False
         self.mask = None  # PSUM: regions written since allocation (matmul accumulate=None)
         n = 1

@@ -320,6 +320,11 @@ def dma_copy(dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode
             f"nisa.{api}: {src.dtype} -> {dst.dtype}: x4-packed MX data moves as is; quantize "
             f"with nisa.quantize_mx (NeuronCore-v4) or pass MX inputs with nki.hbm(..., dtype)"
         )
+    if not d_chip and hbm._s.frozen:
+        raise NotModelledError(
+            f"nisa.{api}: writing {hbm._s.name!r}: {hbm._s.frozen}. Writing a tensor also read "
+            f"as another dtype is not modelled yet; store into a new nl.shared_hbm tensor"
+        )
     if tr.numerics:
         _put(dst, src._arr(), src._s.dtype)
     if not d_chip:
