@@ -10,8 +10,10 @@ Before a kernel is traced its source is read (when Python has it: files and note
 - a ``return`` that ends such a loop body is moved to just after the loop, the way the tracer
   reads it, and the kernel runs rewritten, with a warning naming the line;
 - a ``return`` anywhere else inside such a body is a teaching error, as is a slip the rewrite
-  cannot make (a kernel with closure variables, a method);
-- a kernel without source runs as written.
+  cannot make (a kernel with closure variables, a method, a decorated wrapper, a source file
+  edited since the import);
+- a kernel without source runs as written (so do the functions a kernel calls: only the
+  kernel's own source is read).
 """
 
 from __future__ import annotations
@@ -121,7 +123,7 @@ def _analyse(fn: Callable, name: str) -> tuple[Callable | None, str | None]:
     code = getattr(inner, "__code__", None)
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(inner)))
-    except Exception:  # no source, or a file changed on disk since: the kernel runs as written
+    except Exception:  # no source (or a half-typed file on disk): the kernel runs as written
         return None, None
     fdef = tree.body[0] if tree.body else None
     if code is None or not isinstance(fdef, ast.FunctionDef) or fdef.name != code.co_name:
