@@ -54,6 +54,8 @@ from ._tiles import (
 
 __all__ = ["KernelContext"]
 
+_FIELDS = P.N_FIELDS
+
 
 def _catalog_dtype(fmt: str) -> str:
     packed = STORAGE_TYPES.get(fmt)
@@ -120,7 +122,7 @@ class KernelContext(EngineOps, NkiOps):
     def __init__(self, params: CoreParams, numerics: bool = True):
         self.params = params
         self.numerics = bool(numerics)
-        self._rows: list[tuple] = []
+        self._rows: list[int] = []  # N_FIELDS ints per instruction (_program.build_table)
         self._tiles: list[Tile] = []
         self._tile_alloc: list[int] = []
         self._tile_free: dict[int, int] = {}
@@ -142,6 +144,11 @@ class KernelContext(EngineOps, NkiOps):
         # Further tiles an instruction reads beyond its row's operands (an MX matmul's scales):
         # instruction -> ((tile id, region), ...), for the dependencies.
         self._extra_reads: dict[int, tuple] = {}
+
+    @property
+    def recorded(self) -> int:
+        """Instructions recorded so far."""
+        return len(self._rows) // _FIELDS
 
     def _fmt(self, fmt: str) -> int:
         i = self._fmt_ids.get(fmt)
@@ -216,7 +223,7 @@ class KernelContext(EngineOps, NkiOps):
         tile = Tile(tid, name, space, (parts, free), fmt, offset, need, self.numerics, fid)
         tile.span = (lo, hi)
         self._tiles.append(tile)
-        self._tile_alloc.append(len(self._rows))
+        self._tile_alloc.append(self.recorded)
         return tile
 
     def _pool(self, space, shape, fmt, name, bufs) -> TilePool:
@@ -269,7 +276,7 @@ class KernelContext(EngineOps, NkiOps):
                 if t.freed:
                     continue
                 t.freed = True
-                self._tile_free[t.id] = len(self._rows)
+                self._tile_free[t.id] = self.recorded
                 self._memory.release(t.id, t.space, t.offset)
 
     # ------------------------------------------------------------------------------------------
@@ -310,7 +317,7 @@ class KernelContext(EngineOps, NkiOps):
         if not t.fully_written and not t.is_written(v.region):
             p0, p1, f0, f1 = v.region
             raise UnwrittenReadError(
-                f"instruction #{len(self._rows)} ({what}) reads {t.space.upper()} tile "
+                f"instruction #{self.recorded} ({what}) reads {t.space.upper()} tile "
                 f"{t.name!r}[{p0}:{p1}, {f0}:{f1}], part of which nothing has written yet. "
                 f"Load it (DMA), compute it, or memset it before reading."
             )
@@ -382,7 +389,9 @@ class KernelContext(EngineOps, NkiOps):
         SBUF free range within each partition) and the DMA moves that many elements:
         dependencies take the boxes, the bytes counted and streamed are the elements'.
         """
-        d = dst if type(dst) is View and not dst.tile.freed else self._view(dst, "load destination")
+        d = dst.full if type(dst) is Tile else dst
+        if type(d) is not View or d.tile.freed:
+            d = self._view(dst, "load destination")
         s = src if type(src) is HBMView else self._hview(src, "load source")
         dt = d.tile
         if dt.space != "sbuf":
@@ -404,7 +413,7 @@ class KernelContext(EngineOps, NkiOps):
         tensor = s.tensor
         if not tensor.written:
             self._check_stored(tensor, s, "load")
-        i = len(self._rows)
+        i = len(self._rows) // _FIELDS
         if queue is None:
             eng = P.FIRST_DMA + tensor.id % self._load_queues
         else:
@@ -412,9 +421,9 @@ class KernelContext(EngineOps, NkiOps):
         dge_flag = (
             self._default_dge if dge is None and self._default_dge is not None else self._dge(dge)
         )
-        self._rows.append(
+        self._rows.extend(
             (P.DMA_LOAD, eng, dt.id, -1, -1, tensor.id, p1 - p0, f1 - f0, 0, 0, 0,
-             tensor.fmt_id, -1, 0, dge_flag, d.key, -1, -1, s.rkey, s.ckey, -1, -1)
+             tensor.fmt_id, -1, 0, dge_flag, d.key, -1, -1, r0 | r1 << 32, c0 | c1 << 32, -1, -1)
         )  # fmt: skip
         if not i & self._tick:
             self.progress.tick(i)
@@ -448,7 +457,7 @@ class KernelContext(EngineOps, NkiOps):
             if a < s.r1 and s.r0 < b and c < s.c1 and s.c0 < d:
                 return
         raise UnwrittenReadError(
-            f"instruction #{len(self._rows)} {what}s HBM tensor {tensor.name!r}"
+            f"instruction #{self.recorded} {what}s HBM tensor {tensor.name!r}"
             f"[{s.r0}:{s.r1}, {s.c0}:{s.c1}], which no instruction has stored yet."
         )
 
@@ -464,7 +473,9 @@ class KernelContext(EngineOps, NkiOps):
         """DMA SBUF ``src`` to HBM ``dst`` (rounded to the tensor's format if it differs);
         ``dge``, ``flat`` and ``elements`` as for :meth:`load`."""
         d = dst if type(dst) is HBMView else self._hview(dst, "store destination")
-        s = src if type(src) is View and not src.tile.freed else self._view(src, "store source")
+        s = src.full if type(src) is Tile else src
+        if type(s) is not View or s.tile.freed:
+            s = self._view(src, "store source")
         st = s.tile
         if st.space != "sbuf":
             raise OperandPlacementError(
@@ -487,16 +498,16 @@ class KernelContext(EngineOps, NkiOps):
         tensor = d.tensor
         if not tensor.written:
             tensor.stored.append((r0, r1, c0, c1))
-        i = len(self._rows)
+        i = len(self._rows) // _FIELDS
         if elements is not None:
             self._dma_elements[i] = int(elements)
         q = self._store_queue if queue is None else self._dma_queue(queue, store=True)
         dge_flag = (
             self._default_dge if dge is None and self._default_dge is not None else self._dge(dge)
         )
-        self._rows.append(
+        self._rows.extend(
             (P.DMA_STORE, q, -1, st.id, -1, tensor.id, p1 - p0, f1 - f0, 0, 0, 0,
-             tensor.fmt_id, -1, 0, dge_flag, -1, s.key, -1, d.rkey, d.ckey, -1, -1)
+             tensor.fmt_id, -1, 0, dge_flag, -1, s.key, -1, r0 | r1 << 32, c0 | c1 << 32, -1, -1)
         )  # fmt: skip
         if not i & self._tick:
             self.progress.tick(i)
@@ -635,8 +646,8 @@ class KernelContext(EngineOps, NkiOps):
         key = (stt.id, sp0, sp1, sf0, sf1, stt.version)
         reload = int(key != self._last_stationary)
         self._last_stationary = key
-        i = len(self._rows)
-        self._rows.append(
+        i = len(self._rows) // _FIELDS
+        self._rows.extend(
             (P.MATMUL, P.TENSOR, ot.id, stt.id, mvt.id, -1, k, n * packed, k, m, 0, self._fmt_ids[fmt],
              dt, reload, P.FLAG_OUT_READ if accumulate else 0, o.key, st.key, mv.key,
              -1, -1, -1, -1)
@@ -675,8 +686,8 @@ class KernelContext(EngineOps, NkiOps):
         _, dt = self._tensor_rate(s.tile.fmt, "transpose input")
         self._check_read(s, "transpose")
         self._last_stationary = None
-        i = len(self._rows)
-        self._rows.append(
+        i = len(self._rows) // _FIELDS
+        self._rows.extend(
             (P.TRANSPOSE, P.TENSOR, o.tile.id, s.tile.id, -1, -1, parts, parts, parts, free, 0,
              s.tile.fmt_id, dt, 1, 0, o.key, s.key, -1, -1, -1, -1, -1)
         )  # fmt: skip

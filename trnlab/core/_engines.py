@@ -24,6 +24,8 @@ from ._tiles import Tile, View
 
 __all__ = ["ACTIVATIONS", "EngineOps", "quantize"]
 
+_FIELDS = P.N_FIELDS
+
 
 def quantize(x: np.ndarray, fmt: str, axis: int = -1) -> np.ndarray:
     """Values of ``x`` rounded to ``fmt`` (float32), through trnlab.formats."""
@@ -138,7 +140,9 @@ class EngineOps:
         output's; the input's for a reduction), ``check=False`` skips the input-shape rule (for
         instructions whose inputs and output differ in shape), ``psum_out`` lets the Vector and
         Scalar engines write PSUM (as NKI's instructions may)."""
-        o = out if type(out) is View and not out.tile.freed else self._view(out, what)
+        o = out.full if type(out) is Tile else out
+        if type(o) is not View or o.tile.freed:
+            o = self._view(out, what)  # the teaching error
         ot = o.tile
         if ot.space == "psum" and (not psum_out or engine == P.GPSIMD):
             if engine == P.GPSIMD:
@@ -158,7 +162,9 @@ class EngineOps:
         flags = 0
         views = []
         for x in ins:
-            v = x if type(x) is View and not x.tile.freed else self._view(x, what)
+            v = x.full if type(x) is Tile else x
+            if type(v) is not View or v.tile.freed:
+                v = self._view(x, what)
             t = v.tile
             vp0, vp1, vf0, vf1 = v.region
             vfree = vf1 - vf0
@@ -196,13 +202,15 @@ class EngineOps:
             c_id, c_key = (views[2].tile.id, views[2].key) if n_in > 2 else (-1, -1)
             row = (op, engine, ot.id, a.tile.id, b.tile.id, -1, parts, free, 0, 0, n_in, fid,
                    aux, 0, flags, o.key, a.key, b.key, -1, -1, c_id, c_key)  # fmt: skip
-        i = len(self._rows)
-        self._rows.append(row)
+        i = len(self._rows) // _FIELDS
+        self._rows.extend(row)
         if not i & self._tick:
             self.progress.tick(i)
         if self.numerics and fn is not None:
             o.set(quantize(np.asarray(fn(*fn_args)(*[v.get() for v in views]), np.float32), ot.fmt))
-        self._wrote(o)
+        ot.version += 1
+        if not ot.fully_written:
+            ot.mark_written(o.region)
         return i
 
     def activation(self, out, src, func: str = "identity", scale=1.0, bias=None) -> int:

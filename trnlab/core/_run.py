@@ -487,7 +487,7 @@ def run(
     64.0
     """
     ctx, _ = record(kernel, chip=chip, numerics=numerics, max_instructions=max_instructions, **args)
-    ctx.progress.phase(f"dependencies of {len(ctx._rows):,} instructions")
+    ctx.progress.phase(f"dependencies of {ctx.recorded:,} instructions")
     program = ctx.program()
     ctx.progress.phase(f"scheduling {len(program):,} instructions")
     stored = set(program.table["hbm"][program.table["op"] == P.DMA_STORE].tolist())

@@ -191,10 +191,9 @@ class HBMTensor:
 
 
 class HBMView:
-    """Rows ``r0:r1`` and columns ``c0:c1`` of an HBM tensor. ``rkey`` and ``ckey`` pack the
-    rows and the columns into one integer each (what an instruction row records)."""
+    """Rows ``r0:r1`` and columns ``c0:c1`` of an HBM tensor."""
 
-    __slots__ = ("c0", "c1", "ckey", "r0", "r1", "rkey", "tensor")
+    __slots__ = ("c0", "c1", "r0", "r1", "tensor")
 
     def __init__(self, tensor: HBMTensor, r0: int, r1: int, c0: int, c1: int):
         self.tensor = tensor
@@ -202,8 +201,6 @@ class HBMView:
         self.r1 = r1
         self.c0 = c0
         self.c1 = c1
-        self.rkey = r0 | r1 << 32
-        self.ckey = c0 | c1 << 32
 
     @property
     def shape(self) -> tuple[int, int]:
