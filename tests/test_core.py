@@ -273,6 +273,60 @@ def test_dma_cannot_write_psum_and_gpsimd_cannot_read_psum():
         _run(g, x=core.hbm(np.ones((8, 8))))
 
 
+def test_a_dma_between_sbuf_tiles_crosses_partitions():
+    """ctx.dma_sbuf: the halves of a tile swapped across partitions, cast on the way; the
+    rules that teach (PSUM, shapes); the SBUF arrow and no HBM bytes; a copy is no pass."""
+
+    def k(ctx, x, y):
+        a, b = ctx.sbuf((8, 4), "fp32"), ctx.sbuf((8, 4), "bf16")
+        ctx.load(a, x)
+        ctx.dma_sbuf(b[0:4, :], a[4:8, :])
+        ctx.dma_sbuf(b[4:8, :], a[0:4, :])
+        ctx.store(y, b)
+
+    x = np.random.default_rng(3).standard_normal((8, 4)).astype(np.float32)
+    r = _run(k, x=core.hbm(x), y=core.hbm((8, 4)))
+    want = np.concatenate([x[4:], x[:4]]).astype(np.float32)
+    from trnlab import formats
+
+    np.testing.assert_array_equal(r.outputs["y"], formats.quantize(want, "bf16"))
+    assert r.hbm_bytes == 2 * 8 * 4 * 4  # the load and the store, not the two copies
+    assert core.traffic(r)[("SBUF", "SBUF")] == 8 * 4 * 4
+    assert core.element_passes(r, "y")["passes"].max() == 1000  # copied, never computed
+    t = r.program.table
+    on_chip = np.flatnonzero(t["op"] == P.DMA_SBUF)
+    assert [int(t["engine"][i]) for i in on_chip] == [P.FIRST_DMA] * 2
+    load = int(np.flatnonzero(t["op"] == P.DMA_LOAD)[0])
+    for i in on_chip:  # read after write through the load
+        assert load in r.program.dep_idx[r.program.dep_ptr[i] : r.program.dep_ptr[i + 1]]
+
+    def psum(ctx, x):
+        a = ctx.sbuf((8, 8), "fp32")
+        ctx.load(a, x)
+        ctx.dma_sbuf(ctx.psum((8, 8)), a)
+
+    with pytest.raises(core.OperandPlacementError, match="DMA engines reach HBM and SBUF"):
+        _run(psum, x=core.hbm(np.ones((8, 8))))
+
+    def shapes(ctx, x):
+        a = ctx.sbuf((8, 8), "fp32")
+        ctx.load(a, x)
+        ctx.dma_sbuf(ctx.sbuf((4, 16), "fp32"), a)
+
+    with pytest.raises(core.HardwareRuleError, match=r"\(8, 8\) and \(4, 16\) differ in shape"):
+        _run(shapes, x=core.hbm(np.ones((8, 8))))
+
+    def flat(ctx, x, y):
+        a, b = ctx.sbuf((8, 8), "fp32"), ctx.sbuf((4, 16), "fp32")
+        ctx.load(a, x)
+        ctx.dma_sbuf(b, a, flat=True)  # row-major order, as a DMA streams elements
+        ctx.store(y, b)
+
+    v = np.arange(64, dtype=np.float32).reshape(8, 8)
+    got = _run(flat, x=core.hbm(v), y=core.hbm((4, 16))).outputs["y"]
+    np.testing.assert_array_equal(got, v.reshape(4, 16))
+
+
 # --- numerics of the engines ------------------------------------------------------------------
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import re
 
+import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,6 +20,7 @@ import trnlab.nki.language as nl
 from trnlab import core, formats
 
 RNG = np.random.default_rng(2024)
+BF16 = ml_dtypes.bfloat16  # named, not "bfloat16": numpy knows that name only once ml_dtypes loads
 FAST = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -292,6 +294,65 @@ def test_a_dma_may_stride_over_its_sbuf_side():
     d = run.end - run.start
     strided = d[np.flatnonzero(t["op"] <= 1)[1:5]]
     assert np.ptp(strided) < 1e-9 and strided.max() < d[np.flatnonzero(t["op"] <= 1)[0]]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rows=st.integers(2, 128),
+    cols=st.integers(1, 24),
+    shift=st.integers(1, 127),
+    dtype=st.sampled_from(["float32", "bfloat16"]),
+)
+def test_a_dma_moves_data_across_partitions_sbuf_to_sbuf(rows, cols, shift, dtype):
+    """Rotating the rows of a tile by ``shift`` partitions: no engine can (each works on its
+    own partitions), a DMA between two SBUF tiles can, casting to the destination's dtype."""
+    shift %= rows
+    if shift == 0:
+        shift = 1
+
+    def k(a):
+        t = nl.load(a)
+        r = nl.ndarray(a.shape, dtype=dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=r[0 : rows - shift, :], src=t[shift:rows, :])
+        nisa.dma_copy(dst=r[rows - shift : rows, :], src=t[0:shift, :])
+        out = nl.ndarray(a.shape, dtype=dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=r)
+        return out
+
+    x = rand(rows, cols)
+    want = np.roll(x, -shift, axis=0)
+    if dtype == "bfloat16":
+        want = formats.quantize(want, "bf16")
+    np.testing.assert_array_equal(np.asarray(sim(k, x), np.float32), want)
+    run = nki.profile(k, chip="trn2")(x)
+    t = run.program.table
+    on_chip = t[t["op"] == core.OPS.index("dma_sbuf")]
+    assert len(on_chip) == 2 and list(on_chip["bytes"]) == [
+        (rows - shift) * cols * 4,
+        shift * cols * 4,
+    ]
+    # the copies wait for the load that wrote their source, the store for both copies
+    ids = np.flatnonzero(t["op"] == core.OPS.index("dma_sbuf"))
+    load = int(np.flatnonzero(t["op"] == 0)[0])
+    store = int(np.flatnonzero(t["op"] == 1)[0])
+    for i in ids:
+        assert run.start[i] >= run.end[load] - 1e-12
+        assert run.start[store] >= run.end[i] - 1e-12
+    # an SBUF-to-SBUF copy moves no HBM bytes
+    assert run.hbm_bytes == 2 * rows * cols * 4 - (0 if dtype == "float32" else rows * cols * 2)
+
+
+def test_an_sbuf_to_sbuf_dma_flattens_in_row_major_order():
+    def k(a):  # a: [4, 8]
+        t = nl.load(a)
+        one = nl.ndarray((1, 32), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=one, src=t)  # four partitions onto one
+        out = nl.ndarray((1, 32), dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=one)
+        return out
+
+    x = rand(4, 8)
+    np.testing.assert_array_equal(sim(k, x), x.reshape(1, 32))
 
 
 # --- engine instructions against numpy ----------------------------------------------------------
@@ -615,7 +676,7 @@ def test_quantize_mx_follows_the_documented_scale_and_layout(groups, f4, elem, s
 
     import ml_dtypes  # noqa: F401  (bf16 input arrays)
 
-    got_q, got_sc = sim(k, x.astype("bfloat16"), chip="trn3")
+    got_q, got_sc = sim(k, x.astype(BF16), chip="trn3")
     emax = 8 if "e4m3" in elem else 15
     amax = np.abs(x.astype(np.float64)).reshape(p // 8, 8, f // 4, 4).max(axis=(1, 3))
     code = np.where(amax > 0, np.floor(np.log2(np.where(amax > 0, amax, 1))) - (emax - 1) + 127, 0)
@@ -649,7 +710,7 @@ def test_quantize_mx_feeds_nc_matmul_mx_through_scales_packed_in_one_tile():
                           moving_scale=scales[4:, :])  # fmt: skip
         return _store_all(ps)[0]
 
-    got = sim(kern, a.astype("bfloat16"), b.astype("bfloat16"), chip="trn3")
+    got = sim(kern, a.astype(BF16), b.astype(BF16), chip="trn3")
     # the logical operands: packed value j of partition p is contraction row j*K + p
     la = np.concatenate([a[:, j::4] for j in range(4)], axis=0)
     lb = np.concatenate([b[:, j::4] for j in range(4)], axis=0)
@@ -660,7 +721,7 @@ def test_quantize_mx_feeds_nc_matmul_mx_through_scales_packed_in_one_tile():
         nisa.quantize_mx(dst=qx, src=nl.load(x), dst_scale=nl.ndarray((16, m), nl.uint8, nl.sbuf))
 
     with pytest.raises(core.HardwareRuleError, match=r"needs 100: allocate \[128, F\]"):
-        sim(compact, a.astype("bfloat16"), b.astype("bfloat16"), chip="trn3")
+        sim(compact, a.astype(BF16), b.astype(BF16), chip="trn3")
 
 
 def test_quantize_mx_is_v4_only():
@@ -1118,11 +1179,17 @@ CONSTRAINTS = [
         lambda a: nl.ndarray((4, 4), dtype=nl.float8_e4m3fn_x4),
     ),
     (
-        "SBUF to SBUF DMA",
+        "HBM to HBM DMA",
         nki.NotModelledError,
-        r"SBUF to SBUF.*tensor_copy",
+        r"HBM to HBM is not modelled.*SBUF -> SBUF are",
+        lambda a: nisa.dma_copy(dst=nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm), src=a),
+    ),
+    (
+        "SBUF to PSUM DMA",
+        core.OperandPlacementError,
+        r"dst .* is in PSUM; it must be in SBUF",
         lambda a: nisa.dma_copy(
-            dst=nl.ndarray((2, 2), nl.float32), src=nl.ndarray((2, 2), nl.float32)
+            dst=nl.ndarray((2, 2), nl.float32, buffer=nl.psum), src=nl.ndarray((2, 2), nl.float32)
         ),
     ),
     (
@@ -1567,7 +1634,7 @@ def test_quantize_mx_gives_a_group_with_a_nan_or_infinity_the_nan_scale():
         nisa.quantize_mx(dst=q, src=nl.load(a), dst_scale=sc)
         return _store_all(q, sc)
 
-    q, sc = sim(k, x.astype("bfloat16"), chip="trn3")
+    q, sc = sim(k, x.astype(BF16), chip="trn3")
     assert sc[0, 0] == 255 and sc[1, 1] == 255 and sc[1, 0] == 127 - 7  # 1.0: 2^(0 - 7)
     assert np.isnan(q[0:8, 0]).all() and np.isnan(q[8:16, 1]).all()
     np.testing.assert_array_equal(q[16:, :], 128.0)  # 1.0 / 2^-7

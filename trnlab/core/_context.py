@@ -437,7 +437,9 @@ class KernelContext(EngineOps, NkiOps):
             d.set(x if dt.fmt == tensor.fmt else quantize(x, dt.fmt, axis=0))
         return i
 
-    def _strided_dma(self, what: str, elements, sbuf_cells: int, hbm_cells: int) -> None:
+    def _strided_dma(
+        self, what: str, elements, sbuf_cells: int, hbm_cells: int, other: str = "its HBM side"
+    ) -> None:
         if isinstance(elements, bool) or not isinstance(elements, numbers.Integral):
             raise KernelArgumentError(f"{what}: elements must be a whole number, not {elements!r}")
         if self.numerics:
@@ -448,7 +450,7 @@ class KernelContext(EngineOps, NkiOps):
         if not 0 < elements <= min(sbuf_cells, hbm_cells):
             raise HardwareRuleError(
                 f"{what}: a strided DMA of {elements} elements must fit both the bounding box of "
-                f"its SBUF side ({sbuf_cells} cells) and that of its HBM side ({hbm_cells})"
+                f"its SBUF side ({sbuf_cells} cells) and that of {other} ({hbm_cells})"
             )
 
     def _check_stored(self, tensor: HBMTensor, s: HBMView, what: str) -> None:
@@ -516,6 +518,60 @@ class KernelContext(EngineOps, NkiOps):
             if st.fmt != tensor.fmt:
                 x = quantize(x, tensor.fmt, axis=0)
             tensor.data[r0:r1, c0:c1] = x.reshape(r1 - r0, c1 - c0)
+        return i
+
+    def dma_sbuf(
+        self,
+        dst,
+        src,
+        queue: int | None = None,
+        dge: str | None = None,
+        flat: bool = False,
+        elements: int | None = None,
+    ) -> int:
+        """DMA SBUF ``src`` to SBUF ``dst`` (rounded to ``dst``'s format if it differs): a way to
+        move data across partitions, which the Vector and Scalar engines cannot (they work
+        partition by partition; the Tensor Engine's transpose is the other common way).
+        Charged as a load of the destination's partitions is (an assumption: no SBUF-to-SBUF
+        figure is published); ``queue``, ``dge``, ``flat`` and ``elements`` as for
+        :meth:`load`. Within one partition an engine copy (:meth:`copy`) is the cheaper tool."""
+        d = self._view(dst, "SBUF-to-SBUF DMA destination")
+        s = self._view(src, "SBUF-to-SBUF DMA source")
+        dt, st = d.tile, s.tile
+        if dt.space != "sbuf" or st.space != "sbuf":
+            bad = dt if dt.space != "sbuf" else st
+            raise OperandPlacementError(
+                f"SBUF-to-SBUF DMA touches PSUM tile {bad.name!r}: the DMA engines reach HBM and "
+                f"SBUF, not PSUM. Copy PSUM to SBUF on an engine first (ctx.copy)."
+            )
+        p0, p1, f0, f1 = d.region
+        cells, src_cells = (p1 - p0) * (f1 - f0), s.partitions * s.free
+        if elements is not None:
+            self._strided_dma("dma_sbuf", elements, cells, src_cells, "its SBUF source")
+        elif s.shape != d.shape and not (flat and cells == src_cells):
+            raise HardwareRuleError(
+                f"SBUF-to-SBUF DMA: regions {s.shape} and {d.shape} differ in "
+                f"{'element count' if flat else 'shape'}"
+            )
+        if not st.fully_written:
+            self._check_read(s, "dma_sbuf")
+        i = len(self._rows) // _FIELDS
+        q = P.FIRST_DMA if queue is None else self._dma_queue(queue)
+        dge_flag = (
+            self._default_dge if dge is None and self._default_dge is not None else self._dge(dge)
+        )
+        self._rows.extend(
+            (P.DMA_SBUF, q, dt.id, st.id, -1, -1, p1 - p0, f1 - f0, 0, 0, 1, st.fmt_id, -1, 0,
+             dge_flag, d.key, s.key, -1, -1, -1, -1, -1)
+        )  # fmt: skip
+        if not i & self._tick:
+            self.progress.tick(i)
+        if elements is not None:
+            self._dma_elements[i] = int(elements)
+        self._wrote(d)
+        if self.numerics:
+            x = s.get().reshape(p1 - p0, f1 - f0)
+            d.set(x if dt.fmt == st.fmt else quantize(x, dt.fmt, axis=0))
         return i
 
     # ------------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ ENGINES = ("Tensor", "Vector", "Scalar", "GpSimd")
 
 # Operations (the op column).
 DMA_LOAD, DMA_STORE, MATMUL, TRANSPOSE, ACTIVATION, TENSOR_TENSOR, TENSOR_SCALAR = range(7)
-REDUCE, COPY, GPSIMD_OP, MEMSET, TENSOR_SCAN = 7, 8, 9, 10, 11
+REDUCE, COPY, GPSIMD_OP, MEMSET, TENSOR_SCAN, DMA_SBUF = 7, 8, 9, 10, 11, 12
 OPS = (
     "dma_load",
     "dma_store",
@@ -40,7 +40,10 @@ OPS = (
     "gpsimd",
     "memset",
     "tensor_tensor_scan",
+    "dma_sbuf",
 )
+#: The DMA operations (run on a DMA queue): HBM -> SBUF, SBUF -> HBM, SBUF -> SBUF.
+DMA_OPS = (DMA_LOAD, DMA_STORE, DMA_SBUF)
 
 # Flags (the flags column).
 FLAG_OUT_READ = 1  # the output region is also read (PSUM accumulation)
@@ -172,6 +175,9 @@ def build_table(rows: list[int], formats: tuple[str, ...], rates: dict[int, floa
     dma = (op == DMA_LOAD) | (op == DMA_STORE)
     h = table["hbm_region"].astype(np.int64)
     cells = (h[:, 1] - h[:, 0]) * (h[:, 3] - h[:, 2])
+    on_chip = op == DMA_SBUF  # SBUF -> SBUF: the destination's elements (as many as read)
+    cells[on_chip] = table["partitions"][on_chip].astype(np.int64) * table["free"][on_chip]
+    dma |= on_chip
     table["bytes"] = np.where(dma, np.ceil(cells * table["bits"] / 8), 0).astype(np.int64)
     mm = op == MATMUL
     table["flops"] = np.where(

@@ -220,7 +220,7 @@ class Run:
             "time_s": t,
             "instructions_done": int(done.sum()),
             "flops": flops,
-            "hbm_bytes": float(tab["bytes"][done].sum()),
+            "hbm_bytes": float(tab["bytes"][done & (tab["hbm"] >= 0)].sum()),
             "utilisation": (flops / self.flops) * self.compute_bound_s / t
             if t > 0 and self.flops
             else 0.0,
@@ -406,7 +406,7 @@ def simulate(program: P.Program, params: CoreParams, outputs=None, numerics=Fals
     for d in np.unique(t["dtype"][t["flops"] > 0]):
         sel = (t["dtype"] == d) & (t["flops"] > 0)
         compute += float(t["flops"][sel].sum()) / params.peak_flops(DTYPES[int(d)])
-    nbytes = float(t["bytes"].sum())
+    nbytes = float(t["bytes"][t["hbm"] >= 0].sum())  # an SBUF-to-SBUF DMA moves no HBM bytes
     return Run(
         program=program,
         params=params,

@@ -221,7 +221,7 @@ def costs(table: np.ndarray, params: CoreParams, tile_bits: np.ndarray | None = 
         done[gps] = busy[gps]
 
     # DMA -------------------------------------------------------------------------------------
-    dma = (op == P.DMA_LOAD) | (op == P.DMA_STORE)
+    dma = np.isin(op, P.DMA_OPS)
     p0 = np.zeros(n, np.int64)
     p1 = np.zeros(n, np.int64)
     dge = np.where(
@@ -233,8 +233,10 @@ def costs(table: np.ndarray, params: CoreParams, tile_bits: np.ndarray | None = 
         parts = np.maximum(table["partitions"][dma].astype(np.float64), 1.0)
         row_bytes = np.ceil(table["bytes"][dma] / parts)
         row_time[dma] = row_bytes / p.dma_engine_bandwidth
+        # The SBUF side's partitions (a store's source, else the destination: a load's, and an
+        # SBUF-to-SBUF copy's, an assumption: no source says how its engines are chosen).
         reg = np.where(
-            (op[dma] == P.DMA_LOAD)[:, None], table["out_region"][dma], table["in0_region"][dma]
+            (op[dma] == P.DMA_STORE)[:, None], table["in0_region"][dma], table["out_region"][dma]
         )
         p0[dma] = reg[:, 0]
         p1[dma] = reg[:, 1]

@@ -44,6 +44,7 @@ ARROWS = (
     ("Vector", "PSUM"),
     ("Scalar", "PSUM"),
     ("GpSimd", "PSUM"),
+    ("SBUF", "SBUF"),  # a DMA between partitions
     ("SBUF", "HBM"),
 )
 
@@ -120,6 +121,7 @@ def traffic(run) -> dict[tuple[str, str], float]:
     op, eng = t["op"], t["engine"]
     add(("HBM", "SBUF"), float(t["bytes"][op == P.DMA_LOAD].sum()))
     add(("SBUF", "HBM"), float(t["bytes"][op == P.DMA_STORE].sum()))
+    add(("SBUF", "SBUF"), float(t["bytes"][op == P.DMA_SBUF].sum()))
     te = (op == P.MATMUL) | (op == P.TRANSPOSE)
     for col in ("in0", "in1"):
         add(("SBUF", "Tensor"), _region_bytes(t, col, tiles, te))
@@ -239,6 +241,10 @@ def element_passes(run, name: str) -> dict[str, np.ndarray]:
             continue
         p0, p1, f0, f1 = (int(v) for v in row["out_region"])
         region = depth[out][p0:p1, f0:f1]
+        if op == P.DMA_SBUF:  # a copy between partitions: the values keep their passes
+            q0, q1, g0, g1 = (int(v) for v in row["in0_region"])
+            region[...] = _fit(depth[int(row["in0"])][q0:q1, g0:g1].copy(), region.shape)
+            continue
         if op in (P.MATMUL, P.TRANSPOSE):
             region[...] = 0
             continue

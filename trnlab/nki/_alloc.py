@@ -301,7 +301,9 @@ def _replay(trace: Trace, ctx: KernelContext, pools: list[Pool] | None) -> list[
                 ctx.nki_op(name, engine, tile(out), [tile(x) for x in ins], elements, func)
             elif kind == "dma":
                 _, dst, src, dge, n = op
-                if dst[0].on_chip:
+                if dst[0].on_chip and src[0].on_chip:
+                    ctx.dma_sbuf(tile(dst), tile(src), dge=dge, flat=True, elements=n)
+                elif dst[0].on_chip:
                     ctx.load(tile(dst), hbm(src), dge=dge, flat=True, elements=n)
                 else:
                     ctx.store(hbm(dst), tile(src), dge=dge, flat=True, elements=n)

@@ -283,10 +283,24 @@ def _chip_shape(shape, keep: int | None = None) -> tuple[int, ...]:
 
 
 # --- DMA ----------------------------------------------------------------------------------------
+def _dma_sbuf_side(x: NkiTensor, what: str, api: str) -> tuple:
+    """The region of a DMA's on-chip side: SBUF (the DMA engines do not reach PSUM), each
+    element taken once."""
+    r = _where(x, _SBUF, what, api)
+    if r[4] > r[3] - r[2]:
+        raise option(
+            api,
+            f"an SBUF side that repeats elements (a stride-0 broadcast view {x})",
+            "views that take each element once are (broadcast with nl.broadcast_to into a tile)",
+        )
+    return r
+
+
 def dma_copy(dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode.unknown,
              engine=engine.unknown, name=None):  # fmt: skip
-    """Copy ``src`` to ``dst`` with the DMA engines (HBM -> SBUF or SBUF -> HBM), casting to
-    ``dst``'s dtype; both hold the same number of elements (row-major order)."""
+    """Copy ``src`` to ``dst`` with the DMA engines (HBM -> SBUF, SBUF -> HBM or SBUF -> SBUF,
+    across partitions), casting to ``dst``'s dtype; both hold the same number of elements
+    (row-major order)."""
     api = "dma_copy"
     tr = current()
     dst = _tensor(dst, "dst", api)
@@ -296,20 +310,8 @@ def dma_copy(dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode
     if dge_mode not in _DGE:
         raise KernelArgumentError(f"nisa.{api}: dge_mode must be a nisa.dge_mode, not {dge_mode!r}")
     d_chip, s_chip = dst._s.on_chip, src._s.on_chip
-    if d_chip == s_chip:
-        where = "SBUF to SBUF" if d_chip else "HBM to HBM"
-        hint = " (use nisa.tensor_copy on an engine)" if d_chip else ""
-        raise option(api, f"a copy {where}{hint}", "HBM -> SBUF and SBUF -> HBM are")
-    tile, hbm = (dst, src) if d_chip else (src, dst)
-    rt = _where(tile, _SBUF, "the on-chip side", api)
-    if rt[4] > rt[3] - rt[2]:
-        raise option(
-            api,
-            f"an SBUF side that repeats elements (a stride-0 broadcast view {tile})",
-            "views that take each element once are (broadcast with nl.broadcast_to into a tile)",
-        )
-    *rh, exact = hbm._hbm_region()
-    exact = exact and rt[3] - rt[2] == rt[4]  # a strided SBUF side is recorded as its box too
+    if not (d_chip or s_chip):
+        raise option(api, "a copy HBM to HBM", "HBM -> SBUF, SBUF -> HBM and SBUF -> SBUF are")
     if dst.size != src.size:
         raise HardwareRuleError(
             f"nisa.{api}: dst {dst.shape} holds {dst.size} elements and src {src.shape} "
@@ -320,6 +322,19 @@ def dma_copy(dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode
             f"nisa.{api}: {src.dtype} -> {dst.dtype}: x4-packed MX data moves as is; quantize "
             f"with nisa.quantize_mx (NeuronCore-v4) or pass MX inputs with nki.hbm(..., dtype)"
         )
+    if d_chip and s_chip:
+        rd = _dma_sbuf_side(dst, "dst", api)
+        rs = _dma_sbuf_side(src, "src", api)
+        if tr.numerics:
+            _put(dst, src._arr(), src._s.dtype)
+        exact = rd[3] - rd[2] == rd[4] and rs[3] - rs[2] == rs[4]
+        op = ("dma", _ref(dst, rd), _ref(src, rs), _DGE[dge_mode], None if exact else dst.size)
+        tr.add(op, api, dst._s, src._s)
+        return
+    tile, hbm = (dst, src) if d_chip else (src, dst)
+    rt = _dma_sbuf_side(tile, "the on-chip side", api)
+    *rh, exact = hbm._hbm_region()
+    exact = exact and rt[3] - rt[2] == rt[4]  # a strided SBUF side is recorded as its box too
     if not d_chip and hbm._s.frozen:
         raise NotModelledError(
             f"nisa.{api}: writing {hbm._s.name!r}: {hbm._s.frozen}. Writing a tensor also read "
