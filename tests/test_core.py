@@ -327,6 +327,53 @@ def test_a_dma_between_sbuf_tiles_crosses_partitions():
     np.testing.assert_array_equal(got, v.reshape(4, 16))
 
 
+def test_a_dma_between_hbm_tensors():
+    """ctx.dma_hbm: the copy's values and cast, the reads after it that wait (RAW), a write
+    of its source that waits for it (WAR), its bytes on both HBM sides, and its refusals."""
+
+    def k(ctx, x, y, z):
+        ctx.dma_hbm(y, x)  # 0: fp32 -> bf16
+        a = ctx.sbuf((8, 4), "fp32")
+        ctx.load(a, y)  # 1: reads what 0 wrote
+        ctx.memset(a, 1.0)  # 2
+        ctx.store(x, a)  # 3: overwrites 0's source
+        ctx.store(z, a)  # 4
+
+    v = np.random.default_rng(4).standard_normal((8, 4)).astype(np.float32)
+    kept = v.copy()
+    r = _run(k, x=core.hbm(v), y=core.hbm((8, 4), "bf16"), z=core.hbm((8, 4)))
+    np.testing.assert_array_equal(v, kept)  # the store into input x wrote the run's copy
+    from trnlab import formats
+
+    np.testing.assert_array_equal(r.outputs["y"], formats.quantize(v, "bf16"))
+    assert 0 in r.program.deps(1) and 0 in r.program.deps(3)
+    assert r.start[1] >= r.end[0] and r.start[3] >= r.end[0]
+    assert r.program.describe(0) == "#0 dma_hbm on DMA q0: y[0:8,0:4] <- x[0:8,0:4]"
+    # read 128 B of fp32 and write 64 B of bf16; the load 64 B, the two stores 128 B each
+    assert r.hbm_bytes == 128 + 64 + 64 + 2 * 128
+    assert r.memory_bound_s == pytest.approx((128 + 64 + 2 * 128) / r.params.dma_bandwidth)
+    assert r.latency >= r.roofline_bound
+    traffic = core.hbm_traffic(r)
+    assert traffic["x"]["loaded"] == 128 and traffic["y"]["stored"] == 128
+    assert core.traffic(r)[("HBM", "HBM")] == 128
+
+    def unstored(ctx, x, y):
+        ctx.dma_hbm(y, x)
+
+    with pytest.raises(core.UnwrittenReadError, match="which no instruction has stored yet"):
+        _run(unstored, x=core.hbm((8, 4)), y=core.hbm((8, 4)))
+
+    def shapes(ctx, x, y):
+        ctx.dma_hbm(y, x)
+
+    with pytest.raises(core.HardwareRuleError, match=r"\(8, 4\) and \(4, 8\) differ in shape"):
+        _run(shapes, x=core.hbm(np.ones((8, 4))), y=core.hbm((4, 8)))
+    got = _run(
+        lambda ctx, x, y: ctx.dma_hbm(y, x, flat=True), x=core.hbm(v), y=core.hbm((4, 8))
+    ).outputs["y"]
+    np.testing.assert_array_equal(got, v.reshape(4, 8))
+
+
 # --- numerics of the engines ------------------------------------------------------------------
 
 

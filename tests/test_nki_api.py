@@ -342,6 +342,39 @@ def test_a_dma_moves_data_across_partitions_sbuf_to_sbuf(rows, cols, shift, dtyp
     assert run.hbm_bytes == 2 * rows * cols * 4 - (0 if dtype == "float32" else rows * cols * 2)
 
 
+def test_a_dma_copies_hbm_to_hbm_and_later_reads_wait_for_it():
+    """The API reference's first dma_copy example (a whole tensor to a new one), a cast on the
+    way, and a load of the copy that must wait for it; its bytes cross HBM twice."""
+
+    def k(a):  # a: [256, 1], as in the reference's example
+        b = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=b, src=a)
+        h = nl.ndarray(a.shape, dtype=nl.bfloat16, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=h, src=b[0:256, :])  # cast to bf16 on the way
+        t = nl.load(h[0:128, :])
+        c = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(c, value=nl.multiply(t, 2.0))
+        return b, h, c
+
+    x = rand(256, 1)
+    b, h, c = sim(k, x)
+    np.testing.assert_array_equal(b, x)
+    np.testing.assert_array_equal(np.asarray(h, np.float32), formats.quantize(x, "bf16"))
+    np.testing.assert_array_equal(c, 2 * formats.quantize(x[:128], "bf16"))
+    run = nki.profile(k, chip="trn2")(x)
+    t = run.program.table
+    copies = np.flatnonzero(t["op"] == core.OPS.index("dma_hbm"))
+    load = int(np.flatnonzero(t["op"] == 0)[0])
+    assert len(copies) == 2
+    assert run.start[copies[1]] >= run.end[copies[0]] - 1e-12  # reads what the first wrote
+    assert run.start[load] >= run.end[copies[1]] - 1e-12
+    # read and written: fp32 and fp32, fp32 and bf16; then the load (bf16) and the store
+    assert run.hbm_bytes == 2 * (256 * 4) + 256 * 4 + 256 * 2 + 128 * 2 + 128 * 4
+    assert "b[0:256,0:1] <- a[0:256,0:1]" in run.program.describe(int(copies[0]))
+    traffic = core.hbm_traffic(run)
+    assert traffic["b"]["stored"] == traffic["b"]["loaded"] == 256 * 4
+
+
 def test_an_sbuf_to_sbuf_dma_flattens_in_row_major_order():
     def k(a):  # a: [4, 8]
         t = nl.load(a)
@@ -1177,12 +1210,6 @@ CONSTRAINTS = [
         core.KernelArgumentError,
         r"float8_e4m3fn_x4 exists on NeuronCore-v4",
         lambda a: nl.ndarray((4, 4), dtype=nl.float8_e4m3fn_x4),
-    ),
-    (
-        "HBM to HBM DMA",
-        nki.NotModelledError,
-        r"HBM to HBM is not modelled.*SBUF -> SBUF are",
-        lambda a: nisa.dma_copy(dst=nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm), src=a),
     ),
     (
         "SBUF to PSUM DMA",

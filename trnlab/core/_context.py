@@ -144,6 +144,8 @@ class KernelContext(EngineOps, NkiOps):
         # Further tiles an instruction reads beyond its row's operands (an MX matmul's scales):
         # instruction -> ((tile id, region), ...), for the dependencies.
         self._extra_reads: dict[int, tuple] = {}
+        # HBM -> HBM copies: instruction -> (source tensor id, (r0, r1, c0, c1)).
+        self._hbm_reads: dict[int, tuple] = {}
 
     @property
     def recorded(self) -> int:
@@ -195,6 +197,8 @@ class KernelContext(EngineOps, NkiOps):
                 )
             if data is not None:
                 values = quantize(data, fmt, axis=0)
+                if values is data or np.shares_memory(values, data):
+                    values = values.copy()  # a store into an input never writes the caller's array
             else:
                 values = np.full(shape, np.nan, np.float32)
         t = HBMTensor(len(self._tensors), name, shape, fmt, values, written=written)
@@ -438,7 +442,13 @@ class KernelContext(EngineOps, NkiOps):
         return i
 
     def _strided_dma(
-        self, what: str, elements, sbuf_cells: int, hbm_cells: int, other: str = "its HBM side"
+        self,
+        what: str,
+        elements,
+        sbuf_cells: int,
+        hbm_cells: int,
+        other: str = "its HBM side",
+        side: str = "SBUF",
     ) -> None:
         if isinstance(elements, bool) or not isinstance(elements, numbers.Integral):
             raise KernelArgumentError(f"{what}: elements must be a whole number, not {elements!r}")
@@ -450,7 +460,7 @@ class KernelContext(EngineOps, NkiOps):
         if not 0 < elements <= min(sbuf_cells, hbm_cells):
             raise HardwareRuleError(
                 f"{what}: a strided DMA of {elements} elements must fit both the bounding box of "
-                f"its SBUF side ({sbuf_cells} cells) and that of {other} ({hbm_cells})"
+                f"its {side} side ({sbuf_cells} cells) and that of {other} ({hbm_cells})"
             )
 
     def _check_stored(self, tensor: HBMTensor, s: HBMView, what: str) -> None:
@@ -547,7 +557,7 @@ class KernelContext(EngineOps, NkiOps):
         p0, p1, f0, f1 = d.region
         cells, src_cells = (p1 - p0) * (f1 - f0), s.partitions * s.free
         if elements is not None:
-            self._strided_dma("dma_sbuf", elements, cells, src_cells, "its SBUF source")
+            self._strided_dma("dma_sbuf", elements, cells, src_cells, "its source", "destination")
         elif s.shape != d.shape and not (flat and cells == src_cells):
             raise HardwareRuleError(
                 f"SBUF-to-SBUF DMA: regions {s.shape} and {d.shape} differ in "
@@ -572,6 +582,58 @@ class KernelContext(EngineOps, NkiOps):
         if self.numerics:
             x = s.get().reshape(p1 - p0, f1 - f0)
             d.set(x if dt.fmt == st.fmt else quantize(x, dt.fmt, axis=0))
+        return i
+
+    def dma_hbm(
+        self,
+        dst,
+        src,
+        queue: int | None = None,
+        dge: str | None = None,
+        flat: bool = False,
+        elements: int | None = None,
+    ) -> int:
+        """DMA HBM ``src`` to HBM ``dst`` (rounded to ``dst``'s format if it differs), never
+        through SBUF. Charged as a load of ``min(rows, partitions)`` rows is (an assumption: no
+        HBM-to-HBM figure is published; the destination's rows spread over the DMA engines as
+        a load's partitions do); its bytes cross HBM twice (read, then written). ``queue``,
+        ``dge``, ``flat`` and ``elements`` as for :meth:`load`."""
+        d = dst if type(dst) is HBMView else self._hview(dst, "HBM-to-HBM DMA destination")
+        s = src if type(src) is HBMView else self._hview(src, "HBM-to-HBM DMA source")
+        r0, r1, c0, c1 = d.r0, d.r1, d.c0, d.c1
+        cells, src_cells = (r1 - r0) * (c1 - c0), (s.r1 - s.r0) * (s.c1 - s.c0)
+        if elements is not None:
+            self._strided_dma("dma_hbm", elements, cells, src_cells, "its source", "destination")
+        elif d.shape != s.shape and not (flat and cells == src_cells):
+            raise HardwareRuleError(
+                f"HBM-to-HBM DMA: regions {s.shape} and {d.shape} differ in "
+                f"{'element count' if flat else 'shape'}"
+            )
+        source, target = s.tensor, d.tensor
+        if not source.written:
+            self._check_stored(source, s, "load")
+        if not target.written:
+            target.stored.append((r0, r1, c0, c1))
+        i = len(self._rows) // _FIELDS
+        q = P.FIRST_DMA + source.id % self._load_queues if queue is None else self._dma_queue(queue)
+        dge_flag = (
+            self._default_dge if dge is None and self._default_dge is not None else self._dge(dge)
+        )
+        rows = min(r1 - r0, int(self.params.sbuf_partitions))
+        self._rows.extend(
+            (P.DMA_HBM, q, -1, -1, -1, target.id, rows, -(-cells // rows), 0, 0, 1,
+             source.fmt_id, -1, 0, dge_flag, -1, -1, -1, r0 | r1 << 32, c0 | c1 << 32, -1, -1)
+        )  # fmt: skip
+        self._hbm_reads[i] = (source.id, (s.r0, s.r1, s.c0, s.c1))
+        if not i & self._tick:
+            self.progress.tick(i)
+        if elements is not None:
+            self._dma_elements[i] = int(elements)
+        if self.numerics:
+            x = source.data[s.r0 : s.r1, s.c0 : s.c1].reshape(r1 - r0, c1 - c0)
+            target.data[r0:r1, c0:c1] = (
+                x if target.fmt == source.fmt else quantize(x, target.fmt, axis=0)
+            )
         return i
 
     # ------------------------------------------------------------------------------------------
@@ -765,7 +827,13 @@ class KernelContext(EngineOps, NkiOps):
             table["bytes"][i] = math.ceil(n * float(table["bits"][i]) / 8)
         n_engines = P.FIRST_DMA + self._n_queues
         ptr, idx = dependencies(
-            table, self._tiles, self._tensors, self.params, n_engines, self._extra_reads
+            table,
+            self._tiles,
+            self._tensors,
+            self.params,
+            n_engines,
+            self._extra_reads,
+            self._hbm_reads,
         )
         tiles = tuple(
             P.TileRecord(
@@ -793,4 +861,5 @@ class KernelContext(EngineOps, NkiOps):
             chip=self.params.chip,
             dma_queues=self._n_queues,
             formats=tuple(self._formats),
+            hbm_reads=dict(self._hbm_reads),
         )

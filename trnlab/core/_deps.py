@@ -42,7 +42,7 @@ def _deps_py(
     op,
     engine,
     flags,
-    ids,  # (n, 5 + x): out, in0, in1, hbm, in2, then x further tiles read (-1: none)
+    ids,  # (n, 6 + x): out, in0, in1, hbm, in2, hbm source, then x further tiles read (-1: none)
     regions,  # (n, 5 + x, 4): region of each operand
     tile_space,
     tile_offset,
@@ -91,7 +91,7 @@ def _deps_py(
             if t < 0:
                 continue
             rg = regions[i, slot]
-            if slot != 3:  # a tile
+            if slot != 3 and slot != 5:  # a tile
                 sp = tile_space[t]
                 b = tile_bits[t]
                 if sp == SBUF:
@@ -106,13 +106,15 @@ def _deps_py(
                 acc_rect[na, 2] = lo
                 acc_rect[na, 3] = hi
                 acc_write[na] = 1 if slot == 0 else 0
-            else:  # an HBM tensor: loads read it, stores write it
+            else:  # an HBM tensor: stores and HBM -> HBM copies write slot 3, the rest read
                 acc_obj[na] = 2 + t
                 acc_rect[na, 0] = rg[0]
                 acc_rect[na, 1] = rg[1]
                 acc_rect[na, 2] = rg[2]
                 acc_rect[na, 3] = rg[3]
-                acc_write[na] = 1 if op[i] == P.DMA_STORE else 0
+                acc_write[na] = (
+                    1 if slot == 3 and (op[i] == P.DMA_STORE or op[i] == P.DMA_HBM) else 0
+                )
             na += 1
         nf = 0
         for a in range(na):
@@ -249,7 +251,9 @@ def _hbm_grid(shape, regions) -> tuple[int, int, int, int]:
     return _grid(r, c, rb, cb)
 
 
-def dependencies(table: np.ndarray, tiles, tensors, params, n_engines: int, extra=None):
+def dependencies(
+    table: np.ndarray, tiles, tensors, params, n_engines: int, extra=None, hbm_reads=None
+):
     """CSR dependencies (``dep_ptr``, ``dep_idx``) of a recorded instruction table.
 
     Parameters
@@ -265,6 +269,8 @@ def dependencies(table: np.ndarray, tiles, tensors, params, n_engines: int, extr
     extra : dict, optional
         Instruction -> ``((tile id, region), ...)``: further tiles it reads beyond its row's
         operands (an MX matmul's scales).
+    hbm_reads : dict, optional
+        Instruction -> ``(tensor id, region)``: the HBM source of an HBM -> HBM copy.
     """
     n = len(table)
     if n == 0:
@@ -281,8 +287,16 @@ def dependencies(table: np.ndarray, tiles, tensors, params, n_engines: int, extr
         _grid(int(params.sbuf_partitions), sbuf_bytes, _ROW_CELL, _SBUF_CELL_BYTES),
         _grid(int(params.sbuf_partitions), psum_bytes, _ROW_CELL, int(params.psum_bank_bytes)),
     ]
-    hid = table["hbm"]
-    hreg = table["hbm_region"]
+    hid = table["hbm"].astype(np.int64)
+    hreg = table["hbm_region"].astype(np.int64)
+    src_id = np.full(n, -1, np.int64)
+    src_reg = np.full((n, 4), -1, np.int64)
+    for i, (h, region) in (hbm_reads or {}).items():
+        src_id[i] = h
+        src_reg[i] = region
+    if hbm_reads:
+        hid = np.concatenate([hid, src_id[src_id >= 0]])
+        hreg = np.concatenate([hreg, src_reg[src_id >= 0]])
     for t in tensors:
         grids.append(_hbm_grid(t.shape, hreg[hid == t.id]))
     rb = np.array([g[0] for g in grids], np.int64)
@@ -294,11 +308,11 @@ def dependencies(table: np.ndarray, tiles, tensors, params, n_engines: int, extr
     n_cells = int((nrow * ncol).sum())
     # Reads of an HBM tensor matter only if the kernel also writes it (WAR, RAW).
     track = np.ones(len(grids), np.bool_)
-    stored = np.unique(table["hbm"][table["op"] == P.DMA_STORE])
+    stored = np.unique(table["hbm"][np.isin(table["op"], P.HBM_WRITES)])
     track[2:] = False
     track[2 + stored[stored >= 0]] = True
     ids = np.stack(
-        [table["out"], table["in0"], table["in1"], table["hbm"], table["in2"]], 1
+        [table["out"], table["in0"], table["in1"], table["hbm"], table["in2"], src_id], 1
     ).astype(np.int64)
     regions = np.stack(
         [
@@ -307,6 +321,7 @@ def dependencies(table: np.ndarray, tiles, tensors, params, n_engines: int, extr
             table["in1_region"],
             table["hbm_region"],
             table["in2_region"],
+            src_reg,
         ],
         1,
     ).astype(np.int64)
@@ -316,8 +331,8 @@ def dependencies(table: np.ndarray, tiles, tensors, params, n_engines: int, extr
         regions = np.concatenate([regions, np.full((n, width, 4), -1, np.int64)], 1)
         for i, reads in extra.items():
             for j, (tid, region) in enumerate(reads):
-                ids[i, 5 + j] = tid
-                regions[i, 5 + j] = region
+                ids[i, 6 + j] = tid
+                regions[i, 6 + j] = region
     return _kernel()(
         table["op"].astype(np.int64),
         table["engine"].astype(np.int64),

@@ -10,7 +10,7 @@ the rest (bits, bytes, FLOPs). The dependencies are in CSR form: instruction ``i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -26,7 +26,7 @@ ENGINES = ("Tensor", "Vector", "Scalar", "GpSimd")
 
 # Operations (the op column).
 DMA_LOAD, DMA_STORE, MATMUL, TRANSPOSE, ACTIVATION, TENSOR_TENSOR, TENSOR_SCALAR = range(7)
-REDUCE, COPY, GPSIMD_OP, MEMSET, TENSOR_SCAN, DMA_SBUF = 7, 8, 9, 10, 11, 12
+REDUCE, COPY, GPSIMD_OP, MEMSET, TENSOR_SCAN, DMA_SBUF, DMA_HBM = 7, 8, 9, 10, 11, 12, 13
 OPS = (
     "dma_load",
     "dma_store",
@@ -41,9 +41,12 @@ OPS = (
     "memset",
     "tensor_tensor_scan",
     "dma_sbuf",
+    "dma_hbm",
 )
-#: The DMA operations (run on a DMA queue): HBM -> SBUF, SBUF -> HBM, SBUF -> SBUF.
-DMA_OPS = (DMA_LOAD, DMA_STORE, DMA_SBUF)
+#: The DMA operations (run on a DMA queue): HBM -> SBUF, SBUF -> HBM, SBUF -> SBUF, HBM -> HBM.
+DMA_OPS = (DMA_LOAD, DMA_STORE, DMA_SBUF, DMA_HBM)
+#: Operations that write their HBM operand (the ``hbm`` column); the others read it.
+HBM_WRITES = (DMA_STORE, DMA_HBM)
 
 # Flags (the flags column).
 FLAG_OUT_READ = 1  # the output region is also read (PSUM accumulation)
@@ -172,7 +175,7 @@ def build_table(rows: list[int], formats: tuple[str, ...], rates: dict[int, floa
         for d, r in rates.items():
             lut[d] = r
         table["rate"][te] = lut[table["dtype"][te]]
-    dma = (op == DMA_LOAD) | (op == DMA_STORE)
+    dma = (op == DMA_LOAD) | (op == DMA_STORE) | (op == DMA_HBM)
     h = table["hbm_region"].astype(np.int64)
     cells = (h[:, 1] - h[:, 0]) * (h[:, 3] - h[:, 2])
     on_chip = op == DMA_SBUF  # SBUF -> SBUF: the destination's elements (as many as read)
@@ -268,6 +271,9 @@ class Program:
     chip: str
     dma_queues: int
     formats: tuple[str, ...] = ()
+    #: HBM -> HBM copies: instruction -> (source tensor id, (r0, r1, c0, c1)); the ``hbm``
+    #: column holds the destination.
+    hbm_reads: dict = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.table)
@@ -310,6 +316,9 @@ class Program:
             t = self.tensors[int(r["hbm"])]
             a, b, c, d = (int(x) for x in r["hbm_region"])
             parts.insert(1 if r["op"] == DMA_LOAD else 0, f"{t.name}[{a}:{b},{c}:{d}]")
+        if i in self.hbm_reads:
+            h, (a, b, c, d) = self.hbm_reads[i]
+            parts.append(f"{self.tensors[h].name}[{a}:{b},{c}:{d}]")
         parts = [p for p in parts if p]
         return (
             f"#{i} {OPS[r['op']]} on {engine_name(int(r['engine']))}: {parts[0]} <- "

@@ -234,10 +234,15 @@ def costs(table: np.ndarray, params: CoreParams, tile_bits: np.ndarray | None = 
         row_bytes = np.ceil(table["bytes"][dma] / parts)
         row_time[dma] = row_bytes / p.dma_engine_bandwidth
         # The SBUF side's partitions (a store's source, else the destination: a load's, and an
-        # SBUF-to-SBUF copy's, an assumption: no source says how its engines are chosen).
+        # SBUF-to-SBUF copy's, an assumption: no source says how its engines are chosen). An
+        # HBM-to-HBM copy spreads its rows from partition 0, as a load of them would (also an
+        # assumption).
         reg = np.where(
             (op[dma] == P.DMA_STORE)[:, None], table["in0_region"][dma], table["out_region"][dma]
         )
+        hh = op[dma] == P.DMA_HBM
+        reg[hh, 0] = 0
+        reg[hh, 1] = table["partitions"][dma][hh]
         p0[dma] = reg[:, 0]
         p1[dma] = reg[:, 1]
         static = dge[dma] == 0

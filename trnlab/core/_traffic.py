@@ -46,6 +46,7 @@ ARROWS = (
     ("GpSimd", "PSUM"),
     ("SBUF", "SBUF"),  # a DMA between partitions
     ("SBUF", "HBM"),
+    ("HBM", "HBM"),  # a DMA from one HBM tensor to another
 )
 
 
@@ -74,11 +75,16 @@ def hbm_traffic(run) -> dict[str, dict[str, float]]:
     """
     run = _checked(run, "core.hbm_traffic")
     t = run.program.table
+    # The HBM sources of HBM -> HBM copies read their tensor too (the hbm column is the
+    # destination).
+    src = np.full(len(t), -1, np.int64)
+    for i, (h, _region) in run.program.hbm_reads.items():
+        src[i] = h
     out: dict[str, dict[str, float]] = {}
     for rec in run.program.tensors:
         sel = t["hbm"] == rec.id
-        load = sel & (t["op"] == P.DMA_LOAD)
-        store = sel & (t["op"] == P.DMA_STORE)
+        load = (sel & (t["op"] == P.DMA_LOAD)) | (src == rec.id)
+        store = sel & np.isin(t["op"], P.HBM_WRITES)
         out[rec.name] = {
             "size": float(_tensor_bytes(rec)),
             "loaded": float(t["bytes"][load].sum()),
@@ -122,6 +128,7 @@ def traffic(run) -> dict[tuple[str, str], float]:
     add(("HBM", "SBUF"), float(t["bytes"][op == P.DMA_LOAD].sum()))
     add(("SBUF", "HBM"), float(t["bytes"][op == P.DMA_STORE].sum()))
     add(("SBUF", "SBUF"), float(t["bytes"][op == P.DMA_SBUF].sum()))
+    add(("HBM", "HBM"), float(t["bytes"][op == P.DMA_HBM].sum()))
     te = (op == P.MATMUL) | (op == P.TRANSPOSE)
     for col in ("in0", "in1"):
         add(("SBUF", "Tensor"), _region_bytes(t, col, tiles, te))
@@ -217,6 +224,16 @@ def element_passes(run, name: str) -> dict[str, np.ndarray]:
     for i in range(len(t)):
         row = t[i]
         op = int(row["op"])
+        if op == P.DMA_HBM:  # a copy: the values keep their passes
+            h, (q0, q1, g0, g1) = prog.hbm_reads[i]
+            r0, r1, c0, c1 = (int(v) for v in row["hbm_region"])
+            d = int(row["hbm"])
+            hbm[d][r0:r1, c0:c1] = _fit(hbm[h][q0:q1, g0:g1].copy(), (r1 - r0, c1 - c0))
+            if h == target:
+                hbm_loaded[q0:q1, g0:g1] += 1
+            if d == target:
+                hbm_stored[r0:r1, c0:c1] += 1
+            continue
         if op in (P.DMA_LOAD, P.DMA_STORE):
             h = int(row["hbm"])
             r0, r1, c0, c1 = (int(v) for v in row["hbm_region"])

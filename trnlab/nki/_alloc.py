@@ -303,6 +303,8 @@ def _replay(trace: Trace, ctx: KernelContext, pools: list[Pool] | None) -> list[
                 _, dst, src, dge, n = op
                 if dst[0].on_chip and src[0].on_chip:
                     ctx.dma_sbuf(tile(dst), tile(src), dge=dge, flat=True, elements=n)
+                elif not (dst[0].on_chip or src[0].on_chip):
+                    ctx.dma_hbm(hbm(dst), hbm(src), dge=dge, flat=True, elements=n)
                 elif dst[0].on_chip:
                     ctx.load(tile(dst), hbm(src), dge=dge, flat=True, elements=n)
                 else:

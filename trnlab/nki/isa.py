@@ -298,9 +298,9 @@ def _dma_sbuf_side(x: NkiTensor, what: str, api: str) -> tuple:
 
 def dma_copy(dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode.unknown,
              engine=engine.unknown, name=None):  # fmt: skip
-    """Copy ``src`` to ``dst`` with the DMA engines (HBM -> SBUF, SBUF -> HBM or SBUF -> SBUF,
-    across partitions), casting to ``dst``'s dtype; both hold the same number of elements
-    (row-major order)."""
+    """Copy ``src`` to ``dst`` with the DMA engines (HBM -> SBUF, SBUF -> HBM, SBUF -> SBUF
+    across partitions, or HBM -> HBM), casting to ``dst``'s dtype; both hold the same number of
+    elements (row-major order)."""
     api = "dma_copy"
     tr = current()
     dst = _tensor(dst, "dst", api)
@@ -310,8 +310,6 @@ def dma_copy(dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode
     if dge_mode not in _DGE:
         raise KernelArgumentError(f"nisa.{api}: dge_mode must be a nisa.dge_mode, not {dge_mode!r}")
     d_chip, s_chip = dst._s.on_chip, src._s.on_chip
-    if not (d_chip or s_chip):
-        raise option(api, "a copy HBM to HBM", "HBM -> SBUF, SBUF -> HBM and SBUF -> SBUF are")
     if dst.size != src.size:
         raise HardwareRuleError(
             f"nisa.{api}: dst {dst.shape} holds {dst.size} elements and src {src.shape} "
@@ -331,15 +329,24 @@ def dma_copy(dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode
         op = ("dma", _ref(dst, rd), _ref(src, rs), _DGE[dge_mode], None if exact else dst.size)
         tr.add(op, api, dst._s, src._s)
         return
+    if not d_chip and dst._s.frozen:
+        raise NotModelledError(
+            f"nisa.{api}: writing {dst._s.name!r}: {dst._s.frozen}. Writing a tensor also read "
+            f"as another dtype is not modelled yet; store into a new nl.shared_hbm tensor"
+        )
+    if not (d_chip or s_chip):  # HBM -> HBM, never through SBUF
+        *rd, d_exact = dst._hbm_region()
+        *rs, s_exact = src._hbm_region()
+        if tr.numerics:
+            _put(dst, src._arr(), src._s.dtype)
+        dst._s.stored = True
+        n = None if d_exact and s_exact else dst.size
+        tr.add(("dma", (dst._s, *rd), (src._s, *rs), _DGE[dge_mode], n), api)
+        return
     tile, hbm = (dst, src) if d_chip else (src, dst)
     rt = _dma_sbuf_side(tile, "the on-chip side", api)
     *rh, exact = hbm._hbm_region()
     exact = exact and rt[3] - rt[2] == rt[4]  # a strided SBUF side is recorded as its box too
-    if not d_chip and hbm._s.frozen:
-        raise NotModelledError(
-            f"nisa.{api}: writing {hbm._s.name!r}: {hbm._s.frozen}. Writing a tensor also read "
-            f"as another dtype is not modelled yet; store into a new nl.shared_hbm tensor"
-        )
     if tr.numerics:
         _put(dst, src._arr(), src._s.dtype)
     if not d_chip:
