@@ -405,15 +405,8 @@ class KernelContext(EngineOps, NkiOps):
             )
         p0, p1, f0, f1 = d.region
         r0, r1, c0, c1 = s.r0, s.r1, s.c0, s.c1
-        if elements is not None:
-            self._strided_dma("load", elements, (p1 - p0) * (f1 - f0), (r1 - r0) * (c1 - c0))
-        elif (p1 - p0 != r1 - r0 or f1 - f0 != c1 - c0) and not (
-            flat and (p1 - p0) * (f1 - f0) == (r1 - r0) * (c1 - c0)
-        ):
-            raise HardwareRuleError(
-                f"load: SBUF region {d.shape} and HBM region {s.shape} differ in "
-                f"{'element count' if flat else 'shape'}"
-            )
+        if elements is not None or p1 - p0 != r1 - r0 or f1 - f0 != c1 - c0:
+            self._dma_extent("load", elements, flat, d.shape, s.shape)
         tensor = s.tensor
         if not tensor.written:
             self._check_stored(tensor, s, "load")
@@ -441,15 +434,20 @@ class KernelContext(EngineOps, NkiOps):
             d.set(x if dt.fmt == tensor.fmt else quantize(x, dt.fmt, axis=0))
         return i
 
-    def _strided_dma(
-        self,
-        what: str,
-        elements,
-        sbuf_cells: int,
-        hbm_cells: int,
-        other: str = "its HBM side",
-        side: str = "SBUF",
+    def _dma_extent(
+        self, what: str, elements, flat: bool, dst: tuple, src: tuple, names=("SBUF", "HBM")
     ) -> None:
+        """The rule a DMA's two regions (shapes ``dst`` and ``src``) obey: the same shape, as
+        many elements with ``flat=True``, or (``elements``, timing only) a strided access whose
+        bounding boxes hold the elements it moves. ``names`` say what dst and src are."""
+        d_cells, s_cells = dst[0] * dst[1], src[0] * src[1]
+        if elements is None:
+            if dst != src and not (flat and d_cells == s_cells):
+                raise HardwareRuleError(
+                    f"{what}: {names[0]} region {dst} and {names[1]} region {src} differ in "
+                    f"{'element count' if flat else 'shape'}"
+                )
+            return
         if isinstance(elements, bool) or not isinstance(elements, numbers.Integral):
             raise KernelArgumentError(f"{what}: elements must be a whole number, not {elements!r}")
         if self.numerics:
@@ -457,10 +455,11 @@ class KernelContext(EngineOps, NkiOps):
                 f"{what}(elements=...) records timing only; a strided access's values are the "
                 f"caller's (trnlab.nki)"
             )
-        if not 0 < elements <= min(sbuf_cells, hbm_cells):
+        if not 0 < elements <= min(d_cells, s_cells):
             raise HardwareRuleError(
                 f"{what}: a strided DMA of {elements} elements must fit both the bounding box of "
-                f"its {side} side ({sbuf_cells} cells) and that of {other} ({hbm_cells})"
+                f"its {names[0]} side ({d_cells} cells) and that of its {names[1]} side "
+                f"({s_cells})"
             )
 
     def _check_stored(self, tensor: HBMTensor, s: HBMView, what: str) -> None:
@@ -496,15 +495,8 @@ class KernelContext(EngineOps, NkiOps):
             )
         p0, p1, f0, f1 = s.region
         r0, r1, c0, c1 = d.r0, d.r1, d.c0, d.c1
-        if elements is not None:
-            self._strided_dma("store", elements, (p1 - p0) * (f1 - f0), (r1 - r0) * (c1 - c0))
-        elif (p1 - p0 != r1 - r0 or f1 - f0 != c1 - c0) and not (
-            flat and (p1 - p0) * (f1 - f0) == (r1 - r0) * (c1 - c0)
-        ):
-            raise HardwareRuleError(
-                f"store: HBM region {d.shape} and SBUF region {s.shape} differ in "
-                f"{'element count' if flat else 'shape'}"
-            )
+        if elements is not None or p1 - p0 != r1 - r0 or f1 - f0 != c1 - c0:
+            self._dma_extent("store", elements, flat, d.shape, s.shape, ("HBM", "SBUF"))
         if not st.fully_written:
             self._check_read(s, "dma_store")
         tensor = d.tensor
@@ -555,21 +547,12 @@ class KernelContext(EngineOps, NkiOps):
                 f"SBUF, not PSUM. Copy PSUM to SBUF on an engine first (ctx.copy)."
             )
         p0, p1, f0, f1 = d.region
-        cells, src_cells = (p1 - p0) * (f1 - f0), s.partitions * s.free
-        if elements is not None:
-            self._strided_dma("dma_sbuf", elements, cells, src_cells, "its source", "destination")
-        elif s.shape != d.shape and not (flat and cells == src_cells):
-            raise HardwareRuleError(
-                f"SBUF-to-SBUF DMA: regions {s.shape} and {d.shape} differ in "
-                f"{'element count' if flat else 'shape'}"
-            )
+        self._dma_extent("dma_sbuf", elements, flat, d.shape, s.shape, ("destination", "source"))
         if not st.fully_written:
             self._check_read(s, "dma_sbuf")
         i = len(self._rows) // _FIELDS
         q = P.FIRST_DMA if queue is None else self._dma_queue(queue)
-        dge_flag = (
-            self._default_dge if dge is None and self._default_dge is not None else self._dge(dge)
-        )
+        dge_flag = self._dge(dge)
         self._rows.extend(
             (P.DMA_SBUF, q, dt.id, st.id, -1, -1, p1 - p0, f1 - f0, 0, 0, 1, st.fmt_id, -1, 0,
              dge_flag, d.key, s.key, -1, -1, -1, -1, -1)
@@ -601,14 +584,8 @@ class KernelContext(EngineOps, NkiOps):
         d = dst if type(dst) is HBMView else self._hview(dst, "HBM-to-HBM DMA destination")
         s = src if type(src) is HBMView else self._hview(src, "HBM-to-HBM DMA source")
         r0, r1, c0, c1 = d.r0, d.r1, d.c0, d.c1
-        cells, src_cells = (r1 - r0) * (c1 - c0), (s.r1 - s.r0) * (s.c1 - s.c0)
-        if elements is not None:
-            self._strided_dma("dma_hbm", elements, cells, src_cells, "its source", "destination")
-        elif d.shape != s.shape and not (flat and cells == src_cells):
-            raise HardwareRuleError(
-                f"HBM-to-HBM DMA: regions {s.shape} and {d.shape} differ in "
-                f"{'element count' if flat else 'shape'}"
-            )
+        self._dma_extent("dma_hbm", elements, flat, d.shape, s.shape, ("destination", "source"))
+        cells = (r1 - r0) * (c1 - c0)
         source, target = s.tensor, d.tensor
         if not source.written:
             self._check_stored(source, s, "load")
@@ -616,9 +593,7 @@ class KernelContext(EngineOps, NkiOps):
             target.stored.append((r0, r1, c0, c1))
         i = len(self._rows) // _FIELDS
         q = P.FIRST_DMA + source.id % self._load_queues if queue is None else self._dma_queue(queue)
-        dge_flag = (
-            self._default_dge if dge is None and self._default_dge is not None else self._dge(dge)
-        )
+        dge_flag = self._dge(dge)
         rows = min(r1 - r0, int(self.params.sbuf_partitions))
         self._rows.extend(
             (P.DMA_HBM, q, -1, -1, -1, target.id, rows, -(-cells // rows), 0, 0, 1,
