@@ -73,3 +73,36 @@ def test_a_selective_scan_run_draws_its_scan_instructions():
     scans = int((run.program.table["op"] == P.TENSOR_SCAN).sum())
     bars = sum(len(t.x) for t in p.gantt.fig.data if t.name == "vector op" and t.x is not None)
     assert scans == 2 and bars >= scans
+
+
+def test_every_operation_has_a_timeline_group():
+    grouped = [op for _, ops, _, _ in OP_GROUPS for op in ops]
+    assert sorted(grouped) == list(range(len(core.OPS))), "an op with no bar would not draw"
+
+
+def test_profile_and_cursor_of_a_kernel_with_dma_copies():
+    """SBUF-to-SBUF and HBM-to-HBM copies draw, count the run's HBM bytes and mark what
+    they write."""
+
+    def k(ctx, x, y, z):
+        a, b = ctx.sbuf((8, 16), "fp32"), ctx.sbuf((8, 16), "fp32")
+        ctx.load(a, x)
+        ctx.dma_sbuf(b, a)
+        ctx.store(y, b)
+        ctx.dma_hbm(z, y)
+
+    r = core.run(k, x=core.hbm(np.ones((8, 16))), y=core.hbm((8, 16)), z=core.hbm((8, 16)))
+    p = KernelProfile(r)
+    drawn = {
+        label: len(t.x if t.x is not None else ())
+        for (label, *_), t in zip(OP_GROUPS, p.gantt.fig.data, strict=False)
+    }
+    assert drawn["DMA copy (SBUF to SBUF, HBM to HBM)"] == 2
+    m = p.model
+    assert f"{r.hbm_bytes:,.0f}" in f"{m.counters()['hbm_bytes']:,.0f}"
+    assert m.hbm("z").kind == "stores" and m.hbm("z").counts.max() == 1
+    assert m.hbm("y").counts.max() == 2  # stored once, then read by the copy
+    copy = int(np.flatnonzero(r.program.table["op"] == core.OPS.index("dma_hbm"))[0])
+    assert {h for h, *_ in m.hbm_regions(copy)} == {1, 2}  # y (source) and z
+    sbuf = int(np.flatnonzero(r.program.table["op"] == core.OPS.index("dma_sbuf"))[0])
+    assert {h for h, *_ in m.hbm_regions(sbuf)} == {0, 1}  # traced back to x, on to y

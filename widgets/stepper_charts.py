@@ -33,6 +33,7 @@ OP_GROUPS = (
     ("activation", (P.ACTIVATION,), 3, 3),
     ("vector op", (P.TENSOR_TENSOR, P.TENSOR_SCALAR, P.REDUCE, P.MEMSET, P.TENSOR_SCAN), 4, 4),
     ("GpSimd op", (P.GPSIMD_OP,), 6, 5),
+    ("DMA copy (SBUF to SBUF, HBM to HBM)", (P.DMA_SBUF, P.DMA_HBM), 7, 6),
 )
 _GROUP_OF = {op: g for g, (_, ops, _, _) in enumerate(OP_GROUPS) for op in ops}
 #: Operands coloured separately in the memory map (more share the last slot).

@@ -58,6 +58,8 @@ _ELEMENTWISE = {
     P.GPSIMD_OP,
     P.REDUCE,
 }
+#: What the HBM tracing passes through: elementwise ops and SBUF-to-SBUF copies.
+_PASS_THROUGH = _ELEMENTWISE | {P.DMA_SBUF}
 
 
 @dataclass(frozen=True)
@@ -155,7 +157,8 @@ class RunCursor:
         by_end = np.argsort(run.end, kind="stable")
         self._ends = ends
         self._cum_flops = np.concatenate([[0.0], np.cumsum(self.table["flops"][by_end])])
-        self._cum_bytes = np.concatenate([[0.0], np.cumsum(self.table["bytes"][by_end])])
+        hbm_bytes = run.program.hbm_bytes()  # as the run counts them (no SBUF-to-SBUF copy)
+        self._cum_bytes = np.concatenate([[0.0], np.cumsum(hbm_bytes[by_end])])
         self._operands = self._tile_operands()
         self._lifetimes = self._tile_lifetimes()
         self._access: dict[tuple[str, int], np.ndarray] = {}
@@ -418,7 +421,7 @@ class RunCursor:
             if row["op"] == P.DMA_LOAD:
                 h = _map(sub, tuple(row["out_region"]), tuple(row["hbm_region"]))
                 out.append((int(row["hbm"]), *h))
-            elif row["op"] in _ELEMENTWISE and depth < 4:
+            elif row["op"] in _PASS_THROUGH and depth < 4:
                 src = _map(sub, tuple(row["out_region"]), tuple(row["in0_region"]))
                 out += self._back(int(row["in0"]), src, w, depth + 1)
             if sub == left:  # the latest writer covers it: older ones were overwritten
@@ -439,7 +442,7 @@ class RunCursor:
                 if row["op"] == P.DMA_STORE:
                     h = _map(sub, tuple(row["in0_region"]), tuple(row["hbm_region"]))
                     return [(int(row["hbm"]), *h)]
-                if row["op"] in _ELEMENTWISE and depth < 64:
+                if row["op"] in _PASS_THROUGH and depth < 64:
                     dst = _map(sub, tuple(row[f"{col}_region"]), tuple(row["out_region"]))
                     return self._forward(int(row["out"]), dst, rd, depth + 1)
                 return []
@@ -453,8 +456,11 @@ class RunCursor:
         """
         if i not in self._trace:
             row = self.table[i]
-            if row["op"] in (P.DMA_LOAD, P.DMA_STORE):
+            if row["op"] in (P.DMA_LOAD, P.DMA_STORE, P.DMA_HBM):
                 found = [(int(row["hbm"]), *(int(x) for x in row["hbm_region"]))]
+                if i in self.run.program.hbm_reads:  # an HBM -> HBM copy: its source too
+                    h, region = self.run.program.hbm_reads[i]
+                    found.append((h, *region))
             else:
                 found = []
                 for col in ("in0", "in1"):
@@ -480,10 +486,17 @@ class RunCursor:
         rows, cols = rec.shape
         cr, cc = max(1, math.ceil(rows / cells)), max(1, math.ceil(cols / cells))
         tab = self.table
-        sel = (tab["hbm"] == rec.id) & np.isin(tab["op"], (P.DMA_LOAD, P.DMA_STORE))
-        kind = "stores" if (tab["op"][sel] == P.DMA_STORE).any() else "loads"
+        sel = tab["hbm"] == rec.id
+        kind = "stores" if np.isin(tab["op"][sel], P.HBM_WRITES).any() else "loads"
         done = sel & (self.run.end <= self.time)
         reg = tab["hbm_region"][done]
+        reads = [  # the sources of finished HBM -> HBM copies
+            region
+            for i, (h, region) in self.run.program.hbm_reads.items()
+            if h == rec.id and self.run.end[i] <= self.time
+        ]
+        if reads:
+            reg = np.concatenate([reg, np.array(reads, reg.dtype).reshape(-1, 4)])
         grid = np.zeros((math.ceil(rows / cr) + 1, math.ceil(cols / cc) + 1), np.int64)
         if len(reg):
             i0, i1 = reg[:, 0] // cr, -(-reg[:, 1] // cr)
@@ -497,7 +510,7 @@ class RunCursor:
         moving, working = [], []
         if not self.at_end:
             for i in self.in_flight():
-                is_dma = tab["op"][i] in (P.DMA_LOAD, P.DMA_STORE)
+                is_dma = tab["op"][i] in P.DMA_OPS
                 for h, r0, r1, c0, c1 in self.hbm_regions(int(i)):
                     if h == rec.id:
                         (moving if is_dma else working).append((r0, r1, c0, c1))

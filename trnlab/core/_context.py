@@ -588,7 +588,7 @@ class KernelContext(EngineOps, NkiOps):
         cells = (r1 - r0) * (c1 - c0)
         source, target = s.tensor, d.tensor
         if not source.written:
-            self._check_stored(source, s, "load")
+            self._check_stored(source, s, "read")
         if not target.written:
             target.stored.append((r0, r1, c0, c1))
         i = len(self._rows) // _FIELDS

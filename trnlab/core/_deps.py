@@ -43,7 +43,7 @@ def _deps_py(
     engine,
     flags,
     ids,  # (n, 6 + x): out, in0, in1, hbm, in2, hbm source, then x further tiles read (-1: none)
-    regions,  # (n, 5 + x, 4): region of each operand
+    regions,  # (n, 6 + x, 4): region of each operand
     tile_space,
     tile_offset,
     tile_bits,

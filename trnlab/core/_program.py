@@ -285,6 +285,13 @@ class Program:
     def _index(self, i) -> int:
         return whole(i, "instruction", 0, len(self.table) - 1, KernelArgumentError)
 
+    def hbm_bytes(self) -> np.ndarray:
+        """Bytes each instruction moves to, from or within HBM: a load's, a store's or an
+        HBM-to-HBM copy's bytes (each transfer once, the copy in its source's format); none
+        for an SBUF-to-SBUF copy or a compute instruction."""
+        t = self.table
+        return np.where(t["hbm"] >= 0, t["bytes"], 0).astype(np.float64)
+
     def deps(self, i: int) -> np.ndarray:
         """Instructions that instruction ``i`` waits for."""
         i = self._index(i)

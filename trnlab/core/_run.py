@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +20,7 @@ from ._errors import KernelArgumentError
 from ._params import CoreParams, core_params
 from ._progress import instruction_limit
 from ._schedule import check_program, costs, schedule, tile_bits
-from ._tiles import format_bits, format_name
+from ._tiles import format_name
 
 __all__ = ["HBM", "Run", "hbm", "record", "run", "simulate"]
 
@@ -88,11 +87,11 @@ class Run:
         one transfer is in flight; ``extra["dma_bandwidth_fraction"]``: share of the core's
         DMA bandwidth in use).
     flops, hbm_bytes : float
-        Tensor Engine FLOPs and bytes read from or written to HBM (an HBM-to-HBM copy counts
-        both sides, an SBUF-to-SBUF one neither).
+        Tensor Engine FLOPs and the bytes DMAs move to, from or within HBM (each transfer once:
+        :meth:`Program.hbm_bytes`; an SBUF-to-SBUF copy moves none).
     compute_bound_s, memory_bound_s : float
-        Roofline bounds: FLOPs at the peak of their data type, the bytes the DMAs move (each
-        transfer once) at the DMA bandwidth.
+        Roofline bounds: FLOPs at the peak of their data type, ``hbm_bytes`` at the DMA
+        bandwidth.
     """
 
     program: P.Program
@@ -223,7 +222,7 @@ class Run:
             "time_s": t,
             "instructions_done": int(done.sum()),
             "flops": flops,
-            "hbm_bytes": _hbm_bytes(self.program, done),
+            "hbm_bytes": float(self.program.hbm_bytes()[done].sum()),
             "utilisation": (flops / self.flops) * self.compute_bound_s / t
             if t > 0 and self.flops
             else 0.0,
@@ -409,8 +408,7 @@ def simulate(program: P.Program, params: CoreParams, outputs=None, numerics=Fals
     for d in np.unique(t["dtype"][t["flops"] > 0]):
         sel = (t["dtype"] == d) & (t["flops"] > 0)
         compute += float(t["flops"][sel].sum()) / params.peak_flops(DTYPES[int(d)])
-    nbytes = _hbm_bytes(program)
-    moved = float(t["bytes"][np.isin(t["op"], P.DMA_OPS)].sum())  # through the DMA engines
+    nbytes = float(program.hbm_bytes().sum())
     return Run(
         program=program,
         params=params,
@@ -423,10 +421,10 @@ def simulate(program: P.Program, params: CoreParams, outputs=None, numerics=Fals
         flops=flops,
         hbm_bytes=nbytes,
         compute_bound_s=compute,
-        memory_bound_s=moved / params.dma_bandwidth,
+        memory_bound_s=nbytes / params.dma_bandwidth,
         numerics=numerics,
         extra={
-            "dma_bandwidth_fraction": moved / (params.dma_bandwidth * latency) if latency else 0.0
+            "dma_bandwidth_fraction": nbytes / (params.dma_bandwidth * latency) if latency else 0.0
         },
     )
 
@@ -435,18 +433,6 @@ def swdge_transfers(t: np.ndarray) -> np.ndarray:
     """Indices of the transfers of instruction table ``t`` whose descriptors GpSimd writes
     (software DGE): GpSimd work that no instruction of the program shows."""
     return np.flatnonzero((t["engine"] >= P.FIRST_DMA) & ((t["flags"] & P.FLAG_DGE_SW) != 0))
-
-
-def _hbm_bytes(program: P.Program, sel: np.ndarray | None = None) -> float:
-    """Bytes the DMAs of a program (those selected) move in or out of HBM: a load's or a
-    store's HBM side, none for an SBUF-to-SBUF copy, both sides of an HBM-to-HBM copy (its
-    source read, its destination written, in the destination's format)."""
-    t = program.table
-    b = np.where(t["hbm"] >= 0, t["bytes"], 0).astype(np.float64)
-    for i, _src in program.hbm_reads.items():  # the bytes column holds the source's bytes
-        dst_bits = format_bits(program.tensors[int(t["hbm"][i])].fmt)
-        b[i] += math.ceil(float(t["bytes"][i]) * dst_bits / float(t["bits"][i]))
-    return float(b.sum() if sel is None else b[sel].sum())
 
 
 def _swdge_count(t: np.ndarray) -> int:

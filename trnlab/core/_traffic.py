@@ -75,11 +75,15 @@ def hbm_traffic(run) -> dict[str, dict[str, float]]:
     """
     run = _checked(run, "core.hbm_traffic")
     t = run.program.table
-    # The HBM sources of HBM -> HBM copies read their tensor too (the hbm column is the
-    # destination).
+    # An HBM -> HBM copy reads its source (recorded apart; the hbm column is the destination)
+    # and writes its destination in the destination's format (the bytes column is the
+    # source's).
     src = np.full(len(t), -1, np.int64)
+    written = t["bytes"].astype(np.float64)
     for i, (h, _region) in run.program.hbm_reads.items():
         src[i] = h
+        dst_bits = format_bits(run.program.tensors[int(t["hbm"][i])].fmt)
+        written[i] = math.ceil(written[i] * dst_bits / float(t["bits"][i]))
     out: dict[str, dict[str, float]] = {}
     for rec in run.program.tensors:
         sel = t["hbm"] == rec.id
@@ -88,7 +92,7 @@ def hbm_traffic(run) -> dict[str, dict[str, float]]:
         out[rec.name] = {
             "size": float(_tensor_bytes(rec)),
             "loaded": float(t["bytes"][load].sum()),
-            "stored": float(t["bytes"][store].sum()),
+            "stored": float(written[store].sum()),
             "loads": int(load.sum()),
             "stores": int(store.sum()),
         }
@@ -181,7 +185,8 @@ def time_breakdown(run) -> list[dict]:
     for e in np.unique(t["engine"]):
         sel = t["engine"] == e
         busy = _union(run.start[sel], run.issue_end[sel])
-        hbm = t["hbm"][sel]
+        reads = run.program.hbm_reads  # an HBM -> HBM copy carries its source tensor too
+        hbm = t["hbm"][sel].tolist() + [reads[i][0] for i in np.flatnonzero(sel) if i in reads]
         rows.append(
             {
                 "resource": P.engine_name(int(e)),

@@ -212,7 +212,7 @@ def replay(trace: Trace, ctx: KernelContext) -> list[Pool]:
     numerics = ctx.numerics
     ctx.numerics = False  # the values are the trace's; the context records timing only
     try:
-        with paused_gc():  # one tuple per instruction: as core.record, no collector walks
+        with paused_gc():  # a View per operand: as core.record, no collector walks
             return _replay(trace, ctx, pools)
     finally:
         ctx.numerics = numerics
