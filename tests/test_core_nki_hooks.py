@@ -63,6 +63,33 @@ def test_a_strided_sbuf_side_streams_its_elements_not_its_box():
         core.run(too_many, numerics=False, x=x)
 
 
+@pytest.mark.parametrize("chip", ["trn1", "trn2", "trn3"])
+def test_each_packet_beyond_one_per_row_costs_its_engine_the_packet_time(chip):
+    """The same bytes in 8 rows: as 8 contiguous runs, or as 128 (every other element of a
+    strided SBUF side, 16 runs a row): the engine serving the rows pays 15 packet times a row
+    more; a packet count outside one-per-row .. one-per-element is refused."""
+
+    def k(packets):
+        def kernel(ctx, x):
+            ctx.load(ctx.sbuf((8, 32), "fp32"), x[0:8, 0:16], elements=128, packets=packets)
+
+        return kernel
+
+    x = core.hbm((8, 16), "fp32", is_input=True)
+    runs = {n: core.run(k(n), chip=chip, numerics=False, x=x) for n in (8, 128)}
+    p = runs[8].params
+    extra = runs[128].issue_end[0] - runs[8].issue_end[0]
+    assert runs[128].program.table["packets"][0] == 128
+    assert extra == pytest.approx(8 * 15 * p.dma_packet_time)
+    assert runs[8].latency == pytest.approx(
+        core.run(k(None), chip=chip, numerics=False, x=x).latency
+    )  # one packet per row is the default
+    for bad, err in ((7, core.HardwareRuleError), (129, core.HardwareRuleError),
+                     (8.5, core.KernelArgumentError), (True, core.KernelArgumentError)):  # fmt: skip
+        with pytest.raises(err, match="packets"):
+            core.run(k(bad), chip=chip, numerics=False, x=x)
+
+
 def test_nki_op_records_without_computing_and_lets_vector_write_psum():
     def k(ctx, x):
         a = ctx.sbuf((4, 8), "fp32")

@@ -141,6 +141,7 @@ class KernelContext(EngineOps, NkiOps):
         self.progress = Progress()  # a progress line in notebooks once a run passes ~2 s
         self._tick = EVERY - 1
         self._dma_elements: dict[int, int] = {}  # strided DMAs: instruction -> elements moved
+        self._dma_packets: dict[int, int] = {}  # strided DMAs: instruction -> contiguous runs
         # Further tiles an instruction reads beyond its row's operands (an MX matmul's scales):
         # instruction -> ((tile id, region), ...), for the dependencies.
         self._extra_reads: dict[int, tuple] = {}
@@ -380,6 +381,7 @@ class KernelContext(EngineOps, NkiOps):
         dge: str | None = None,
         flat: bool = False,
         elements: int | None = None,
+        packets: int | None = None,
     ) -> int:
         """DMA ``src`` (HBM rows x cols) into SBUF ``dst`` (rows onto partitions).
 
@@ -392,6 +394,8 @@ class KernelContext(EngineOps, NkiOps):
         (timing only) says a side is the bounding box of a strided access (the HBM rows, or the
         SBUF free range within each partition) and the DMA moves that many elements:
         dependencies take the boxes, the bytes counted and streamed are the elements'.
+        ``packets`` says how many contiguous runs of bytes the access is made of (default: one
+        per partition row); each run beyond that costs its engine ``dma_packet_time``.
         """
         d = dst.full if type(dst) is Tile else dst
         if type(d) is not View or d.tile.freed:
@@ -426,6 +430,10 @@ class KernelContext(EngineOps, NkiOps):
             self.progress.tick(i)
         if elements is not None:
             self._dma_elements[i] = int(elements)
+        if packets is not None:
+            self._dma_packets[i] = self._packets(
+                "load", packets, p1 - p0, elements or (p1 - p0) * (f1 - f0)
+            )
         dt.version += 1
         if not dt.fully_written:
             dt.mark_written(d.region)
@@ -462,6 +470,19 @@ class KernelContext(EngineOps, NkiOps):
                 f"({s_cells})"
             )
 
+    @staticmethod
+    def _packets(what: str, packets, rows: int, moved: int) -> int:
+        """``packets`` (the contiguous runs a strided DMA moves) checked: at least one per
+        partition row, at most one per element."""
+        if isinstance(packets, bool) or not isinstance(packets, numbers.Integral):
+            raise KernelArgumentError(f"{what}: packets must be a whole number, not {packets!r}")
+        if not rows <= packets <= moved:
+            raise HardwareRuleError(
+                f"{what}: a DMA over {rows} partition rows moving {moved} elements is made of "
+                f"{rows} to {moved} contiguous runs (packets), not {packets}"
+            )
+        return int(packets)
+
     def _check_stored(self, tensor: HBMTensor, s: HBMView, what: str) -> None:
         """An output tensor counts as written where any store overlapped (not exact cover)."""
         for a, b, c, d in tensor.stored:
@@ -480,9 +501,10 @@ class KernelContext(EngineOps, NkiOps):
         dge: str | None = None,
         flat: bool = False,
         elements: int | None = None,
+        packets: int | None = None,
     ) -> int:
         """DMA SBUF ``src`` to HBM ``dst`` (rounded to the tensor's format if it differs);
-        ``dge``, ``flat`` and ``elements`` as for :meth:`load`."""
+        ``dge``, ``flat``, ``elements`` and ``packets`` as for :meth:`load`."""
         d = dst if type(dst) is HBMView else self._hview(dst, "store destination")
         s = src.full if type(src) is Tile else src
         if type(s) is not View or s.tile.freed:
@@ -505,6 +527,10 @@ class KernelContext(EngineOps, NkiOps):
         i = len(self._rows) // _FIELDS
         if elements is not None:
             self._dma_elements[i] = int(elements)
+        if packets is not None:
+            self._dma_packets[i] = self._packets(
+                "store", packets, p1 - p0, elements or (p1 - p0) * (f1 - f0)
+            )
         q = self._store_queue if queue is None else self._dma_queue(queue, store=True)
         dge_flag = (
             self._default_dge if dge is None and self._default_dge is not None else self._dge(dge)
@@ -530,13 +556,14 @@ class KernelContext(EngineOps, NkiOps):
         dge: str | None = None,
         flat: bool = False,
         elements: int | None = None,
+        packets: int | None = None,
     ) -> int:
         """DMA SBUF ``src`` to SBUF ``dst`` (rounded to ``dst``'s format if it differs): a way to
         move data across partitions, which the Vector and Scalar engines cannot (they work
         partition by partition; the Tensor Engine's transpose is the other common way).
         Charged as a load of the destination's partitions is (an assumption: no SBUF-to-SBUF
-        figure is published); ``queue``, ``dge``, ``flat`` and ``elements`` as for
-        :meth:`load`. Within one partition an engine copy (:meth:`copy`) is the cheaper tool."""
+        figure is published); ``queue``, ``dge``, ``flat``, ``elements`` and ``packets`` as
+        for :meth:`load`. Within one partition an engine copy (:meth:`copy`) is the cheaper tool."""
         d = self._view(dst, "SBUF-to-SBUF DMA destination")
         s = self._view(src, "SBUF-to-SBUF DMA source")
         dt, st = d.tile, s.tile
@@ -561,6 +588,10 @@ class KernelContext(EngineOps, NkiOps):
             self.progress.tick(i)
         if elements is not None:
             self._dma_elements[i] = int(elements)
+        if packets is not None:
+            self._dma_packets[i] = self._packets(
+                "dma_sbuf", packets, p1 - p0, elements or (p1 - p0) * (f1 - f0)
+            )
         self._wrote(d)
         if self.numerics:
             x = s.get().reshape(p1 - p0, f1 - f0)
@@ -575,12 +606,14 @@ class KernelContext(EngineOps, NkiOps):
         dge: str | None = None,
         flat: bool = False,
         elements: int | None = None,
+        packets: int | None = None,
     ) -> int:
         """DMA HBM ``src`` to HBM ``dst`` (rounded to ``dst``'s format if it differs), never
         through SBUF. Charged as a load of ``min(rows, partitions)`` rows is (an assumption: no
         HBM-to-HBM figure is published; the destination's rows spread over the DMA engines as
-        a load's partitions do); its bytes cross HBM twice (read, then written). ``queue``,
-        ``dge``, ``flat`` and ``elements`` as for :meth:`load`."""
+        a load's partitions do); the run counts its bytes once, as the DMA moves them
+        (:func:`trnlab.core.hbm_traffic` shows the read and the write). ``queue``, ``dge``,
+        ``flat``, ``elements`` and ``packets`` as for :meth:`load`."""
         d = dst if type(dst) is HBMView else self._hview(dst, "HBM-to-HBM DMA destination")
         s = src if type(src) is HBMView else self._hview(src, "HBM-to-HBM DMA source")
         r0, r1, c0, c1 = d.r0, d.r1, d.c0, d.c1
@@ -604,6 +637,8 @@ class KernelContext(EngineOps, NkiOps):
             self.progress.tick(i)
         if elements is not None:
             self._dma_elements[i] = int(elements)
+        if packets is not None:
+            self._dma_packets[i] = self._packets("dma_hbm", packets, 1, elements or cells)
         if self.numerics:
             x = source.data[s.r0 : s.r1, s.c0 : s.c1].reshape(r1 - r0, c1 - c0)
             target.data[r0:r1, c0:c1] = (
@@ -800,6 +835,8 @@ class KernelContext(EngineOps, NkiOps):
         table = P.build_table(self._rows, tuple(self._formats), rates)
         for i, n in self._dma_elements.items():  # strided DMAs move their elements, not the box
             table["bytes"][i] = math.ceil(n * float(table["bits"][i]) / 8)
+        for i, n in self._dma_packets.items():  # ... in as many contiguous runs
+            table["packets"][i] = n
         n_engines = P.FIRST_DMA + self._n_queues
         ptr, idx = dependencies(
             table,

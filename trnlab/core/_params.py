@@ -57,6 +57,7 @@ _CORE_FIGURES: dict[str, str] = {
     "dma_static_queue_bandwidth": "positive",
     "compiler_load_queues": "count",
     "dma_queue_interval": "nonneg",
+    "dma_packet_time": "nonneg",
     "dma_completion_latency": "nonneg",
     "engine_sync_latency": "nonneg",
     "launch_preamble": "nonneg",

@@ -107,6 +107,7 @@ INSTRUCTION_DTYPE = np.dtype(
         ("reload", "u1"),
         ("flags", "u1"),
         ("bytes", "i8"),  # DMA: bytes moved to or from HBM
+        ("packets", "i8"),  # DMA: contiguous runs moved (one per partition row unless strided)
         ("flops", "f8"),
         ("out_region", "i4", (4,)),
         ("in0_region", "i4", (4,)),
@@ -182,6 +183,7 @@ def build_table(rows: list[int], formats: tuple[str, ...], rates: dict[int, floa
     cells[on_chip] = table["partitions"][on_chip].astype(np.int64) * table["free"][on_chip]
     dma |= on_chip
     table["bytes"] = np.where(dma, np.ceil(cells * table["bits"] / 8), 0).astype(np.int64)
+    table["packets"] = np.where(dma, table["partitions"], 0)  # strided ones: KernelContext
     mm = op == MATMUL
     table["flops"] = np.where(
         mm, 2.0 * table["k"].astype(np.float64) * table["m"] * table["free"], 0.0

@@ -27,7 +27,8 @@ each comes from):
   DGE instance makes each DMA's descriptors instead (``dge_instruction_time``, one DMA at a
   time); with software DGE GpSimd spends ``swdge_gpsimd_time`` first. Then each DMA engine
   moves the rows of the partitions it
-  serves (``dma_partitions_per_engine``) at its streaming rate (``dma_bandwidth / dma_engines``);
+  serves (``dma_partitions_per_engine``) at its streaming rate (``dma_bandwidth / dma_engines``),
+  plus ``dma_packet_time`` for each contiguous run beyond one per row (a strided access);
   engines are shared by all queues and move one transfer at a time. A queue of static
   descriptors streams its transfers one after another at no more than
   ``dma_static_queue_bandwidth`` (on NeuronCore-v2 well below its engines' rate). The consumer
@@ -232,7 +233,11 @@ def costs(table: np.ndarray, params: CoreParams, tile_bits: np.ndarray | None = 
         # Bytes per partition row: the elements a DMA moves (a strided access's, not its box's).
         parts = np.maximum(table["partitions"][dma].astype(np.float64), 1.0)
         row_bytes = np.ceil(table["bytes"][dma] / parts)
-        row_time[dma] = row_bytes / p.dma_engine_bandwidth
+        # A strided access moves more contiguous runs (packets) than one per partition row:
+        # each further packet costs its engine dma_packet_time (an assumption; see the
+        # catalogue), as the DMA bandwidth guide names the packet rate as the limit.
+        extra = np.maximum(table["packets"][dma] - parts, 0.0) / parts
+        row_time[dma] = row_bytes / p.dma_engine_bandwidth + extra * p.dma_packet_time
         # The SBUF side's partitions (a store's source, else the destination: a load's, and an
         # SBUF-to-SBUF copy's, an assumption: no source says how its engines are chosen). An
         # HBM-to-HBM copy spreads its rows from partition 0, as a load of them would (also an

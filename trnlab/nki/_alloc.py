@@ -300,15 +300,16 @@ def _replay(trace: Trace, ctx: KernelContext, pools: list[Pool] | None) -> list[
                 _, name, engine, out, ins, elements, func = op
                 ctx.nki_op(name, engine, tile(out), [tile(x) for x in ins], elements, func)
             elif kind == "dma":
-                _, dst, src, dge, n = op
+                _, dst, src, dge, n, pk = op
+                how = {"dge": dge, "flat": True, "elements": n, "packets": pk}
                 if dst[0].on_chip and src[0].on_chip:
-                    ctx.dma_sbuf(tile(dst), tile(src), dge=dge, flat=True, elements=n)
+                    ctx.dma_sbuf(tile(dst), tile(src), **how)
                 elif not (dst[0].on_chip or src[0].on_chip):
-                    ctx.dma_hbm(hbm(dst), hbm(src), dge=dge, flat=True, elements=n)
+                    ctx.dma_hbm(hbm(dst), hbm(src), **how)
                 elif dst[0].on_chip:
-                    ctx.load(tile(dst), hbm(src), dge=dge, flat=True, elements=n)
+                    ctx.load(tile(dst), hbm(src), **how)
                 else:
-                    ctx.store(hbm(dst), tile(src), dge=dge, flat=True, elements=n)
+                    ctx.store(hbm(dst), tile(src), **how)
             elif kind == "matmul":
                 _, out, st, mv, acc, packed, reads = op
                 ctx.matmul(

@@ -78,7 +78,7 @@ def _rename(op: tuple, alias: dict) -> tuple:
         _, name, engine, out, ins, elements, func = op
         return ("op", name, engine, r(out), tuple(r(x) for x in ins), elements, func)
     if kind == "dma":
-        return ("dma", r(op[1]), r(op[2]), op[3], op[4])
+        return ("dma", r(op[1]), r(op[2]), *op[3:])
     if kind == "matmul":
         return ("matmul", r(op[1]), r(op[2]), r(op[3]), op[4], op[5], tuple(map(r, op[6])))
     return ("transpose", r(op[1]), r(op[2]))

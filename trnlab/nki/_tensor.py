@@ -127,6 +127,20 @@ def _index_error(msg: str) -> IndexError:
     return TileIndexError(msg + " (trnlab does not clip indices, as NumPy would silently)")
 
 
+def _merged(shape, strides) -> list[list[int]]:
+    """``[size, stride]`` of a view's dimensions with the size-1 ones dropped and each merged
+    into the one before it when the two lie back to back in memory."""
+    merged: list[list[int]] = []
+    for n, st in zip(shape, strides, strict=True):
+        if n == 1:
+            continue
+        if merged and merged[-1][1] == st * n:
+            merged[-1] = [merged[-1][0] * n, st]
+        else:
+            merged.append([n, st])
+    return merged
+
+
 class NkiTensor:
     """An NKI tensor: a view (shape, strides, offset) of a storage in HBM, SBUF or PSUM.
 
@@ -665,13 +679,7 @@ class NkiTensor:
         columns, within one row) of every element it touches."""
         st = self._s
         cols = st.cols
-        dims = [(n, s) for n, s in zip(self.shape, self.strides, strict=True) if n != 1]
-        merged: list[list[int]] = []
-        for n, s in dims:  # merge dims that are contiguous with the next
-            if merged and merged[-1][1] == s * n:
-                merged[-1] = [merged[-1][0] * n, s]
-            else:
-                merged.append([n, s])
+        merged = _merged(self.shape, self.strides)
         off = self.offset
         r0, c0 = divmod(off, cols)
         if not merged:
@@ -695,6 +703,20 @@ class NkiTensor:
         if ra == rb:
             return ra, ra + 1, ca, cb + 1, False
         return ra, rb + 1, 0, cols, False
+
+    def _run_length(self) -> int:
+        """Elements in each contiguous run of this view, walked in row-major order (what one
+        DMA packet can move): the innermost dimensions that lie back to back in memory, within
+        one partition for an on-chip view."""
+        shape, strides = self.shape, self.strides
+        if self._s.on_chip:
+            k = self._partition_dim()
+            shape, strides = shape[k + 1 :], strides[k + 1 :]
+        merged = _merged(shape, strides)
+        if not merged:
+            return 1
+        n, s = merged[-1]
+        return n if s == 1 else 1
 
     def _arr(self) -> np.ndarray:
         """The numpy view of these elements (writeable; trailing axis of 4 for x4 types)."""

@@ -9,9 +9,10 @@ tensor a physical buffer, as the NKI compiler would, and replays ``ops`` onto a
 
 Instruction records (``ops``):
 
-- ``("dma", dst, src, dge, elements)``: a tile ref and an HBM ref, two tile refs (SBUF to
-  SBUF) or two HBM refs (HBM to HBM); a strided access is recorded as its bounding box, with
-  the ``elements`` it moves (else None).
+- ``("dma", dst, src, dge, elements, packets)``: a tile ref and an HBM ref, two tile refs
+  (SBUF to SBUF) or two HBM refs (HBM to HBM); a strided access is recorded as its bounding
+  box, with the ``elements`` it moves (else None); ``packets`` are the contiguous runs it is
+  made of.
 - ``("matmul", out, stationary, moving, accumulate, packed, reads)``: ``reads`` the further
   tiles the matmul reads (an MX matmul's two scale tiles), else ``()``.
 - ``("transpose", out, src)``

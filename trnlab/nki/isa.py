@@ -283,6 +283,14 @@ def _chip_shape(shape, keep: int | None = None) -> tuple[int, ...]:
 
 
 # --- DMA ----------------------------------------------------------------------------------------
+def _packets(dst: NkiTensor, src: NkiTensor) -> int:
+    """The contiguous runs (DMA packets) a copy of ``src`` into ``dst`` is made of: a packet
+    ends wherever either side's run ends (both walked in row-major order)."""
+    n = dst.size
+    a, b = dst._run_length(), src._run_length()
+    return -(-n // a) + -(-n // b) - n // math.lcm(a, b)
+
+
 def _dma_sbuf_side(x: NkiTensor, what: str, api: str) -> tuple:
     """The region of a DMA's on-chip side: SBUF (the DMA engines do not reach PSUM), each
     element taken once."""
@@ -326,7 +334,8 @@ def dma_copy(dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode
         if tr.numerics:
             _put(dst, src._arr(), src._s.dtype)
         exact = rd[3] - rd[2] == rd[4] and rs[3] - rs[2] == rs[4]
-        op = ("dma", _ref(dst, rd), _ref(src, rs), _DGE[dge_mode], None if exact else dst.size)
+        n = None if exact else dst.size
+        op = ("dma", _ref(dst, rd), _ref(src, rs), _DGE[dge_mode], n, _packets(dst, src))
         tr.add(op, api, dst._s, src._s)
         return
     if not d_chip and dst._s.frozen:
@@ -341,7 +350,8 @@ def dma_copy(dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode
             _put(dst, src._arr(), src._s.dtype)
         dst._s.stored = True
         n = None if d_exact and s_exact else dst.size
-        tr.add(("dma", (dst._s, *rd), (src._s, *rs), _DGE[dge_mode], n), api)
+        op = ("dma", (dst._s, *rd), (src._s, *rs), _DGE[dge_mode], n, _packets(dst, src))
+        tr.add(op, api)
         return
     tile, hbm = (dst, src) if d_chip else (src, dst)
     rt = _dma_sbuf_side(tile, "the on-chip side", api)
@@ -355,7 +365,8 @@ def dma_copy(dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode
     ref_h = (hbm._s, *rh)
     n = None if exact else hbm.size  # a strided access: the bytes it moves, not its boxes
     dge = _DGE[dge_mode]
-    op = ("dma", ref_t, ref_h, dge, n) if d_chip else ("dma", ref_h, ref_t, dge, n)
+    pk = _packets(dst, src)
+    op = ("dma", ref_t, ref_h, dge, n, pk) if d_chip else ("dma", ref_h, ref_t, dge, n, pk)
     tr.add(op, api, tile._s)
 
 

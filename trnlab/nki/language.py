@@ -389,9 +389,8 @@ def load(src, dtype=None, mask=None, **kwargs) -> NkiTensor:
 
 def load_transpose2d(src, dtype=None, **kwargs) -> NkiTensor:
     """A new SBUF tile holding 2-D HBM view ``src`` transposed (``[F, P]`` in HBM becomes
-    ``[P, F]`` on chip), by one DMA that reads HBM column by column: recorded as a strided
-    access, charged for its bytes (the element-by-element cost of a DMA transpose is not
-    modelled; docs/nki.md)."""
+    ``[P, F]`` on chip), by one DMA that reads HBM column by column: a strided access whose
+    every element is a packet of its own (charged by ``dma_packet_time``; docs/nki.md)."""
     if kwargs:
         raise NotModelledError(f"nl.load_transpose2d options {sorted(kwargs)} are not modelled yet")
     src = _isa._tensor(src, "src", "load_transpose2d")
