@@ -80,14 +80,36 @@ def test_each_packet_beyond_one_per_row_costs_its_engine_the_packet_time(chip):
     p = runs[8].params
     extra = runs[128].issue_end[0] - runs[8].issue_end[0]
     assert runs[128].program.table["packets"][0] == 128
-    assert extra == pytest.approx(8 * 15 * p.dma_packet_time)
+    # a row's 16 packets take longer than its 64 bytes stream: the packets set its time
+    assert extra == pytest.approx(8 * (15 * p.dma_packet_time - 64 / p.dma_engine_bandwidth))
     assert runs[8].latency == pytest.approx(
         core.run(k(None), chip=chip, numerics=False, x=x).latency
     )  # one packet per row is the default
+
+    # runs of 4 KiB (2 a row) stream at full rate: the packets hide under the bytes
+    def big(packets):
+        def kernel(ctx, y):
+            ctx.load(ctx.sbuf((8, 2048), "fp32"), y, packets=packets)
+
+        return kernel
+
+    y = core.hbm((8, 2048), "fp32", is_input=True)
+    two = core.run(big(16), chip=chip, numerics=False, y=y)
+    assert two.latency == pytest.approx(core.run(big(None), chip=chip, numerics=False, y=y).latency)
     for bad, err in ((7, core.HardwareRuleError), (129, core.HardwareRuleError),
                      (8.5, core.KernelArgumentError), (True, core.KernelArgumentError)):  # fmt: skip
         with pytest.raises(err, match="packets"):
             core.run(k(bad), chip=chip, numerics=False, x=x)
+
+    def refused_then_stored(ctx, x, out):
+        t = ctx.sbuf((8, 16), "fp32")
+        ctx.load(t, x)
+        with pytest.raises(core.HardwareRuleError, match="packets"):
+            ctx.store(out, t, packets=200)
+        ctx.store(out, t)  # the refused store left nothing behind
+
+    r = core.run(refused_then_stored, chip=chip, numerics=False, x=x, out=core.hbm((8, 16)))
+    assert len(r.program) == 2 and list(r.program.table["bytes"]) == [512, 512]
 
 
 def test_nki_op_records_without_computing_and_lets_vector_write_psum():
@@ -126,3 +148,22 @@ def test_packed_matmul_counts_the_packed_contraction():
     assert r.program.table["bytes"][0] == 128 * 64 * 4  # four fp8 values per element
     with pytest.raises(core.FormatNotSupportedError, match="mxfp8"):
         core.run(k, chip="trn2", numerics=False, **args)
+
+
+def test_an_hbm_to_hbm_copy_costs_the_same_whatever_the_shapes_of_its_sides():
+    """The same 1,024 runs of 64 fp32 into a [1024, 64] tensor or onto one [1, 65536] row:
+    the copy spreads over the DMA engines as a load of 128 partitions does, either way."""
+
+    def k(shape):
+        def kernel(ctx, a, y):
+            ctx.dma_hbm(y, a[0:1024, 0:64], flat=True, elements=65536, packets=1024)
+
+        return kernel, core.hbm(shape, "fp32")
+
+    a = core.hbm((1024, 128), "fp32", is_input=True)
+    times = []
+    for shape in ((1024, 64), (1, 65536)):
+        kernel, y = k(shape)
+        r = core.run(kernel, chip="trn2", numerics=False, a=a, y=y)
+        times.append(r.issue_end[0] - r.start[0])
+    assert times[0] == pytest.approx(times[1])

@@ -414,7 +414,6 @@ class KernelContext(EngineOps, NkiOps):
         tensor = s.tensor
         if not tensor.written:
             self._check_stored(tensor, s, "load")
-        i = len(self._rows) // _FIELDS
         if queue is None:
             eng = P.FIRST_DMA + tensor.id % self._load_queues
         else:
@@ -422,6 +421,9 @@ class KernelContext(EngineOps, NkiOps):
         dge_flag = (
             self._default_dge if dge is None and self._default_dge is not None else self._dge(dge)
         )
+        if packets is not None:  # checked before anything is recorded
+            packets = self._packets("load", packets, p1 - p0, elements or (p1 - p0) * (f1 - f0))
+        i = len(self._rows) // _FIELDS
         self._rows.extend(
             (P.DMA_LOAD, eng, dt.id, -1, -1, tensor.id, p1 - p0, f1 - f0, 0, 0, 0,
              tensor.fmt_id, -1, 0, dge_flag, d.key, -1, -1, r0 | r1 << 32, c0 | c1 << 32, -1, -1)
@@ -431,9 +433,7 @@ class KernelContext(EngineOps, NkiOps):
         if elements is not None:
             self._dma_elements[i] = int(elements)
         if packets is not None:
-            self._dma_packets[i] = self._packets(
-                "load", packets, p1 - p0, elements or (p1 - p0) * (f1 - f0)
-            )
+            self._dma_packets[i] = packets
         dt.version += 1
         if not dt.fully_written:
             dt.mark_written(d.region)
@@ -521,6 +521,12 @@ class KernelContext(EngineOps, NkiOps):
             self._dma_extent("store", elements, flat, d.shape, s.shape, ("HBM", "SBUF"))
         if not st.fully_written:
             self._check_read(s, "dma_store")
+        q = self._store_queue if queue is None else self._dma_queue(queue, store=True)
+        dge_flag = (
+            self._default_dge if dge is None and self._default_dge is not None else self._dge(dge)
+        )
+        if packets is not None:  # checked before anything is recorded
+            packets = self._packets("store", packets, p1 - p0, elements or (p1 - p0) * (f1 - f0))
         tensor = d.tensor
         if not tensor.written:
             tensor.stored.append((r0, r1, c0, c1))
@@ -528,13 +534,7 @@ class KernelContext(EngineOps, NkiOps):
         if elements is not None:
             self._dma_elements[i] = int(elements)
         if packets is not None:
-            self._dma_packets[i] = self._packets(
-                "store", packets, p1 - p0, elements or (p1 - p0) * (f1 - f0)
-            )
-        q = self._store_queue if queue is None else self._dma_queue(queue, store=True)
-        dge_flag = (
-            self._default_dge if dge is None and self._default_dge is not None else self._dge(dge)
-        )
+            self._dma_packets[i] = packets
         self._rows.extend(
             (P.DMA_STORE, q, -1, st.id, -1, tensor.id, p1 - p0, f1 - f0, 0, 0, 0,
              tensor.fmt_id, -1, 0, dge_flag, -1, s.key, -1, r0 | r1 << 32, c0 | c1 << 32, -1, -1)
@@ -577,9 +577,11 @@ class KernelContext(EngineOps, NkiOps):
         self._dma_extent("dma_sbuf", elements, flat, d.shape, s.shape, ("destination", "source"))
         if not st.fully_written:
             self._check_read(s, "dma_sbuf")
-        i = len(self._rows) // _FIELDS
         q = P.FIRST_DMA if queue is None else self._dma_queue(queue)
         dge_flag = self._dge(dge)
+        if packets is not None:  # checked before anything is recorded
+            packets = self._packets("dma_sbuf", packets, p1 - p0, elements or (p1 - p0) * (f1 - f0))
+        i = len(self._rows) // _FIELDS
         self._rows.extend(
             (P.DMA_SBUF, q, dt.id, st.id, -1, -1, p1 - p0, f1 - f0, 0, 0, 1, st.fmt_id, -1, 0,
              dge_flag, d.key, s.key, -1, -1, -1, -1, -1)
@@ -589,9 +591,7 @@ class KernelContext(EngineOps, NkiOps):
         if elements is not None:
             self._dma_elements[i] = int(elements)
         if packets is not None:
-            self._dma_packets[i] = self._packets(
-                "dma_sbuf", packets, p1 - p0, elements or (p1 - p0) * (f1 - f0)
-            )
+            self._dma_packets[i] = packets
         self._wrote(d)
         if self.numerics:
             x = s.get().reshape(p1 - p0, f1 - f0)
@@ -609,9 +609,9 @@ class KernelContext(EngineOps, NkiOps):
         packets: int | None = None,
     ) -> int:
         """DMA HBM ``src`` to HBM ``dst`` (rounded to ``dst``'s format if it differs), never
-        through SBUF. Charged as a load of ``min(rows, partitions)`` rows is (an assumption: no
-        HBM-to-HBM figure is published; the destination's rows spread over the DMA engines as
-        a load's partitions do); the run counts its bytes once, as the DMA moves them
+        through SBUF. Charged as a load of 128 partitions is, whatever the two shapes (an
+        assumption: no HBM-to-HBM figure is published; its elements spread evenly over the DMA
+        engines); the run counts its bytes once, as the DMA moves them
         (:func:`trnlab.core.hbm_traffic` shows the read and the write). ``queue``, ``dge``,
         ``flat``, ``elements`` and ``packets`` as for :meth:`load`."""
         d = dst if type(dst) is HBMView else self._hview(dst, "HBM-to-HBM DMA destination")
@@ -622,12 +622,15 @@ class KernelContext(EngineOps, NkiOps):
         source, target = s.tensor, d.tensor
         if not source.written:
             self._check_stored(source, s, "read")
+        q = P.FIRST_DMA + source.id % self._load_queues if queue is None else self._dma_queue(queue)
+        dge_flag = self._dge(dge)
+        # Spread over the engines as a load of 128 partitions is, whatever the two shapes.
+        rows = min(elements or cells, int(self.params.sbuf_partitions))
+        if packets is not None:  # checked before anything is recorded
+            packets = self._packets("dma_hbm", packets, 1, elements or cells)
         if not target.written:
             target.stored.append((r0, r1, c0, c1))
         i = len(self._rows) // _FIELDS
-        q = P.FIRST_DMA + source.id % self._load_queues if queue is None else self._dma_queue(queue)
-        dge_flag = self._dge(dge)
-        rows = min(r1 - r0, int(self.params.sbuf_partitions))
         self._rows.extend(
             (P.DMA_HBM, q, -1, -1, -1, target.id, rows, -(-cells // rows), 0, 0, 1,
              source.fmt_id, -1, 0, dge_flag, -1, -1, -1, r0 | r1 << 32, c0 | c1 << 32, -1, -1)
@@ -638,7 +641,7 @@ class KernelContext(EngineOps, NkiOps):
         if elements is not None:
             self._dma_elements[i] = int(elements)
         if packets is not None:
-            self._dma_packets[i] = self._packets("dma_hbm", packets, 1, elements or cells)
+            self._dma_packets[i] = packets
         if self.numerics:
             x = source.data[s.r0 : s.r1, s.c0 : s.c1].reshape(r1 - r0, c1 - c0)
             target.data[r0:r1, c0:c1] = (

@@ -292,7 +292,9 @@ class Run:
             self.params.describe(),
             "  mechanisms: engine issue intervals and pipeline latencies; background "
             "LoadStationary; DMA descriptors (static, written by GpSimd, or by a hardware DGE), "
-            "queue set-up, engine streaming by partitions and completion signal; cross-engine "
+            "queue set-up, engine streaming by partitions (or, for a strided access, the "
+            "handling of its packets, the contiguous runs beyond one per row, if longer) and "
+            "completion signal; cross-engine "
             "semaphores; launch pre/post-amble (reported apart); for NKI kernels, the "
             "compiler's rotating buffers and its computing a repeated instruction once.",
             "  how close this model is to measured hardware: docs/fidelity.md",

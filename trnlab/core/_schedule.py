@@ -27,8 +27,9 @@ each comes from):
   DGE instance makes each DMA's descriptors instead (``dge_instruction_time``, one DMA at a
   time); with software DGE GpSimd spends ``swdge_gpsimd_time`` first. Then each DMA engine
   moves the rows of the partitions it
-  serves (``dma_partitions_per_engine``) at its streaming rate (``dma_bandwidth / dma_engines``),
-  plus ``dma_packet_time`` for each contiguous run beyond one per row (a strided access);
+  serves (``dma_partitions_per_engine``) at its streaming rate (``dma_bandwidth / dma_engines``)
+  or, if longer, at ``dma_packet_time`` for each contiguous run beyond one per row (a strided
+  access);
   engines are shared by all queues and move one transfer at a time. A queue of static
   descriptors streams its transfers one after another at no more than
   ``dma_static_queue_bandwidth`` (on NeuronCore-v2 well below its engines' rate). The consumer
@@ -234,10 +235,12 @@ def costs(table: np.ndarray, params: CoreParams, tile_bits: np.ndarray | None = 
         parts = np.maximum(table["partitions"][dma].astype(np.float64), 1.0)
         row_bytes = np.ceil(table["bytes"][dma] / parts)
         # A strided access moves more contiguous runs (packets) than one per partition row:
-        # each further packet costs its engine dma_packet_time (an assumption; see the
-        # catalogue), as the DMA bandwidth guide names the packet rate as the limit.
+        # its engine handles the further packets at dma_packet_time each (an assumption; see
+        # the catalogue), overlapped with the streaming, so a row takes the longer of the two
+        # (the DMA bandwidth guide: the packet rate limits small payloads, >= 4 KiB runs
+        # stream at full rate).
         extra = np.maximum(table["packets"][dma] - parts, 0.0) / parts
-        row_time[dma] = row_bytes / p.dma_engine_bandwidth + extra * p.dma_packet_time
+        row_time[dma] = np.maximum(row_bytes / p.dma_engine_bandwidth, extra * p.dma_packet_time)
         # The SBUF side's partitions (a store's source, else the destination: a load's, and an
         # SBUF-to-SBUF copy's, an assumption: no source says how its engines are chosen). An
         # HBM-to-HBM copy spreads its rows from partition 0, as a load of them would (also an
