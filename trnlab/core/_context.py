@@ -470,6 +470,16 @@ class KernelContext(EngineOps, NkiOps):
                 f"({s_cells})"
             )
 
+    def _note_dma(self, i: int, elements, packets) -> None:
+        """What a DMA leaves beside its row once recorded: the progress tick, a strided
+        access's elements and packets (load and store do the same inline: the hot path)."""
+        if not i & self._tick:
+            self.progress.tick(i)
+        if elements is not None:
+            self._dma_elements[i] = int(elements)
+        if packets is not None:
+            self._dma_packets[i] = packets
+
     @staticmethod
     def _packets(what: str, packets, rows: int, moved: int) -> int:
         """``packets`` (the contiguous runs a strided DMA moves) checked: at least one per
@@ -586,12 +596,7 @@ class KernelContext(EngineOps, NkiOps):
             (P.DMA_SBUF, q, dt.id, st.id, -1, -1, p1 - p0, f1 - f0, 0, 0, 1, st.fmt_id, -1, 0,
              dge_flag, d.key, s.key, -1, -1, -1, -1, -1)
         )  # fmt: skip
-        if not i & self._tick:
-            self.progress.tick(i)
-        if elements is not None:
-            self._dma_elements[i] = int(elements)
-        if packets is not None:
-            self._dma_packets[i] = packets
+        self._note_dma(i, elements, packets)
         self._wrote(d)
         if self.numerics:
             x = s.get().reshape(p1 - p0, f1 - f0)
@@ -636,12 +641,7 @@ class KernelContext(EngineOps, NkiOps):
              source.fmt_id, -1, 0, dge_flag, -1, -1, -1, r0 | r1 << 32, c0 | c1 << 32, -1, -1)
         )  # fmt: skip
         self._hbm_reads[i] = (source.id, (s.r0, s.r1, s.c0, s.c1))
-        if not i & self._tick:
-            self.progress.tick(i)
-        if elements is not None:
-            self._dma_elements[i] = int(elements)
-        if packets is not None:
-            self._dma_packets[i] = packets
+        self._note_dma(i, elements, packets)
         if self.numerics:
             x = source.data[s.r0 : s.r1, s.c0 : s.c1].reshape(r1 - r0, c1 - c0)
             target.data[r0:r1, c0:c1] = (
