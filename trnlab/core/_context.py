@@ -488,8 +488,9 @@ class KernelContext(EngineOps, NkiOps):
             raise KernelArgumentError(f"{what}: packets must be a whole number, not {packets!r}")
         if not rows <= packets <= moved:
             raise HardwareRuleError(
-                f"{what}: a DMA over {rows} partition rows moving {moved} elements is made of "
-                f"{rows} to {moved} contiguous runs (packets), not {packets}"
+                f"{what}: a DMA moving {moved} elements over {rows} partition "
+                f"row{'s' if rows != 1 else ''} is made of {rows} to {moved} contiguous runs "
+                f"(packets: at least one per row, at most one per element), not {packets}"
             )
         return int(packets)
 
