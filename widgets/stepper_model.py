@@ -456,7 +456,7 @@ class RunCursor:
         """
         if i not in self._trace:
             row = self.table[i]
-            if row["op"] in (P.DMA_LOAD, P.DMA_STORE, P.DMA_HBM):
+            if row["hbm"] >= 0:  # a DMA with an HBM side: what it moves
                 found = [(int(row["hbm"]), *(int(x) for x in row["hbm_region"]))]
                 if i in self.run.program.hbm_reads:  # an HBM -> HBM copy: its source too
                     h, region = self.run.program.hbm_reads[i]

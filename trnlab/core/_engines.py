@@ -208,7 +208,7 @@ class EngineOps:
             self.progress.tick(i)
         if self.numerics and fn is not None:
             o.set(quantize(np.asarray(fn(*fn_args)(*[v.get() for v in views]), np.float32), ot.fmt))
-        ot.version += 1
+        ot.version += 1  # KernelContext._wrote, inline: the hot path
         if not ot.fully_written:
             ot.mark_written(o.region)
         return i

@@ -3,8 +3,8 @@
 Recording extends one flat list by the :data:`ROW_FIELDS` integers of each instruction (the
 cheapest thing Python can do per instruction: a list of ints holds nothing the cyclic garbage
 collector must walk, where a list of tuples holds one tracked object per instruction);
-:func:`build_table` turns the list into a numpy structured array (so the dependency pass and the scheduler, numba loops, read flat columns) and derives
-the rest (bits, bytes, FLOPs). The dependencies are in CSR form: instruction ``i`` waits for
+:func:`build_table` turns the list into a numpy structured array (so the dependency pass and
+the scheduler, numba loops, read flat columns) and derives the rest (bits, bytes, FLOPs). The dependencies are in CSR form: instruction ``i`` waits for
 ``dep_idx[dep_ptr[i]:dep_ptr[i+1]]``.
 """
 
@@ -176,12 +176,11 @@ def build_table(rows: list[int], formats: tuple[str, ...], rates: dict[int, floa
         for d, r in rates.items():
             lut[d] = r
         table["rate"][te] = lut[table["dtype"][te]]
-    dma = (op == DMA_LOAD) | (op == DMA_STORE) | (op == DMA_HBM)
+    dma = np.isin(op, DMA_OPS)
     h = table["hbm_region"].astype(np.int64)
     cells = (h[:, 1] - h[:, 0]) * (h[:, 3] - h[:, 2])
     on_chip = op == DMA_SBUF  # SBUF -> SBUF: the destination's elements (as many as read)
     cells[on_chip] = table["partitions"][on_chip].astype(np.int64) * table["free"][on_chip]
-    dma |= on_chip
     table["bytes"] = np.where(dma, np.ceil(cells * table["bits"] / 8), 0).astype(np.int64)
     table["packets"] = np.where(dma, table["partitions"], 0)  # strided ones: KernelContext
     mm = op == MATMUL

@@ -182,10 +182,10 @@ def time_breakdown(run) -> list[dict]:
     t = run.program.table
     names = {r.id: r.name for r in run.program.tensors}
     rows = []
+    reads = run.program.hbm_reads  # an HBM -> HBM copy carries its source tensor too
     for e in np.unique(t["engine"]):
         sel = t["engine"] == e
         busy = _union(run.start[sel], run.issue_end[sel])
-        reads = run.program.hbm_reads  # an HBM -> HBM copy carries its source tensor too
         hbm = t["hbm"][sel].tolist() + [reads[i][0] for i in np.flatnonzero(sel) if i in reads]
         rows.append(
             {
