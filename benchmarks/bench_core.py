@@ -8,6 +8,9 @@ Figures (issue 11 targets in brackets):
 - ``schedule_instructions_per_s``: costs plus the numba scheduler [>= 1 million].
 - ``rows_8192_s`` / ``rows_25600_s``: a store-heavy kernel streaming 8,192 (25,600) single-row
   tiles through load / exp / multiply / store, end to end (was over 15 s / minutes).
+- ``read_back_8192_s`` / ``read_back_25600_s``: a kernel that stores 8,192 (25,600) rows to an
+  output and then loads every one back; each load asks whether a store reached its rows (was
+  a scan over every store so far: quadratic, 1.6 s at 8,192 rows).
 - ``million_instructions_s``: a one-million-instruction timing-only kernel end to end [< 10 s].
 - ``blocked_mnk_4096x8192x8192_s``: ``kernels.matmul`` bf16 on trn1, timing only, end to end.
 - ``pipelined_1024_numerics_s``: a 1024^3 bf16 run with numerics.
@@ -46,6 +49,31 @@ def _rows(n: int, cols: int = 512):
         numerics=False,
         x=core.hbm((n, cols), "fp32", is_input=True),
         y=core.hbm((n, cols), "fp32"),
+    )
+
+
+def _read_back_kernel(ctx, x, y, z):
+    R, C = x.shape
+    t = ctx.sbuf((1, C), "fp32", bufs=2)
+    for i in range(R):
+        a = t.next()
+        ctx.load(a, x[i : i + 1, :])
+        ctx.store(y[i : i + 1, :], a)
+    for i in range(R):
+        a = t.next()
+        ctx.load(a, y[i : i + 1, :])
+        ctx.store(z[i : i + 1, :], a)
+
+
+def _read_back(n: int):
+    from trnlab import core
+
+    return core.run(
+        _read_back_kernel,
+        numerics=False,
+        x=core.hbm((n, 128), "fp32", is_input=True),
+        y=core.hbm((n, 128), "fp32"),
+        z=core.hbm((n, 128), "fp32"),
     )
 
 
@@ -93,6 +121,9 @@ def run(repeats: int = 3) -> dict:
             "rows_25600_instructions": len(run25.program),
         }
     )
+    b8, _ = best_of(lambda: _read_back(8192), repeats)
+    b25, _ = best_of(lambda: _read_back(25_600), 1)
+    out.update({"read_back_8192_s": round(b8, 3), "read_back_25600_s": round(b25, 3)})
     big_rows = 250_000  # 4 instructions each: one million
     t_m, run_m = best_of(lambda: _rows(big_rows, cols=128), 1)
     out["million_instructions"] = len(run_m.program)

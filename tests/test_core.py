@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trnlab import core
 from trnlab.core import _program as P
@@ -253,6 +255,59 @@ def test_reading_a_tile_never_written():
 
     with pytest.raises(core.UnwrittenReadError, match="no instruction has stored"):
         _run(unwritten_hbm, y=core.hbm((8, 8)))
+
+
+_REGION = st.tuples(st.integers(0, 11), st.integers(1, 12), st.integers(0, 7), st.integers(1, 8))
+
+
+def _box(r):
+    r0, n, c0, m = r
+    return r0, min(12, r0 + n), c0, min(8, c0 + m)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    steps=st.lists(st.tuples(st.booleans(), _REGION), min_size=1, max_size=60),
+    mask_limit=st.sampled_from([0, 2**27]),
+    scan=st.sampled_from([0, 3, 16]),
+)
+def test_a_read_back_finds_any_overlapping_store_however_many_there_are(steps, mask_limit, scan):
+    """The store index (a scan for the first ``scan`` stores, an element mask past that, a scan
+    again for tensors too big for a mask) answers as a brute-force check over every store
+    region does."""
+    from trnlab.core import _tiles
+
+    t = _tiles.HBMTensor(0, "y", (12, 8), "fp32", None, written=False)
+    stores = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_tiles, "STORE_MASK_LIMIT", mask_limit)
+        mp.setattr(_tiles, "_SCAN_STORES", scan)
+        for is_store, r in steps:
+            r0, r1, c0, c1 = _box(r)
+            if is_store:
+                t.note_store(r0, r1, c0, c1)
+                stores.append((r0, r1, c0, c1))
+            else:
+                expected = any(a < r1 and r0 < b and c < c1 and c0 < d for a, b, c, d in stores)
+                assert t.overlaps_store(r0, r1, c0, c1) is expected
+
+
+def test_reading_back_every_stored_row_is_refused_only_where_nothing_was_stored():
+    """Past the few-store scan: 40 single-row stores, then reads of each row and of a row no
+    store reached (the mask's answer, through the kernel API)."""
+
+    def k(ctx, x, y):
+        t = ctx.sbuf((1, 8), "fp32", bufs=2)
+        for i in range(40):
+            a = t.next()
+            ctx.load(a, x[i : i + 1, :])
+            ctx.store(y[i : i + 1, :], a)
+        for i in range(40):
+            ctx.load(t.next(), y[i : i + 1, :])
+        ctx.load(t.next(), y[40:41, :])
+
+    with pytest.raises(core.UnwrittenReadError, match=r"'y'\[40:41, 0:8\].*no instruction"):
+        _run(k, numerics=False, x=core.hbm((41, 8), is_input=True), y=core.hbm((41, 8)))
 
 
 def test_dma_cannot_write_psum_and_gpsimd_cannot_read_psum():

@@ -496,9 +496,8 @@ class KernelContext(EngineOps, NkiOps):
 
     def _check_stored(self, tensor: HBMTensor, s: HBMView, what: str) -> None:
         """An output tensor counts as written where any store overlapped (not exact cover)."""
-        for a, b, c, d in tensor.stored:
-            if a < s.r1 and s.r0 < b and c < s.c1 and s.c0 < d:
-                return
+        if tensor.overlaps_store(s.r0, s.r1, s.c0, s.c1):
+            return
         raise UnwrittenReadError(
             f"instruction #{self.recorded} {what}s HBM tensor {tensor.name!r}"
             f"[{s.r0}:{s.r1}, {s.c0}:{s.c1}], which no instruction has stored yet."
@@ -540,7 +539,7 @@ class KernelContext(EngineOps, NkiOps):
             packets = self._packets("store", packets, p1 - p0, elements or (p1 - p0) * (f1 - f0))
         tensor = d.tensor
         if not tensor.written:
-            tensor.stored.append((r0, r1, c0, c1))
+            tensor.note_store(r0, r1, c0, c1)
         i = len(self._rows) // _FIELDS
         if elements is not None:
             self._dma_elements[i] = int(elements)
@@ -635,7 +634,7 @@ class KernelContext(EngineOps, NkiOps):
         if packets is not None:  # checked before anything is recorded
             packets = self._packets("dma_hbm", packets, 1, elements or cells)
         if not target.written:
-            target.stored.append((r0, r1, c0, c1))
+            target.note_store(r0, r1, c0, c1)
         i = len(self._rows) // _FIELDS
         self._rows.extend(
             (P.DMA_HBM, q, -1, -1, -1, target.id, rows, -(-cells // rows), 0, 0, 1,

@@ -85,6 +85,12 @@ def format_bits(fmt: str) -> float:
     return b
 
 
+#: Output tensors of up to this many elements answer "was this region stored?" from an element
+#: mask (one byte per element, built the first time a kernel reads back many stores).
+STORE_MASK_LIMIT = 2**27
+_SCAN_STORES = 16  # store regions scanned before the mask pays for itself
+
+
 def _bad_index(key, shape, what: str) -> tuple[int, int, int, int]:
     """The slow path of :func:`_norm`: integers, open slices, and the errors that teach."""
     if not isinstance(key, tuple):
@@ -176,7 +182,30 @@ class HBMTensor:
         self.data = data
         self.written = written
         self.bits = format_bits(fmt)
-        self.stored: list[tuple[int, int, int, int]] = []  # regions stored (outputs only)
+        self._pending: list[tuple[int, int, int, int]] = []  # stores not yet in _mask
+        self._mask: np.ndarray | None = None  # elements some store covered (built on demand)
+
+    def note_store(self, r0: int, r1: int, c0: int, c1: int) -> None:
+        """Remember that a store (or HBM copy) wrote rows ``r0:r1``, columns ``c0:c1``."""
+        self._pending.append((r0, r1, c0, c1))
+
+    def overlaps_store(self, r0: int, r1: int, c0: int, c1: int) -> bool:
+        """Whether any store so far wrote part of rows ``r0:r1``, columns ``c0:c1``: an output
+        counts as written where a store overlapped, not only where stores cover it exactly.
+
+        Linear over a run: a few stores are scanned; past that, each store region is painted
+        once into an element mask that later reads consult (tensors of up to
+        ``STORE_MASK_LIMIT`` elements; bigger ones keep scanning their store regions)."""
+        pending = self._pending
+        if self._mask is None:
+            if len(pending) <= _SCAN_STORES or self.shape[0] * self.shape[1] > STORE_MASK_LIMIT:
+                return any(a < r1 and r0 < b and c < c1 and c0 < d for a, b, c, d in pending)
+            self._mask = np.zeros(self.shape, bool)
+        mask = self._mask
+        for a, b, c, d in pending:
+            mask[a:b, c:d] = True
+        pending.clear()
+        return bool(mask[r0:r1, c0:c1].any())
 
     def __getitem__(self, key) -> HBMView:
         r0, r1, c0, c1 = _norm(key, self.shape, self)
