@@ -538,8 +538,8 @@ class KernelContext(EngineOps, NkiOps):
         if packets is not None:  # checked before anything is recorded
             packets = self._packets("store", packets, p1 - p0, elements or (p1 - p0) * (f1 - f0))
         tensor = d.tensor
-        if not tensor.written:
-            tensor.note_store(r0, r1, c0, c1)
+        if not tensor.written:  # tensor.note_store, inline: the hot path
+            tensor.pending_stores.append((r0, r1, c0, c1))
         i = len(self._rows) // _FIELDS
         if elements is not None:
             self._dma_elements[i] = int(elements)

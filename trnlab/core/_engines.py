@@ -161,6 +161,7 @@ class EngineOps:
         bits = -1.0
         flags = 0
         views = []
+        reduce = op == P.REDUCE
         for x in ins:
             v = x.full if type(x) is Tile else x
             if type(v) is not View or v.tile.freed:
@@ -168,7 +169,7 @@ class EngineOps:
             t = v.tile
             vp0, vp1, vf0, vf1 = v.region
             vfree = vf1 - vf0
-            if check and (vp1 - vp0 != parts or (op != P.REDUCE and vfree != free and vfree != 1)):
+            if check and (vp1 - vp0 != parts or (vfree != free and vfree != 1 and not reduce)):
                 raise HardwareRuleError(
                     f"{what}: input region {v.shape} does not match output {o.shape}"
                 )
@@ -184,7 +185,7 @@ class EngineOps:
             if t.bits > bits:
                 bits = t.bits
                 fid = t.fmt_id
-            if op == P.REDUCE:
+            if reduce:
                 free = vfree
             views.append(v)
         if elements is not None:

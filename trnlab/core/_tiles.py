@@ -92,7 +92,7 @@ _SCAN_STORES = 16  # store regions scanned before the mask pays for itself
 
 
 def _bad_index(key, shape, what: str) -> tuple[int, int, int, int]:
-    """The slow path of :func:`_norm`: integers, open slices, and the errors that teach."""
+    """The slow path of :func:`_slice`: integers, open slices, and the errors that teach."""
     if not isinstance(key, tuple):
         key = (key, slice(None))
     if len(key) != 2:
@@ -134,13 +134,15 @@ def _bad_index(key, shape, what: str) -> tuple[int, int, int, int]:
     return out[0], out[1], out[2], out[3]
 
 
-def _norm(key, shape: tuple[int, int], owner) -> tuple[int, int, int, int]:
-    """Normalise ``[a:b, c:d]`` (or ``[a:b]``, integers) to (p0, p1, f0, f1) within ``shape``;
-    ``owner`` (a tile or HBM tensor) names the operand in an error, built only on failure
-    (slicing is on every instruction's path)."""
+def _slice(owner, key):
+    """``owner[a:b, c:d]`` (or ``[a:b]``, integers) for a tile or an HBM tensor: the view of
+    rows / partitions a:b and columns / free elements c:d, inside its shape. The common case
+    (two plain slices) is checked inline, since a kernel slices on nearly every instruction;
+    anything else, and every error, goes through :func:`_bad_index`."""
     if type(key) is tuple and len(key) == 2:
         a, b = key
         if type(a) is slice and type(b) is slice and a.step is None and b.step is None:
+            shape = owner.shape
             p0 = 0 if a.start is None else a.start
             p1 = shape[0] if a.stop is None else a.stop
             f0 = 0 if b.start is None else b.start
@@ -153,9 +155,10 @@ def _norm(key, shape: tuple[int, int], owner) -> tuple[int, int, int, int]:
                 and 0 <= p0 < p1 <= shape[0]
                 and 0 <= f0 < f1 <= shape[1]
             ):
-                return p0, p1, f0, f1
-    what = f"HBM tensor {owner.name!r}" if type(owner) is HBMTensor else f"tile {owner.name!r}"
-    return _bad_index(key, shape, what)
+                return (HBMView if type(owner) is HBMTensor else View)(owner, p0, p1, f0, f1)
+    hbm = type(owner) is HBMTensor
+    what = f"HBM tensor {owner.name!r}" if hbm else f"tile {owner.name!r}"
+    return (HBMView if hbm else View)(owner, *_bad_index(key, owner.shape, what))
 
 
 class HBMTensor:
@@ -182,12 +185,13 @@ class HBMTensor:
         self.data = data
         self.written = written
         self.bits = format_bits(fmt)
-        self._pending: list[tuple[int, int, int, int]] = []  # stores not yet in _mask
+        #: store regions not yet painted into the mask (outputs only; appended by every store)
+        self.pending_stores: list[tuple[int, int, int, int]] = []
         self._mask: np.ndarray | None = None  # elements some store covered (built on demand)
 
     def note_store(self, r0: int, r1: int, c0: int, c1: int) -> None:
         """Remember that a store (or HBM copy) wrote rows ``r0:r1``, columns ``c0:c1``."""
-        self._pending.append((r0, r1, c0, c1))
+        self.pending_stores.append((r0, r1, c0, c1))
 
     def overlaps_store(self, r0: int, r1: int, c0: int, c1: int) -> bool:
         """Whether any store so far wrote part of rows ``r0:r1``, columns ``c0:c1``: an output
@@ -196,7 +200,7 @@ class HBMTensor:
         Linear over a run: a few stores are scanned; past that, each store region is painted
         once into an element mask that later reads consult (tensors of up to
         ``STORE_MASK_LIMIT`` elements; bigger ones keep scanning their store regions)."""
-        pending = self._pending
+        pending = self.pending_stores
         if self._mask is None:
             if len(pending) <= _SCAN_STORES or self.shape[0] * self.shape[1] > STORE_MASK_LIMIT:
                 return any(a < r1 and r0 < b and c < c1 and c0 < d for a, b, c, d in pending)
@@ -207,9 +211,7 @@ class HBMTensor:
         pending.clear()
         return bool(mask[r0:r1, c0:c1].any())
 
-    def __getitem__(self, key) -> HBMView:
-        r0, r1, c0, c1 = _norm(key, self.shape, self)
-        return HBMView(self, r0, r1, c0, c1)
+    __getitem__ = _slice  # -> HBMView
 
     @property
     def full(self) -> HBMView:
@@ -280,9 +282,7 @@ class Tile:
         self.buffer = 0
         self.full = View(self, 0, self.shape[0], 0, self.shape[1])
 
-    def __getitem__(self, key) -> View:
-        p0, p1, f0, f1 = _norm(key, self.shape, self)
-        return View(self, p0, p1, f0, f1)
+    __getitem__ = _slice  # -> View
 
     def mark_written(self, region) -> None:
         """Record that ``region`` now holds values (reads of unwritten regions are refused)."""
