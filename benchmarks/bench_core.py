@@ -11,6 +11,9 @@ Figures (issue 11 targets in brackets):
 - ``read_back_8192_s`` / ``read_back_25600_s``: a kernel that stores 8,192 (25,600) rows to an
   output and then loads every one back; each load asks whether a store reached its rows (was
   a scan over every store so far: quadratic, 1.6 s at 8,192 rows).
+- ``blocked_window_256k_schedule_s``: scheduling 256,001 instructions where the Vector
+  engine's first instruction waits for the last of 128,000 loads while the 128,000 independent
+  ones behind it start out of order (was 27 s: each step rescanned the started ones).
 - ``million_instructions_s``: a one-million-instruction timing-only kernel end to end [< 10 s].
 - ``blocked_mnk_4096x8192x8192_s``: ``kernels.matmul`` bf16 on trn1, timing only, end to end.
 - ``pipelined_1024_numerics_s``: a 1024^3 bf16 run with numerics.
@@ -77,6 +80,28 @@ def _read_back(n: int):
     )
 
 
+def _blocked_window_kernel(ctx, x):
+    n = x.shape[0]
+    w = ctx.sbuf((1, 64), "fp32")
+    for i in range(n):
+        ctx.load(w, x[i : i + 1, :])
+    ctx.copy(ctx.sbuf((1, 64), "fp32"), w)  # waits for the last load
+    t = ctx.sbuf((1, 64), "fp32", bufs=2)
+    for _ in range(n):
+        ctx.memset(t.next(), 0.0)  # independent: starts while the copy waits
+
+
+def _blocked_window_schedule(n: int) -> float:
+    from trnlab import core
+
+    ctx, _ = core.record(
+        _blocked_window_kernel, chip="trn2", numerics=False, x=core.hbm((n, 64), is_input=True)
+    )
+    prog = ctx.program()
+    t, _ = best_of(lambda: core.schedule(prog, ctx.params), 3)
+    return t
+
+
 def _phases(n: int) -> dict:
     from trnlab import core
 
@@ -124,6 +149,7 @@ def run(repeats: int = 3) -> dict:
     b8, _ = best_of(lambda: _read_back(8192), repeats)
     b25, _ = best_of(lambda: _read_back(25_600), 1)
     out.update({"read_back_8192_s": round(b8, 3), "read_back_25600_s": round(b25, 3)})
+    out["blocked_window_256k_schedule_s"] = round(_blocked_window_schedule(128_000), 3)
     big_rows = 250_000  # 4 instructions each: one million
     t_m, run_m = best_of(lambda: _rows(big_rows, cols=128), 1)
     out["million_instructions"] = len(run_m.program)

@@ -312,7 +312,6 @@ def _schedule_py(
     queue_done = np.zeros(n_engines)  # DMA queues: completion of the last transfer (in order)
     stream_free = np.zeros(n_engines)  # static-descriptor queues: their stream is free at
     dma_free = np.zeros(n_dma)
-    done_flag = np.zeros(n, np.bool_)
     active = np.empty(n_engines, np.int64)
     n_active = 0
     for e in range(n_engines):
@@ -343,7 +342,15 @@ def _schedule_py(
     last_mm_start = 0.0
     vg_free = 0.0  # NeuronCore-v2: the SBUF port Vector and GpSimd share
     psum_free = 0.0  # NeuronCore-v2: the PSUM port Vector and Scalar share
-    head = ptr[:-1].copy()  # per engine: first instruction (in program order) not yet started
+    # Per engine, the positions (in `order`) not yet started form a linked list, so a scan of
+    # an engine's next `window` candidates never walks over started ones (out-of-order starts
+    # would otherwise leave them in its way: quadratic).
+    head = ptr[:-1].copy()  # per engine: first position not yet started
+    nxt = np.arange(1, n + 1)  # the next position not yet started (ptr[e + 1]: none)
+    prv = np.arange(-1, n - 1)  # the previous one (below ptr[e]: none)
+    pos = np.empty(n, np.int64)  # position of each instruction in `order`
+    for q in range(n):
+        pos[order[q]] = q
     scheduled = 0
     while scheduled < n:
         best = -1
@@ -359,9 +366,7 @@ def _schedule_py(
             q = head[e]
             while q < ptr[e + 1] and seen < limit:
                 i = order[q]
-                q += 1
-                if done_flag[i]:
-                    continue
+                q = nxt[q]
                 seen += 1
                 if n_wait[i] > 0:
                     continue
@@ -460,9 +465,15 @@ def _schedule_py(
                 f = queue_done[e]
             queue_done[e] = f
             end[i] = f
-        done_flag[i] = True
-        while head[e] < ptr[e + 1] and done_flag[order[head[e]]]:
-            head[e] += 1
+        q = pos[i]  # unlink: started
+        a = prv[q]
+        b = nxt[q]
+        if a >= ptr[e]:
+            nxt[a] = b
+        else:
+            head[e] = b
+        if b < ptr[e + 1]:
+            prv[b] = a
         for j in range(succ_ptr[i], succ_ptr[i + 1]):
             c = succ_idx[j]
             ec = engine[c]
