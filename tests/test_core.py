@@ -292,6 +292,24 @@ def test_a_read_back_finds_any_overlapping_store_however_many_there_are(steps, m
                 assert t.overlaps_store(r0, r1, c0, c1) is expected
 
 
+@settings(max_examples=150, deadline=None)
+@given(writes=st.lists(_REGION, min_size=1, max_size=40))
+def test_a_tile_is_fully_written_exactly_when_its_writes_cover_it(writes):
+    """The written-element count (each write costs its own region) against the union of the
+    writes, element by element; reads of a region are allowed exactly where it is covered."""
+    from trnlab.core import _tiles
+
+    t = _tiles.Tile(0, "t", "sbuf", (12, 8), "fp32", 0, 32, numerics=False)
+    covered = np.zeros((12, 8), bool)
+    for r in writes:
+        r0, r1, c0, c1 = _box(r)
+        t.mark_written((r0, r1, c0, c1))
+        covered[r0:r1, c0:c1] = True
+        assert t.fully_written == covered.all()
+        assert t.is_written((0, 12, 0, 8)) == covered.all()
+        assert t.is_written((r0, r1, 0, 8)) == covered[r0:r1].all()
+
+
 def test_reading_back_every_stored_row_is_refused_only_where_nothing_was_stored():
     """Past the few-store scan: 40 single-row stores, then reads of each row and of a row no
     store reached (the mask's answer, through the kernel API)."""

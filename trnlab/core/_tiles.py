@@ -275,6 +275,7 @@ class Tile:
         self.bits = format_bits(fmt)
         self.data = np.full(self.shape, np.nan, np.float32) if numerics else None
         self.written_mask = np.zeros(self.shape, bool)
+        self.n_written = 0  # elements of written_mask set
         self.fully_written = False
         self.freed = False
         self.version = 0  # writes so far (a stationary tile written again must be reloaded)
@@ -288,11 +289,14 @@ class Tile:
         """Record that ``region`` now holds values (reads of unwritten regions are refused)."""
         if not self.fully_written:
             p0, p1, f0, f1 = region
-            self.written_mask[p0:p1, f0:f1] = True
             if p0 == 0 and f0 == 0 and p1 == self.shape[0] and f1 == self.shape[1]:
                 self.fully_written = True
-            else:
-                self.fully_written = bool(self.written_mask.all())
+                return
+            part = self.written_mask[p0:p1, f0:f1]
+            # count what this write adds (its own region's cost, not the tile's)
+            self.n_written += part.size - int(np.count_nonzero(part))
+            part[...] = True
+            self.fully_written = self.n_written == self.shape[0] * self.shape[1]
 
     def is_written(self, region) -> bool:
         if self.fully_written:
