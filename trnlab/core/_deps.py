@@ -232,16 +232,13 @@ def _grid(rows: int, cols: int, rb: int, cb: int) -> tuple[int, int, int, int]:
     return rb, cb, -(-rows // rb), -(-cols // cb)
 
 
-def _hbm_grid(shape, regions) -> tuple[int, int, int, int]:
-    """Cells of an HBM tensor shaped like its smallest accesses (a kernel that moves 128 x 512
-    tiles gets 128 x 512 cells, one that stores single rows gets one-row cells), so an access
-    touches few cells and a cell holds few accesses; at most about a million cells."""
+def _hbm_grid(shape, min_rows: int, min_cols: int) -> tuple[int, int, int, int]:
+    """Cells of an HBM tensor shaped like its smallest accesses, ``min_rows`` x ``min_cols``
+    (a kernel that moves 128 x 512 tiles gets 128 x 512 cells, one that stores single rows gets
+    one-row cells; 0: no access, one cell), so an access touches few cells and a cell holds few
+    accesses; at most about a million cells."""
     r, c = shape
-    if len(regions):
-        rb = int((regions[:, 1] - regions[:, 0]).min())
-        cb = int((regions[:, 3] - regions[:, 2]).min())
-    else:
-        rb, cb = r, c
+    rb, cb = (min_rows, min_cols) if min_rows > 0 else (r, c)
     rb, cb = max(1, rb), max(1, cb)
     while -(-r // rb) * -(-c // cb) > _HBM_MAX_CELLS:
         if -(-r // rb) >= -(-c // cb):
@@ -297,8 +294,21 @@ def dependencies(
     if hbm_reads:
         hid = np.concatenate([hid, src_id[src_id >= 0]])
         hreg = np.concatenate([hreg, src_reg[src_id >= 0]])
+    # Each tensor's smallest access, in one pass over the accesses (not one per tensor).
+    n_t = len(tensors)
+    min_rows = np.zeros(n_t, np.int64)
+    min_cols = np.zeros(n_t, np.int64)
+    acc = hid >= 0
+    if acc.any():
+        big = np.iinfo(np.int64).max
+        min_rows[:] = big
+        min_cols[:] = big
+        np.minimum.at(min_rows, hid[acc], hreg[acc, 1] - hreg[acc, 0])
+        np.minimum.at(min_cols, hid[acc], hreg[acc, 3] - hreg[acc, 2])
+        min_rows[min_rows == big] = 0
+        min_cols[min_cols == big] = 0
     for t in tensors:
-        grids.append(_hbm_grid(t.shape, hreg[hid == t.id]))
+        grids.append(_hbm_grid(t.shape, int(min_rows[t.id]), int(min_cols[t.id])))
     rb = np.array([g[0] for g in grids], np.int64)
     cb = np.array([g[1] for g in grids], np.int64)
     nrow = np.array([g[2] for g in grids], np.int64)

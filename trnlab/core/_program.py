@@ -255,7 +255,9 @@ class Program:
         CSR dependencies: RAW, WAR and WAW on physical memory (SBUF and PSUM byte ranges per
         partition, HBM tensor regions), the latest one per engine or DMA queue.
     tiles : tuple of TileRecord
+        In allocation order: a tile's id is its index.
     tensors : tuple of TensorRecord
+        Likewise indexed by id.
     chip : str
         The chip the kernel was checked against.
     dma_queues : int
@@ -307,13 +309,12 @@ class Program:
         """One instruction in words: ``"#12 matmul on Tensor: psum0[0:128,0:512] <- ..."``."""
         i = self._index(i)
         r = self.table[i]
-        names = {t.id: t.label for t in self.tiles}
 
         def reg(tid, region):
             if tid < 0:
                 return ""
             p0, p1, f0, f1 = (int(x) for x in region)
-            return f"{names[int(tid)]}[{p0}:{p1},{f0}:{f1}]"
+            return f"{self.tiles[int(tid)].label}[{p0}:{p1},{f0}:{f1}]"  # ids are indices
 
         parts = [reg(r["out"], r["out_region"]), reg(r["in0"], r["in0_region"])]
         if r["in1"] >= 0:

@@ -84,19 +84,29 @@ def hbm_traffic(run) -> dict[str, dict[str, float]]:
         src[i] = h
         dst_bits = format_bits(run.program.tensors[int(t["hbm"][i])].fmt)
         written[i] = math.ceil(written[i] * dst_bits / float(t["bits"][i]))
-    out: dict[str, dict[str, float]] = {}
-    for rec in run.program.tensors:
-        sel = t["hbm"] == rec.id
-        load = (sel & (t["op"] == P.DMA_LOAD)) | (src == rec.id)
-        store = sel & np.isin(t["op"], P.HBM_WRITES)
-        out[rec.name] = {
+    # Per tensor, in one pass over the table (bincount by tensor id), not one per tensor.
+    n_t = len(run.program.tensors)
+    hbm = t["hbm"].astype(np.int64)
+    moved = t["bytes"].astype(np.float64)
+    load = (t["op"] == P.DMA_LOAD) & (hbm >= 0)
+    store = np.isin(t["op"], P.HBM_WRITES) & (hbm >= 0)
+    from_src = src >= 0
+    load_ids = np.concatenate([hbm[load], src[from_src]])
+    load_bytes = np.concatenate([moved[load], moved[from_src]])
+    loaded = np.bincount(load_ids, weights=load_bytes, minlength=n_t)
+    loads = np.bincount(load_ids, minlength=n_t)
+    stored = np.bincount(hbm[store], weights=written[store], minlength=n_t)
+    stores = np.bincount(hbm[store], minlength=n_t)
+    return {
+        rec.name: {
             "size": float(_tensor_bytes(rec)),
-            "loaded": float(t["bytes"][load].sum()),
-            "stored": float(written[store].sum()),
-            "loads": int(load.sum()),
-            "stores": int(store.sum()),
+            "loaded": float(loaded[rec.id]),
+            "stored": float(stored[rec.id]),
+            "loads": int(loads[rec.id]),
+            "stores": int(stores[rec.id]),
         }
-    return out
+        for rec in run.program.tensors
+    }
 
 
 def _region_bytes(table, col: str, tiles, sel: np.ndarray) -> float:
