@@ -310,6 +310,56 @@ def test_a_tile_is_fully_written_exactly_when_its_writes_cover_it(writes):
         assert t.is_written((r0, r1, 0, 8)) == covered[r0:r1].all()
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    steps=st.lists(
+        st.one_of(
+            st.tuples(st.just("alloc"), st.integers(1, 40)),
+            st.tuples(st.just("free"), st.integers(0, 30)),
+        ),
+        max_size=80,
+    )
+)
+def test_sbuf_placement_is_first_fit_over_the_live_tiles(steps):
+    """Free runs kept in order and merged give the offsets a first fit over the sorted live
+    tiles gives, the same largest free run, and refuse exactly when no gap holds the tile."""
+    from trnlab.core import SbufCapacityError
+    from trnlab.core._memory import Memory
+
+    params = core.core_params("trn2", sbuf_usable_partition_bytes=100)
+    mem = Memory(params, name_of=str)
+    live: dict[int, tuple[int, int]] = {}
+    tid = 0
+
+    def first_fit(need):
+        at = 0
+        for off, size in sorted(live.values()):
+            if off - at >= need:
+                return at
+            at = off + size
+        return at if 100 - at >= need else None
+
+    for kind, value in steps:
+        if kind == "alloc":
+            want = first_fit(value)
+            if want is None:
+                with pytest.raises(SbufCapacityError):
+                    mem.place_sbuf(tid, f"t{tid}", value)
+            else:
+                assert mem.place_sbuf(tid, f"t{tid}", value) == want
+                live[tid] = (want, value)
+            tid += 1
+        elif live:
+            victim = sorted(live)[value % len(live)]
+            mem.release(victim, "sbuf", live.pop(victim)[0])
+        gaps, at = [], 0
+        for off, size in sorted(live.values()):
+            gaps.append(off - at)
+            at = off + size
+        assert mem.largest_free() == max([*gaps, 100 - at])
+        assert mem.sbuf_in_use == sum(b for _, b in live.values())
+
+
 def test_reading_back_every_stored_row_is_refused_only_where_nothing_was_stored():
     """Past the few-store scan: 40 single-row stores, then reads of each row and of a row no
     store reached (the mask's answer, through the kernel API)."""

@@ -3,11 +3,13 @@
 SBUF: a tile takes the same byte range in every partition (the free dimension is the address,
 NDOC NKI architecture guides), so capacity is counted in bytes per partition against the usable
 figure of the catalogue (``sbuf_usable_partition_bytes``: the runtime keeps the rest). Tiles are
-placed first-fit. PSUM: 8 banks of 2 KiB per partition; a PSUM tile is one bank.
+placed first-fit: at the lowest free run (gap) that holds them; the free runs are kept in
+order, merged as tiles are freed, so a placement never walks the live tiles. PSUM: 8 banks of 2 KiB per partition; a PSUM tile is one bank.
 """
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable
 
 from ._errors import PsumBankOverflowError, SbufCapacityError, TileTooLargeError
@@ -30,6 +32,10 @@ class Memory:
         self.params = params
         self.name_of = name_of
         self.sbuf_live: dict[int, tuple[int, int]] = {}  # tile id -> (offset, bytes)
+        self.sbuf_in_use = 0  # bytes per partition the live tiles take
+        cap = int(params.sbuf_usable_partition_bytes)
+        self._gap_at: list[int] = [0]  # free runs of SBUF, by offset ...
+        self._gap_size: list[int] = [cap]  # ... and their sizes (bytes per partition)
         self.psum_banks: list[int] = [-1] * int(params.psum_banks)
 
     def check_partitions(self, space: str, name: str, parts: int) -> None:
@@ -43,28 +49,42 @@ class Memory:
 
     def place_sbuf(self, tid: int, name: str, need: int) -> int:
         """Byte offset for ``need`` bytes per partition (first fit), or a teaching error."""
-        cap = int(self.params.sbuf_usable_partition_bytes)
-        used = sorted(self.sbuf_live.values())
-        in_use = sum(b for _, b in used)
-        at = 0
-        for off, size in used:
-            if off - at >= need:
-                break
-            at = max(at, off + size)
+        sizes = self._gap_size
+        k = next((j for j, size in enumerate(sizes) if size >= need), -1)
+        if k < 0:
+            cap = int(self.params.sbuf_usable_partition_bytes)
+            self._sbuf_full(name, need, cap, self.sbuf_in_use, len(self.sbuf_live))
+        at, size = self._gap_at[k], sizes[k]
+        if size == need:
+            del self._gap_at[k], sizes[k]
         else:
-            if cap - at < need:
-                self._sbuf_full(name, need, cap, in_use, len(used))
+            self._gap_at[k] = at + need
+            sizes[k] = size - need
         self.sbuf_live[tid] = (at, need)
+        self.sbuf_in_use += need
         return at
+
+    def _free_sbuf(self, tid: int) -> None:
+        """Return a tile's bytes to the free runs, merged with the runs either side."""
+        placed = self.sbuf_live.pop(tid, None)
+        if placed is None:
+            return
+        at, size = placed
+        self.sbuf_in_use -= size
+        starts, sizes = self._gap_at, self._gap_size
+        k = bisect.bisect_left(starts, at)
+        if k < len(starts) and starts[k] == at + size:  # the run after: absorb it
+            size += sizes[k]
+            del starts[k], sizes[k]
+        if k > 0 and starts[k - 1] + sizes[k - 1] == at:  # the run before: extend it
+            sizes[k - 1] += size
+        else:
+            starts.insert(k, at)
+            sizes.insert(k, size)
 
     def largest_free(self) -> int:
         """Bytes per partition of the largest free run of SBUF (what one new tile can take)."""
-        cap = int(self.params.sbuf_usable_partition_bytes)
-        at, best = 0, 0
-        for off, size in sorted(self.sbuf_live.values()):
-            best = max(best, off - at)
-            at = max(at, off + size)
-        return max(best, cap - at)
+        return max(self._gap_size, default=0)
 
     def _sbuf_full(self, name, need, cap, in_use, count):
         biggest = sorted(self.sbuf_live.items(), key=lambda kv: -kv[1][1])[:3]
@@ -113,6 +133,6 @@ class Memory:
 
     def release(self, tid: int, space: str, offset: int) -> None:
         if space == "sbuf":
-            self.sbuf_live.pop(tid, None)
+            self._free_sbuf(tid)
         else:
             self.psum_banks[:] = [-1 if t == tid else t for t in self.psum_banks]
