@@ -230,13 +230,22 @@ def element_passes(run, name: str) -> dict[str, np.ndarray]:
     recs = [r for r in prog.tensors if r.name == name]
     target = recs[0].id
     none = 1000  # "no PSUM origin" (inputs from HBM)
-    hbm = {r.id: np.full(r.shape, none, np.int32) for r in prog.tensors}
+    written = set(prog.table["hbm"][np.isin(prog.table["op"], P.HBM_WRITES)].tolist())
+    hbm = _Lazy(prog.tensors, none, written | {target})
     hbm_stored = np.zeros(recs[0].shape, np.int32)
     hbm_loaded = np.zeros(recs[0].shape, np.int32)
     hbm[target][:] = -1
-    depth = {r.id: np.full(r.shape, none, np.int32) for r in prog.tiles}
+    # A tile's array exists from its first use to its free, not for the whole run (a kernel
+    # that allocates and frees tiles in a loop would otherwise hold every tile it ever had).
+    depth = _Lazy(prog.tiles, none)
+    freed_at: dict[int, list[int]] = {}
+    for rec in prog.tiles:
+        if rec.free_instr >= 0:
+            freed_at.setdefault(rec.free_instr, []).append(rec.id)
     t = prog.table
     for i in range(len(t)):
+        for tid in freed_at.get(i, ()):
+            depth.pop(tid, None)
         row = t[i]
         op = int(row["op"])
         if op == P.DMA_HBM:  # a copy: the values keep their passes
@@ -295,6 +304,27 @@ def element_passes(run, name: str) -> dict[str, np.ndarray]:
         region[...] = np.minimum(best + 1, none)
     passes = hbm[target]
     return {"passes": passes, "stores": hbm_stored, "loads": hbm_loaded}
+
+
+class _Lazy(dict):
+    """Per tile (or HBM tensor) id, an int32 array of its shape filled with ``fill``, made on
+    first use; ids outside ``writable`` (an HBM tensor nothing writes) get a read-only view of
+    the one value instead of an array of their size."""
+
+    def __init__(self, records, fill: int, writable=None):
+        super().__init__()
+        self._records = records
+        self._fill = fill
+        self._writable = writable
+
+    def __missing__(self, key: int) -> np.ndarray:
+        shape = self._records[key].shape
+        if self._writable is not None and key not in self._writable:
+            a = np.broadcast_to(np.int32(self._fill), shape)
+        else:
+            a = np.full(shape, self._fill, np.int32)
+        self[key] = a
+        return a
 
 
 def _fit(values: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
