@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from trnlab import core
@@ -270,18 +270,26 @@ def _box(r):
     steps=st.lists(st.tuples(st.booleans(), _REGION), min_size=1, max_size=60),
     mask_limit=st.sampled_from([0, 2**27]),
     scan=st.sampled_from([0, 3, 16]),
+    max_cells=st.sampled_from([1, 4, 2**22]),
 )
-def test_a_read_back_finds_any_overlapping_store_however_many_there_are(steps, mask_limit, scan):
-    """The store index (a scan for the first ``scan`` stores, an element mask past that, a scan
-    again for tensors too big for a mask) answers as a brute-force check over every store
-    region does."""
-    from trnlab.core import _tiles
+# an element mask; a grid whose cells a store covers whole; one cell a store covers in part
+@example([(True, (0, 4, 0, 4)), (False, (1, 1, 1, 1))], 2**27, 0, 2**22)
+@example([(True, (0, 12, 0, 8)), (True, (0, 1, 0, 1)), (False, (5, 1, 3, 1))], 0, 0, 4)
+@example([(True, (0, 3, 0, 3)), (False, (2, 1, 2, 1)), (False, (3, 1, 3, 1))], 0, 0, 1)
+def test_a_read_back_finds_any_overlapping_store_however_many_there_are(
+    steps, mask_limit, scan, max_cells
+):
+    """The store index (a scan for the first ``scan`` stores, then an element mask, or for a
+    tensor too big for one a grid of cells, ``max_cells`` at most, some covered in part)
+    answers as a brute-force check over every store region does."""
+    from trnlab.core import _stored, _tiles
 
     t = _tiles.HBMTensor(0, "y", (12, 8), "fp32", None, written=False)
     stores = []
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(_tiles, "STORE_MASK_LIMIT", mask_limit)
         mp.setattr(_tiles, "_SCAN_STORES", scan)
+        mp.setattr(_stored, "MAX_CELLS", max_cells)
         for is_store, r in steps:
             r0, r1, c0, c1 = _box(r)
             if is_store:

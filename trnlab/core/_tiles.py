@@ -21,6 +21,7 @@ import math
 import numpy as np
 
 from ._errors import KernelArgumentError, TileIndexError
+from ._stored import StoredRegions
 
 __all__ = [
     "STORAGE_TYPES",
@@ -86,7 +87,8 @@ def format_bits(fmt: str) -> float:
 
 
 #: Output tensors of up to this many elements answer "was this region stored?" from an element
-#: mask (one byte per element, built the first time a kernel reads back many stores).
+#: mask (one byte per element, built the first time a kernel reads back many stores); bigger
+#: ones from a grid of cells shaped like their stores.
 STORE_MASK_LIMIT = 2**27
 _SCAN_STORES = 16  # store regions scanned before the mask pays for itself
 
@@ -187,7 +189,7 @@ class HBMTensor:
         self.bits = format_bits(fmt)
         #: store regions not yet painted into the mask (outputs only; appended by every store)
         self.pending_stores: list[tuple[int, int, int, int]] = []
-        self._mask: np.ndarray | None = None  # elements some store covered (built on demand)
+        self._stored: StoredRegions | None = None  # the stores' grid (built on demand)
 
     def note_store(self, r0: int, r1: int, c0: int, c1: int) -> None:
         """Remember that a store (or HBM copy) wrote rows ``r0:r1``, columns ``c0:c1``."""
@@ -198,18 +200,18 @@ class HBMTensor:
         counts as written where a store overlapped, not only where stores cover it exactly.
 
         Linear over a run: a few stores are scanned; past that, each store region is painted
-        once into an element mask that later reads consult (tensors of up to
-        ``STORE_MASK_LIMIT`` elements; bigger ones keep scanning their store regions)."""
+        once into a grid (:class:`~trnlab.core._stored.StoredRegions`: an element mask for
+        tensors of up to ``STORE_MASK_LIMIT`` elements) that later reads consult."""
         pending = self.pending_stores
-        if self._mask is None:
-            if len(pending) <= _SCAN_STORES or self.shape[0] * self.shape[1] > STORE_MASK_LIMIT:
+        if self._stored is None:
+            if len(pending) <= _SCAN_STORES:
                 return any(a < r1 and r0 < b and c < c1 and c0 < d for a, b, c, d in pending)
-            self._mask = np.zeros(self.shape, bool)
-        mask = self._mask
-        for a, b, c, d in pending:
-            mask[a:b, c:d] = True
+            self._stored = StoredRegions(self.shape, pending, STORE_MASK_LIMIT)
+        stored = self._stored
+        for region in pending:
+            stored.add(*region)
         pending.clear()
-        return bool(mask[r0:r1, c0:c1].any())
+        return stored.overlaps(r0, r1, c0, c1)
 
     __getitem__ = _slice  # -> HBMView
 
