@@ -286,8 +286,8 @@ def dependencies(
     ]
     hid = table["hbm"].astype(np.int64)
     hreg = table["hbm_region"].astype(np.int64)
-    src_id = np.full(n, -1, np.int64)
-    src_reg = np.full((n, 4), -1, np.int64)
+    src_id = np.full(n, -1, np.int32)
+    src_reg = np.full((n, 4), -1, np.int32)
     for i, (h, region) in (hbm_reads or {}).items():
         src_id[i] = h
         src_reg[i] = region
@@ -321,9 +321,11 @@ def dependencies(
     stored = np.unique(table["hbm"][np.isin(table["op"], P.HBM_WRITES)])
     track[2:] = False
     track[2 + stored[stored >= 0]] = True
+    # The table's own widths (int32): a million-instruction kernel's operand regions take
+    # 96 MB so, twice that as int64.
     ids = np.stack(
         [table["out"], table["in0"], table["in1"], table["hbm"], table["in2"], src_id], 1
-    ).astype(np.int64)
+    )
     regions = np.stack(
         [
             table["out_region"],
@@ -334,11 +336,11 @@ def dependencies(
             src_reg,
         ],
         1,
-    ).astype(np.int64)
+    )
     if extra:
         width = max(len(v) for v in extra.values())
-        ids = np.concatenate([ids, np.full((n, width), -1, np.int64)], 1)
-        regions = np.concatenate([regions, np.full((n, width, 4), -1, np.int64)], 1)
+        ids = np.concatenate([ids, np.full((n, width), -1, np.int32)], 1)
+        regions = np.concatenate([regions, np.full((n, width, 4), -1, np.int32)], 1)
         for i, reads in extra.items():
             for j, (tid, region) in enumerate(reads):
                 ids[i, 6 + j] = tid
