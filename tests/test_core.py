@@ -386,6 +386,19 @@ def test_reading_back_every_stored_row_is_refused_only_where_nothing_was_stored(
         _run(k, numerics=False, x=core.hbm((41, 8), is_input=True), y=core.hbm((41, 8)))
 
 
+def test_an_hbm_dimension_beyond_32_bits_is_refused_with_the_reason():
+    """A DMA's row bounds are 32-bit in the instruction table: 2^31 rows is refused up front
+    (it failed deep in the table build with an OverflowError), 2^31 - 1 rows still runs."""
+
+    def k(ctx, x):
+        ctx.load(ctx.sbuf((1, 1), "fp32"), x[x.shape[0] - 1 :, :])
+
+    with pytest.raises(core.KernelArgumentError, match=r"2,147,483,648.*32-bit.*more columns"):
+        _run(k, numerics=False, x=core.hbm((2**31, 1), is_input=True))
+    run = _run(k, numerics=False, x=core.hbm((2**31 - 1, 1), is_input=True))
+    assert run.program.table["hbm_region"][0].tolist() == [2**31 - 2, 2**31 - 1, 0, 1]
+
+
 def test_dma_cannot_write_psum_and_gpsimd_cannot_read_psum():
     def k(ctx, x):
         ctx.load(ctx.psum((8, 8)), x)

@@ -70,6 +70,9 @@ def _catalog_dtype(fmt: str) -> str:
 
 #: Elements an HBM tensor may hold: 2**40 is more than any chip's HBM (at one byte each).
 MAX_HBM_ELEMENTS = 2**40
+#: Rows (or columns) of an HBM tensor: the instruction table keeps a DMA's row and column
+#: bounds as 32-bit integers.
+MAX_HBM_DIM = 2**31 - 1
 #: Elements of an HBM tensor a run with numerics keeps (as float32, 4 bytes each: 1 GiB).
 MAX_NUMERICS_ELEMENTS = 2**28
 
@@ -172,6 +175,13 @@ class KernelContext(EngineOps, NkiOps):
         if not isinstance(name, str):
             raise KernelArgumentError(f"an HBM tensor's name is a string, not {short(name)}")
         shape = _shape2(shape, f"HBM tensor {name!r}", MAX_HBM_ELEMENTS)
+        if max(shape) > MAX_HBM_DIM:
+            raise KernelArgumentError(
+                f"HBM tensor {name!r} of shape {shape} has a dimension of {max(shape):,}; the "
+                f"instruction table keeps a DMA's row and column bounds as 32-bit integers, so "
+                f"each dimension is at most {MAX_HBM_DIM:,}. Give it fewer rows and more "
+                f"columns (the same elements)."
+            )
         if self.numerics and shape[0] * shape[1] > MAX_NUMERICS_ELEMENTS:
             raise KernelArgumentError(
                 f"HBM tensor {name!r} of shape {shape} holds {shape[0] * shape[1]:,} values; a "
