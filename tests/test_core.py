@@ -276,6 +276,7 @@ def _box(r):
 @example([(True, (0, 4, 0, 4)), (False, (1, 1, 1, 1))], 2**27, 0, 2**22)
 @example([(True, (0, 12, 0, 8)), (True, (0, 1, 0, 1)), (False, (5, 1, 3, 1))], 0, 0, 4)
 @example([(True, (0, 3, 0, 3)), (False, (2, 1, 2, 1)), (False, (3, 1, 3, 1))], 0, 0, 1)
+@example([(True, (0, 2, 0, 8)), (True, (3, 3, 0, 8)), (False, (2, 1, 0, 8))], 0, 0, 2**22)
 def test_a_read_back_finds_any_overlapping_store_however_many_there_are(
     steps, mask_limit, scan, max_cells
 ):

@@ -550,3 +550,34 @@ def test_long_runs_show_progress_in_notebooks_only(monkeypatch):
     p.done("40,000 instructions")
     assert len(shown) == 3
     assert "32,768 instructions" in shown[0] and "scheduling" in shown[1] and "done" in shown[2]
+
+
+@pytest.mark.parametrize("chip", ["trn1", "trn2"])
+def test_work_behind_a_blocked_engine_head_runs_once_each_in_its_window(chip):
+    """Vector's first instruction waits for the last of many loads; the independent memsets
+    behind it start out of order within the compiler's window, each exactly once: no two
+    instructions overlap on an engine, none starts before what it depends on ends (the
+    scheduler's list of unstarted instructions skips the started ones)."""
+    n = 40
+
+    def k(ctx, x):
+        w = ctx.sbuf((1, 64), "fp32")
+        for i in range(n):
+            ctx.load(w, x[i : i + 1, :])
+        ctx.copy(ctx.sbuf((1, 64), "fp32"), w)  # waits for the last load
+        t = ctx.sbuf((1, 64), "fp32", bufs=2)
+        for _ in range(n):
+            ctx.memset(t.next(), 0.0)
+
+    r = _run(k, chip=chip, x=core.hbm((n, 64), "fp32", is_input=True))
+    prog, t = r.program, r.program.table
+    for i in range(len(t)):  # after its dependencies (none here share the Tensor Engine)
+        for d in prog.deps(i):
+            assert r.start[i] >= r.end[d] - 1e-15
+    for e in range(P.FIRST_DMA):  # one instruction at a time on a compute engine
+        sel = np.flatnonzero(t["engine"] == e)
+        order = sel[np.argsort(r.start[sel], kind="stable")]
+        assert np.all(r.start[order][1:] >= r.issue_end[order][:-1] - 1e-15)
+    copy = np.flatnonzero(t["op"] == P.COPY)[0]
+    memsets = np.flatnonzero(t["op"] == P.MEMSET)
+    assert (r.start[memsets] < r.start[copy]).any()  # out of order: ahead of the blocked copy

@@ -4,7 +4,8 @@ SBUF: a tile takes the same byte range in every partition (the free dimension is
 NDOC NKI architecture guides), so capacity is counted in bytes per partition against the usable
 figure of the catalogue (``sbuf_usable_partition_bytes``: the runtime keeps the rest). Tiles are
 placed first-fit: at the lowest free run (gap) that holds them; the free runs are kept in
-order, merged as tiles are freed, so a placement never walks the live tiles. PSUM: 8 banks of 2 KiB per partition; a PSUM tile is one bank.
+order, merged as tiles are freed, so a placement never walks the live tiles. PSUM: 8 banks of
+2 KiB per partition; a PSUM tile is one bank.
 """
 
 from __future__ import annotations

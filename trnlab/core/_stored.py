@@ -9,9 +9,12 @@ grid of cells, each store painted into it once:
 - a cell a store covers only in part keeps that store's region, checked exactly by a read
   touching the cell.
 
-Tensors of up to ``mask_limit`` elements get one-element cells (the grid is an element mask and
-no cell is ever partial); bigger ones get cells shaped like their smallest store (as the
-dependency pass shapes its HBM cells), at most ``MAX_CELLS`` of them.
+Tensors of up to ``mask_limit`` elements get one-element cells (the grid is an element mask, one
+byte per element, and no cell is ever partial); bigger ones get cells shaped like the smallest
+of the stores made before the grid was built (as the dependency pass shapes its HBM cells), at
+most ``MAX_CELLS`` of them. A read costs the cells it touches plus the distinct regions kept in
+its partial cells: linear for stores aligned to the cells (the usual case), more only for many
+different misaligned stores over the same cells.
 """
 
 from __future__ import annotations
@@ -44,8 +47,9 @@ class StoredRegions:
         self.cell = (rb, cb)
         grid = (-(-rows // rb), -(-cols // cb))
         self.full = np.zeros(grid, bool)  # cells some store covers entirely
-        self.partial = np.zeros(grid, bool)  # cells with regions to check exactly
-        self.regions: dict[tuple[int, int], list[tuple[int, int, int, int]]] = {}
+        # cells with regions to check exactly (none in an element mask)
+        self.partial = np.zeros(grid, bool) if rb * cb > 1 else None
+        self.regions: dict[tuple[int, int], set[tuple[int, int, int, int]]] = {}
 
     def _cells(self, r0, r1, c0, c1) -> tuple[int, int, int, int]:
         rb, cb = self.cell
@@ -72,14 +76,18 @@ class StoredRegions:
         cells = [(i, j) for i in edge_rows for j in range(j0, j1)]
         cells += [(i, j) for i in inner for j in (*range(j0, g0), *range(g1, j1))]
         for cell in cells:
+            if self.full[cell]:
+                continue  # any read touching it overlaps a store already
             self.partial[cell] = True
-            self.regions.setdefault(cell, []).append((r0, r1, c0, c1))
+            self.regions.setdefault(cell, set()).add((r0, r1, c0, c1))
 
     def overlaps(self, r0: int, r1: int, c0: int, c1: int) -> bool:
         """Whether a painted store overlaps rows ``r0:r1``, columns ``c0:c1``."""
         i0, i1, j0, j1 = self._cells(r0, r1, c0, c1)
         if self.full[i0:i1, j0:j1].any():
             return True
+        if self.partial is None:
+            return False
         for i, j in zip(*np.nonzero(self.partial[i0:i1, j0:j1]), strict=True):
             for a, b, c, d in self.regions[(i0 + int(i), j0 + int(j))]:
                 if a < r1 and r0 < b and c < c1 and c0 < d:

@@ -199,9 +199,10 @@ class HBMTensor:
         """Whether any store so far wrote part of rows ``r0:r1``, columns ``c0:c1``: an output
         counts as written where a store overlapped, not only where stores cover it exactly.
 
-        Linear over a run: a few stores are scanned; past that, each store region is painted
-        once into a grid (:class:`~trnlab.core._stored.StoredRegions`: an element mask for
-        tensors of up to ``STORE_MASK_LIMIT`` elements) that later reads consult."""
+        A few stores are scanned; past that, each store region is painted once into a grid
+        (:class:`~trnlab.core._stored.StoredRegions`: an element mask for tensors of up to
+        ``STORE_MASK_LIMIT`` elements) that later reads consult, so a read costs the cells it
+        touches, not every store so far."""
         pending = self.pending_stores
         if self._stored is None:
             if len(pending) <= _SCAN_STORES:
