@@ -554,20 +554,21 @@ def test_long_runs_show_progress_in_notebooks_only(monkeypatch):
 
 @pytest.mark.parametrize("chip", ["trn1", "trn2"])
 def test_work_behind_a_blocked_engine_head_runs_once_each_in_its_window(chip):
-    """Vector's first instruction waits for the last of many loads; the independent memsets
-    behind it start out of order within the compiler's window, each exactly once: no two
-    instructions overlap on an engine, none starts before what it depends on ends (the
-    scheduler's list of unstarted instructions skips the started ones)."""
+    """The first Vector and GpSimd instructions wait for the last of many loads; the
+    independent memsets behind them start out of order within the compiler's window, each
+    exactly once: no two instructions overlap on an engine, none starts before what it depends
+    on ends (the scheduler's list of unstarted instructions skips the started ones)."""
     n = 40
 
     def k(ctx, x):
         w = ctx.sbuf((1, 64), "fp32")
         for i in range(n):
             ctx.load(w, x[i : i + 1, :])
-        ctx.copy(ctx.sbuf((1, 64), "fp32"), w)  # waits for the last load
-        t = ctx.sbuf((1, 64), "fp32", bufs=2)
-        for _ in range(n):
-            ctx.memset(t.next(), 0.0)
+        for engine in ("vector", "gpsimd"):  # both wait for the last load
+            ctx.copy(ctx.sbuf((1, 64), "fp32"), w, engine=engine)
+        t = ctx.sbuf((1, 64), "fp32", bufs=4)
+        for i in range(n):
+            ctx.memset(t.next(), float(i), engine=("vector", "gpsimd")[i % 2])
 
     r = _run(k, chip=chip, x=core.hbm((n, 64), "fp32", is_input=True))
     prog, t = r.program, r.program.table
@@ -578,6 +579,7 @@ def test_work_behind_a_blocked_engine_head_runs_once_each_in_its_window(chip):
         sel = np.flatnonzero(t["engine"] == e)
         order = sel[np.argsort(r.start[sel], kind="stable")]
         assert np.all(r.start[order][1:] >= r.issue_end[order][:-1] - 1e-15)
-    copy = np.flatnonzero(t["op"] == P.COPY)[0]
-    memsets = np.flatnonzero(t["op"] == P.MEMSET)
-    assert (r.start[memsets] < r.start[copy]).any()  # out of order: ahead of the blocked copy
+    for e in (P.VECTOR, P.GPSIMD):  # out of order: work went ahead of the blocked copy
+        copy = np.flatnonzero((t["op"] == P.COPY) & (t["engine"] == e))[0]
+        memsets = np.flatnonzero((t["op"] == P.MEMSET) & (t["engine"] == e))
+        assert (r.start[memsets] < r.start[copy]).any()
