@@ -318,9 +318,8 @@ def dependencies(
     n_cells = int((nrow * ncol).sum())
     # Reads of an HBM tensor matter only if the kernel also writes it (WAR, RAW).
     track = np.ones(len(grids), np.bool_)
-    stored = np.unique(table["hbm"][np.isin(table["op"], P.HBM_WRITES)])
     track[2:] = False
-    track[2 + stored[stored >= 0]] = True
+    track[[2 + t for t in P.written_tensors(table)]] = True
     # The table's own widths (int32): a million-instruction kernel's operand regions take
     # 96 MB so, twice that as int64.
     ids = np.stack(

@@ -48,6 +48,12 @@ DMA_OPS = (DMA_LOAD, DMA_STORE, DMA_SBUF, DMA_HBM)
 #: Operations that write their HBM operand (the ``hbm`` column); the others read it.
 HBM_WRITES = (DMA_STORE, DMA_HBM)
 
+
+def written_tensors(table: np.ndarray) -> set[int]:
+    """Ids of the HBM tensors some instruction of ``table`` writes (a store or an HBM copy)."""
+    return set(np.unique(table["hbm"][np.isin(table["op"], HBM_WRITES)]).tolist()) - {-1}
+
+
 # Flags (the flags column).
 FLAG_OUT_READ = 1  # the output region is also read (PSUM accumulation)
 FLAG_PSUM_IN = 2  # an input is in PSUM (engines read PSUM slower on some generations)

@@ -494,7 +494,7 @@ def run(
     ctx.progress.phase(f"dependencies of {ctx.recorded:,} instructions")
     program = ctx.program()
     ctx.progress.phase(f"scheduling {len(program):,} instructions")
-    stored = set(program.table["hbm"][np.isin(program.table["op"], P.HBM_WRITES)].tolist())
+    stored = P.written_tensors(program.table)
     outputs = {}
     if numerics:
         for t in ctx._tensors:

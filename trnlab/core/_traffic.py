@@ -230,8 +230,7 @@ def element_passes(run, name: str) -> dict[str, np.ndarray]:
     recs = [r for r in prog.tensors if r.name == name]
     target = recs[0].id
     none = 1000  # "no PSUM origin" (inputs from HBM)
-    written = set(prog.table["hbm"][np.isin(prog.table["op"], P.HBM_WRITES)].tolist())
-    hbm = _Lazy(prog.tensors, none, written | {target})
+    hbm = _Lazy(prog.tensors, none, P.written_tensors(prog.table) | {target})
     hbm_stored = np.zeros(recs[0].shape, np.int32)
     hbm_loaded = np.zeros(recs[0].shape, np.int32)
     hbm[target][:] = -1
