@@ -14,6 +14,9 @@ Figures (issue 11 targets in brackets):
 - ``blocked_window_256k_schedule_s``: scheduling 256,001 instructions where the Vector
   engine's first instruction waits for the last of 128,000 loads while the 128,000 independent
   ones behind it start out of order (was 27 s: each step rescanned the started ones).
+- ``assembled_4096_s``: a tile written in 4,096 one-column pieces (Vector and GpSimd
+  alternately), then read whole 4,096 times, end to end (each read waited for every piece:
+  16.8 million dependencies; the first read now merges the pieces into one join).
 - ``million_instructions_s``: a one-million-instruction timing-only kernel end to end [< 10 s].
 - ``blocked_mnk_4096x8192x8192_s``: ``kernels.matmul`` bf16 on trn1, timing only, end to end.
 - ``pipelined_1024_numerics_s``: a 1024^3 bf16 run with numerics.
@@ -78,6 +81,23 @@ def _read_back(n: int):
         y=core.hbm((n, 128), "fp32"),
         z=core.hbm((n, 128), "fp32"),
     )
+
+
+def _assembled_kernel(ctx, y):
+    n = y.shape[1]
+    big = ctx.sbuf((128, n), "bf16")
+    for j in range(n):
+        ctx.memset(big[:, j : j + 1], 1.0, engine=("vector", "gpsimd")[j % 2])
+    out = ctx.sbuf((128, 1), "fp32", bufs=2)
+    for _ in range(n):
+        ctx.reduce(out.next(), big, "add")
+    ctx.store(y, big)
+
+
+def _assembled(n: int):
+    from trnlab import core
+
+    return core.run(_assembled_kernel, chip="trn2", numerics=False, y=core.hbm((128, n), "bf16"))
 
 
 def _blocked_window_kernel(ctx, x):
@@ -150,6 +170,7 @@ def run(repeats: int = 3) -> dict:
     b25, _ = best_of(lambda: _read_back(25_600), 1)
     out.update({"read_back_8192_s": round(b8, 3), "read_back_25600_s": round(b25, 3)})
     out["blocked_window_256k_schedule_s"] = round(_blocked_window_schedule(128_000), 3)
+    out["assembled_4096_s"] = round(best_of(lambda: _assembled(4096), 1)[0], 3)
     big_rows = 250_000  # 4 instructions each: one million
     t_m, run_m = best_of(lambda: _rows(big_rows, cols=128), 1)
     out["million_instructions"] = len(run_m.program)

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from trnlab import catalog, core
@@ -439,7 +439,7 @@ def test_program_order_is_a_what_if():
 
 # --- properties of every schedule --------------------------------------------------------------
 
-_OPS = ["load_a", "load_b", "matmul", "evacuate", "store", "act", "gpsimd", "scan"]
+_OPS = ["load_a", "load_b", "matmul", "evacuate", "store", "act", "gpsimd", "scan", "piece"]
 
 
 def _random_kernel(steps):
@@ -469,6 +469,10 @@ def _random_kernel(steps):
                 ctx.activation(o[i], o[1 - i], ("relu", "exp")[q % 2])
             elif op == "scan":
                 ctx.tensor_tensor_scan(o[i], o[1 - i], o[i])
+            elif op == "piece":  # a column piece (pieces then whole reads: joins)
+                ctx.memset(
+                    o[i][:, 32 * q : 32 * (q + 1)], float(q), engine=("vector", "gpsimd")[q % 2]
+                )
             else:
                 ctx.gpsimd(o[i], o[1 - i], op="relu")
 
@@ -482,18 +486,38 @@ def _random_kernel(steps):
     ),
     chip=st.sampled_from(["trn1", "trn2", "trn3"]),
     window=st.sampled_from([1, 4, 16]),
+    join_min=st.sampled_from([2, 3, 32]),
 )
-def test_schedule_properties_on_random_programs(steps, chip, window):
+@example(  # pieces; whole reads (the store makes a join, the activation waits on it alone)
+    steps=[("piece", 0, 0), ("piece", 0, 1), ("piece", 0, 2), ("store", 0, 0), ("act", 1, 0),
+           ("piece", 0, 3), ("piece", 0, 5), ("gpsimd", 1, 1), ("store", 0, 1), ("act", 1, 1)],
+    chip="trn2", window=4, join_min=2,
+)  # fmt: skip
+def test_schedule_properties_on_random_programs(steps, chip, window, join_min):
+    from trnlab.core import _deps
+
     params = core.core_params(chip, compiler_schedule_window=window)
-    r = core.run(
-        _random_kernel(steps),
-        chip=params,
-        numerics=False,
-        x=core.hbm((128, 512), "bf16", is_input=True),
-        y=core.hbm((128, 512), "bf16"),
-    )
+    kept, _deps.JOIN_MIN = _deps.JOIN_MIN, join_min  # small: joins in most programs
+    try:
+        r = core.run(
+            _random_kernel(steps),
+            chip=params,
+            numerics=False,
+            x=core.hbm((128, 512), "bf16", is_input=True),
+            y=core.hbm((128, 512), "bf16"),
+        )
+    finally:
+        _deps.JOIN_MIN = kept
     prog, s, ie, e = r.program, r.start, r.issue_end, r.end
     t = prog.table
+    flat, _ = _without_joins(r)
+    for i in range(len(prog)):  # joins never drop a dependency (a DMA queue's later one implies it)
+        got = prog.deps(i).tolist()
+        for d in flat.deps(i).tolist():
+            q = t["engine"][d]
+            assert d in got or (
+                q >= P.FIRST_DMA and any(t["engine"][g] == q and g > d for g in got)
+            )
     assert np.isfinite(s).all() and (s >= 0).all()
     assert (ie >= s - 1e-15).all() and (e >= ie - 1e-15).all()
     c = core.costs(t, r.params)
@@ -511,6 +535,105 @@ def test_schedule_properties_on_random_programs(steps, chip, window):
         assert c.busy[sel].sum() <= r.latency * (1 + 1e-9)
     assert r.latency >= r.roofline_bound * (1 - 1e-9)
     assert r.latency >= r.hbm_bytes / r.params.dma_bandwidth * (1 - 1e-9)
+
+
+def _assembled_kernel(pieces: int, reads: int, partial: bool = False):
+    """A tile written in ``pieces`` column pieces (Vector and GpSimd memsets, loads on two
+    queues), read whole ``reads`` times on Vector and Scalar, then (``partial``) one piece read
+    alone and the tile stored."""
+
+    def k(ctx, x, y):
+        big = ctx.sbuf((128, 16 * pieces), "bf16")
+        for j in range(pieces):
+            piece = big[:, 16 * j : 16 * (j + 1)]
+            if j % 4 == 0:
+                ctx.load(piece, x[:, 16 * j : 16 * (j + 1)], queue=j % 8 // 4)
+            else:
+                ctx.memset(piece, float(j), engine=("vector", "gpsimd")[j % 2])
+        out = ctx.sbuf((128, 1), "fp32", bufs=2)
+        act = ctx.sbuf((128, 16 * pieces), "bf16", bufs=2)
+        for i in range(reads):
+            if i % 2:
+                ctx.activation(act.next(), big, "exp")
+            else:
+                ctx.reduce(out.next(), big, "add")
+        if partial:
+            ctx.copy(out.next(), big[:, 16:17])
+        ctx.store(y[:, : 16 * pieces], big)
+
+    return k
+
+
+def _without_joins(run):
+    """``run``'s program with every dependency listed (no joins) and its schedule."""
+    import dataclasses
+
+    from trnlab.core import _deps
+
+    prog = run.program
+    ptr, idx, jp, ji = _deps.dependencies(
+        prog.table, prog.tiles, prog.tensors, run.params, prog.n_engines, None,
+        prog.hbm_reads, join_min=10**9,
+    )  # fmt: skip
+    assert len(jp) == 1 and len(ji) == 0
+    flat = dataclasses.replace(prog, dep_ptr=ptr, dep_idx=idx, join_ptr=jp, join_idx=ji)
+    return flat, core.schedule(flat, run.params)
+
+
+@pytest.mark.parametrize("chip", ["trn1", "trn2"])
+def test_a_tile_read_whole_after_many_pieces_waits_on_one_join(chip):
+    """A tile written in 40 pieces and read whole 30 times: the first read merges the pieces
+    into one join that later reads wait for, so the dependencies number about P + R, not
+    P x R; each read still waits for every piece (through the join) and the schedule is the
+    one every dependency listed gives."""
+    pieces, reads = 40, 30
+    r = _run(
+        _assembled_kernel(pieces, reads),
+        chip=chip,
+        x=_x((128, 16 * pieces)),
+        y=core.hbm((128, 16 * pieces), "bf16"),
+    )
+    prog, t = r.program, r.program.table
+    flat, (s, ie, e) = _without_joins(r)
+    n_joined = len(prog.dep_idx) + len(prog.join_idx)
+    assert len(prog.join_ptr) == 2  # one join
+    assert len(flat.dep_idx) > pieces * reads // 2  # every read lists the pieces ...
+    assert n_joined < 3 * (pieces + reads)  # ... which the join lists once
+    writers = np.flatnonzero(np.isin(t["op"], (P.MEMSET, P.DMA_LOAD)))
+    assert len(writers) == pieces
+    readers = np.flatnonzero(np.isin(t["op"], (P.REDUCE, P.ACTIVATION)))
+    last_load = {q: max(w for w in writers if t["engine"][w] == q) for q in set(t["engine"][writers]) if q >= P.FIRST_DMA}  # fmt: skip
+    for i in readers:
+        deps = set(prog.deps(i).tolist())
+        assert deps == set(flat.deps(i).tolist())  # through the join: the same instructions
+        compute = {w for w in writers if t["engine"][w] < P.FIRST_DMA}
+        assert compute <= deps and set(last_load.values()) <= deps
+    for i in readers[1:]:  # later reads list the join, not the pieces
+        direct = set(prog.dep_idx[prog.dep_ptr[i] : prog.dep_ptr[i + 1]].tolist())
+        assert len(t) in direct and not direct & set(writers.tolist())
+    np.testing.assert_array_equal(r.start, s)
+    np.testing.assert_array_equal(r.issue_end, ie)
+    np.testing.assert_array_equal(r.end, e)
+
+
+def test_a_piece_read_after_the_join_waits_for_the_whole_tile():
+    """The join's price, kept on purpose: a read of one piece after a whole read waits for
+    every piece (its bytes lie under the join), where listing each write would let it wait
+    for its own piece only. It is still correct: never earlier than its own writer."""
+    pieces = 40
+    r = _run(
+        _assembled_kernel(pieces, 2, partial=True),
+        x=_x((128, 16 * pieces)),
+        y=core.hbm((128, 16 * pieces), "bf16"),
+    )
+    t = r.program.table
+    part = np.flatnonzero(t["op"] == P.COPY)[-1]
+    writers = np.flatnonzero(np.isin(t["op"], (P.MEMSET, P.DMA_LOAD)))
+    flat, _ = _without_joins(r)
+    assert flat.deps(part).tolist() == [writers[1]]  # its own piece only
+    assert {w for w in writers if t["engine"][w] < P.FIRST_DMA} <= set(
+        r.program.deps(part).tolist()
+    )
 
 
 def test_long_runs_show_progress_in_notebooks_only(monkeypatch):

@@ -851,7 +851,7 @@ class KernelContext(EngineOps, NkiOps):
         for i, n in self._dma_packets.items():  # ... in as many contiguous runs
             table["packets"][i] = n
         n_engines = P.FIRST_DMA + self._n_queues
-        ptr, idx = dependencies(
+        ptr, idx, join_ptr, join_idx = dependencies(
             table,
             self._tiles,
             self._tensors,
@@ -887,4 +887,6 @@ class KernelContext(EngineOps, NkiOps):
             dma_queues=self._n_queues,
             formats=tuple(self._formats),
             hbm_reads=dict(self._hbm_reads),
+            join_ptr=join_ptr,
+            join_idx=join_idx,
         )

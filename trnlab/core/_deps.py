@@ -13,6 +13,15 @@ The pass keeps, per memory object, a grid of cells with the recent accesses that
 cell; a write that covers an older access retires it, and a read that covers an older read of
 the same engine replaces it. A kernel's cost is then linear in its instructions (the old
 per-tile lists grew with every store to a new region of a tensor: quadratic).
+
+One pattern would still cost P x R: a region written in P pieces (no write covers another)
+and read whole R times, each read waiting for every piece. The first read that finds at least
+:data:`JOIN_MIN` writes inside its region merges them into a *join*, a node the scheduler
+completes when its last member ends; the pieces' records leave the cells for one join record
+each, so every later read waits for the join (P + R dependencies). The price: a later read of
+one piece waits for all of them (they are under the join's record), as a compiler that syncs
+on whole tiles would make it; a later write waits for nothing more than it did, since it
+already waited for the whole read (write after read).
 """
 
 from __future__ import annotations
@@ -27,6 +36,9 @@ SBUF, PSUM = 0, 1
 _SBUF_CELL_BYTES = 1024
 _ROW_CELL = 32  # partitions per cell (a quadrant)
 _HBM_MAX_CELLS = 1 << 20
+_FAR = 1 << 62  # beyond any coordinate
+#: distinct writes inside one read that it merges into a join (see the pass)
+JOIN_MIN = 32
 
 
 def _grow_py(a, n):
@@ -35,7 +47,96 @@ def _grow_py(a, n):
     return b
 
 
-_grow = _grow_py  # replaced by its compiled form before the pass compiles
+# The columns of a kept access
+_R0, _R1, _C0, _C1, _INSTR, _ENG, _WRITE, _NEXT = range(8)
+
+
+def _push_py(rec, nrec, r0, r1, c0, c1, instr, eng, write, nxt):
+    """``rec`` with access ``nrec`` set (grown if full)."""
+    if nrec == rec.shape[0]:
+        bigger = np.empty((2 * nrec, rec.shape[1]), rec.dtype)
+        bigger[:nrec] = rec
+        rec = bigger
+    rec[nrec, _R0] = r0
+    rec[nrec, _R1] = r1
+    rec[nrec, _C0] = c0
+    rec[nrec, _C1] = c1
+    rec[nrec, _INSTR] = instr
+    rec[nrec, _ENG] = eng
+    rec[nrec, _WRITE] = write
+    rec[nrec, _NEXT] = nxt
+    return rec
+
+
+def _join_py(
+    rec, nrec, head, jmark, jmem, jidx, njm, jlast, engine, n, g, i, stamp,
+    ar0, ar1, ac0, ac1, base, ncol, rb, cb,
+):  # fmt: skip
+    """Join ``g`` (node ``n + g``) from the writes inside read ``stamp`` of instruction ``i``
+    (rows ``ar0:ar1``, columns ``ac0:ac1`` of an object whose cells start at ``base``): each
+    cell's records of them give way to one join record over their bounding box; the members
+    (appended to ``jidx``) are the writes, the latest one per DMA queue. Returns ``rec``,
+    ``nrec``, ``jidx``, ``njm``."""
+    jid = n + g
+    for cr in range(ar0 // rb, (ar1 - 1) // rb + 1):
+        for cc in range(ac0 // cb, (ac1 - 1) // cb + 1):
+            cell = base + cr * ncol + cc
+            b0 = b2 = _FAR
+            b1 = b3 = -_FAR
+            prev = -1
+            k = head[cell]
+            while k >= 0:
+                nxt = rec[k, _NEXT]
+                d = rec[k, _INSTR]
+                k0, k1, k2, k3 = rec[k, _R0], rec[k, _R1], rec[k, _C0], rec[k, _C1]
+                if (
+                    rec[k, _WRITE] == 1
+                    and d != i
+                    and jmark[d] == stamp
+                    and ar0 <= k0
+                    and k1 <= ar1
+                    and ac0 <= k2
+                    and k3 <= ac1
+                ):  # a write inside the read (a join's record is one per cell)
+                    b0 = min(b0, k0)
+                    b1 = max(b1, k1)
+                    b2 = min(b2, k2)
+                    b3 = max(b3, k3)
+                    if jmem[d] != jid:  # a member, once
+                        jmem[d] = jid
+                        ed = engine[d] if d < n else 0
+                        if ed < 4:
+                            if njm == jidx.shape[0]:
+                                jidx = _grow(jidx, 2 * njm)
+                            jidx[njm] = d
+                            njm += 1
+                        elif jlast[ed] < d:
+                            jlast[ed] = d
+                    if prev < 0:
+                        head[cell] = nxt
+                    else:
+                        rec[prev, _NEXT] = nxt
+                else:
+                    prev = k
+                k = nxt
+            if b1 >= b0:  # something left this cell: the join's record
+                rec = _push(rec, nrec, b0, b1, b2, b3, jid, -1, 1, head[cell])
+                head[cell] = nrec
+                nrec += 1
+    for ed in range(4, jlast.shape[0]):
+        if jlast[ed] >= 0:
+            if njm == jidx.shape[0]:
+                jidx = _grow(jidx, 2 * njm)
+            jidx[njm] = jlast[ed]
+            njm += 1
+            jlast[ed] = -1
+    return rec, nrec, jidx, njm
+
+
+# replaced by their compiled forms before the pass compiles
+_grow = _grow_py
+_push = _push_py
+_join = _join_py
 
 
 def _deps_py(
@@ -57,24 +158,30 @@ def _deps_py(
     n_cells,
     n_engines,
     psum_bank_bytes,
+    join_min,
 ):
     n = op.shape[0]
     head = np.full(n_cells, -1, np.int64)
-    cap = max(1024, 4 * n)
-    r0 = np.empty(cap, np.int64)
-    r1 = np.empty(cap, np.int64)
-    c0 = np.empty(cap, np.int64)
-    c1 = np.empty(cap, np.int64)
-    rinstr = np.empty(cap, np.int64)
-    reng = np.empty(cap, np.int64)
-    rwrite = np.empty(cap, np.uint8)
-    rnext = np.empty(cap, np.int64)
+    # The accesses kept in the cells: rectangle, instruction, engine, write?, next in cell
+    rec = np.empty((max(1024, 4 * n), 8), np.int64)
     nrec = 0
     ptr = np.zeros(n + 1, np.int64)
     dcap = max(1024, 2 * n)
     didx = np.empty(dcap, np.int32)
     nd = 0
-    seen = np.full(n, -1, np.int64)
+    # Joins: a read that finds at least `join_min` writes inside its region merges them into
+    # one join (node n + j), so later accesses wait for the join instead of every write (a
+    # tile assembled from P pieces and read whole R times: P + R edges, not P x R). Each join
+    # retires at least `join_min` writers and stands for one: at most n / (join_min - 1).
+    n_nodes = n + n // (join_min - 1) + 1
+    seen = np.full(n_nodes, -1, np.int64)
+    jmark = np.full(n_nodes, -1, np.int64)  # inside the read being checked (its stamp)
+    jmem = np.full(n_nodes, -1, np.int64)  # a member of the join being made
+    jptr = np.zeros(n // (join_min - 1) + 2, np.int64)
+    jidx = np.empty(1024, np.int32)
+    n_join = 0
+    njm = 0
+    jlast = np.full(n_engines, -1, np.int64)
     last = np.full(n_engines, -1, np.int64)
     touched = np.empty(n_engines, np.int64)
     found = np.empty(64, np.int64)
@@ -128,55 +235,52 @@ def _deps_py(
             ac1 = acc_rect[a, 3]
             rb = obj_rb[ob]
             cb = obj_cb[ob]
+            stamp = i * slots + a
+            inside = 0  # distinct writes found inside this read's region
             for cr in range(ar0 // rb, (ar1 - 1) // rb + 1):
                 for cc in range(ac0 // cb, (ac1 - 1) // cb + 1):
                     cell = obj_base[ob] + cr * obj_ncol[ob] + cc
                     prev = -1
                     k = head[cell]
                     while k >= 0:
-                        nxt = rnext[k]
-                        overl = r0[k] < ar1 and ar0 < r1[k] and c0[k] < ac1 and ac0 < c1[k]
-                        kill = False
-                        if overl and (wr == 1 or rwrite[k] == 1) and rinstr[k] != i:
-                            d = rinstr[k]
-                            if seen[d] != i:
-                                seen[d] = i
-                                if nf == found.shape[0]:
-                                    found = _grow(found, 2 * nf)
-                                found[nf] = d
-                                nf += 1
-                        contained = ar0 <= r0[k] and r1[k] <= ar1 and ac0 <= c0[k] and c1[k] <= ac1
-                        if contained and (wr == 1 or (rwrite[k] == 0 and reng[k] == e)):
-                            kill = True
-                        if kill:
-                            if prev < 0:
+                        nxt = rec[k, _NEXT]
+                        d = rec[k, _INSTR]
+                        kw = rec[k, _WRITE]
+                        k0, k1, k2, k3 = rec[k, _R0], rec[k, _R1], rec[k, _C0], rec[k, _C1]
+                        overl = k0 < ar1 and ar0 < k1 and k2 < ac1 and ac0 < k3
+                        if overl and (wr == 1 or kw == 1) and d != i and seen[d] != i:
+                            seen[d] = i
+                            if nf == found.shape[0]:
+                                found = _grow(found, 2 * nf)
+                            found[nf] = d
+                            nf += 1
+                        contained = ar0 <= k0 and k1 <= ar1 and ac0 <= k2 and k3 <= ac1
+                        if contained and wr == 0 and kw == 1 and d != i and jmark[d] != stamp:
+                            jmark[d] = stamp
+                            inside += 1
+                        if contained and (wr == 1 or (kw == 0 and rec[k, _ENG] == e)):
+                            if prev < 0:  # retired: covered by this write or read
                                 head[cell] = nxt
                             else:
-                                rnext[prev] = nxt
+                                rec[prev, _NEXT] = nxt
                         else:
                             prev = k
                         k = nxt
                     # record this access in the cell
-                    if nrec == cap:
-                        cap *= 2
-                        r0 = _grow(r0, cap)
-                        r1 = _grow(r1, cap)
-                        c0 = _grow(c0, cap)
-                        c1 = _grow(c1, cap)
-                        rinstr = _grow(rinstr, cap)
-                        reng = _grow(reng, cap)
-                        rwrite = _grow(rwrite, cap)
-                        rnext = _grow(rnext, cap)
-                    r0[nrec] = ar0
-                    r1[nrec] = ar1
-                    c0[nrec] = ac0
-                    c1[nrec] = ac1
-                    rinstr[nrec] = i
-                    reng[nrec] = e
-                    rwrite[nrec] = wr
-                    rnext[nrec] = head[cell]
+                    rec = _push(rec, nrec, ar0, ar1, ac0, ac1, i, e, wr, head[cell])
                     head[cell] = nrec
                     nrec += 1
+            if inside >= join_min:
+                # The writes inside this read become one join (node n + n_join): their records
+                # leave the cells, so the next read of the region finds one record per cell.
+                # This instruction keeps its own dependencies on them (found above).
+                rec, nrec, jidx, njm = _join(
+                    rec, nrec, head, jmark, jmem, jidx, njm, jlast, engine, n, n_join, i,
+                    stamp, ar0, ar1, ac0, ac1, obj_base[ob], obj_ncol[ob], rb, cb,
+                )  # fmt: skip
+                jidx[jptr[n_join] : njm].sort()
+                n_join += 1
+                jptr[n_join] = njm
             # A read-modify-write of the output (PSUM accumulation) also reads it: covered by
             # the write's RAW/WAW checks above.
         # DMA queues complete in order: the latest dependency on a queue implies the earlier
@@ -185,7 +289,7 @@ def _deps_py(
         nt = 0
         for j in range(nf):
             d = found[j]
-            ed = engine[d]
+            ed = engine[d] if d < n else 0  # a join: kept
             if ed < 4:
                 if nt == touched.shape[0]:
                     touched = _grow(touched, 2 * nt)
@@ -195,7 +299,7 @@ def _deps_py(
                 last[ed] = d
         for j in range(nf):
             d = found[j]
-            ed = engine[d]
+            ed = engine[d] if d < n else 0
             if ed >= 4 and last[ed] == d:
                 if nt == touched.shape[0]:
                     touched = _grow(touched, 2 * nt)
@@ -210,18 +314,20 @@ def _deps_py(
             didx[nd] = touched[j]
             nd += 1
         ptr[i + 1] = nd
-    return ptr, didx[:nd].copy()
+    return ptr, didx[:nd].copy(), jptr[: n_join + 1].copy(), jidx[:njm].copy()
 
 
 _compiled = None
 
 
 def _kernel():
-    global _compiled, _grow
+    global _compiled, _grow, _push, _join
     if _compiled is None:
         from numba import njit
 
         _grow = njit(cache=True)(_grow_py)
+        _push = njit(cache=True)(_push_py)
+        _join = njit(cache=True)(_join_py)
         _compiled = njit(cache=True)(_deps_py)
     return _compiled
 
@@ -249,9 +355,18 @@ def _hbm_grid(shape, min_rows: int, min_cols: int) -> tuple[int, int, int, int]:
 
 
 def dependencies(
-    table: np.ndarray, tiles, tensors, params, n_engines: int, extra=None, hbm_reads=None
+    table: np.ndarray,
+    tiles,
+    tensors,
+    params,
+    n_engines: int,
+    extra=None,
+    hbm_reads=None,
+    join_min: int | None = None,
 ):
-    """CSR dependencies (``dep_ptr``, ``dep_idx``) of a recorded instruction table.
+    """CSR dependencies (``dep_ptr``, ``dep_idx``) of a recorded instruction table, and the
+    joins they name (``join_ptr``, ``join_idx``: join ``j`` is node ``n + j`` and waits for
+    ``join_idx[join_ptr[j]:join_ptr[j + 1]]``, instructions or earlier joins).
 
     Parameters
     ----------
@@ -268,10 +383,18 @@ def dependencies(
         operands (an MX matmul's scales).
     hbm_reads : dict, optional
         Instruction -> ``(tensor id, region)``: the HBM source of an HBM -> HBM copy.
+    join_min : int, optional
+        Distinct writes inside one read that the read merges into a join (at least 2; None:
+        :data:`JOIN_MIN`).
     """
     n = len(table)
     if n == 0:
-        return np.zeros(1, np.int64), np.zeros(0, np.int32)
+        return (
+            np.zeros(1, np.int64),
+            np.zeros(0, np.int32),
+            np.zeros(1, np.int64),
+            np.zeros(0, np.int32),
+        )
     from ._tiles import format_bits
 
     tile_space = np.array([0 if t.space == "sbuf" else 1 for t in tiles] or [0], np.int64)
@@ -363,4 +486,5 @@ def dependencies(
         n_cells,
         n_engines,
         int(params.psum_bank_bytes),
+        int(JOIN_MIN if join_min is None else join_min),
     )

@@ -5,7 +5,9 @@ cheapest thing Python can do per instruction: a list of ints holds nothing the c
 collector must walk, where a list of tuples holds one tracked object per instruction);
 :func:`build_table` turns the list into a numpy structured array (so the dependency pass and
 the scheduler, numba loops, read flat columns) and derives the rest (bits, bytes, FLOPs). The dependencies are in CSR form: instruction ``i`` waits for
-``dep_idx[dep_ptr[i]:dep_ptr[i+1]]``.
+``dep_idx[dep_ptr[i]:dep_ptr[i+1]]``. An entry ``n + j`` (``n`` instructions) is join ``j``,
+which waits for ``join_idx[join_ptr[j]:join_ptr[j+1]]``: a region written by many
+instructions and read whole many times costs one join, not an edge per writer and reader.
 """
 
 from __future__ import annotations
@@ -259,7 +261,10 @@ class Program:
         Structured array of :data:`INSTRUCTION_DTYPE`, in program (issue) order.
     dep_ptr, dep_idx : numpy.ndarray
         CSR dependencies: RAW, WAR and WAW on physical memory (SBUF and PSUM byte ranges per
-        partition, HBM tensor regions), the latest one per engine or DMA queue.
+        partition, HBM tensor regions), the latest one per DMA queue; an index ``n + j`` is
+        join ``j``.
+    join_ptr, join_idx : numpy.ndarray
+        CSR members of the joins (instructions or earlier joins).
     tiles : tuple of TileRecord
         In allocation order: a tile's id is its index.
     tensors : tuple of TensorRecord
@@ -283,6 +288,8 @@ class Program:
     #: HBM -> HBM copies: instruction -> (source tensor id, (r0, r1, c0, c1)); the ``hbm``
     #: column holds the destination.
     hbm_reads: dict = field(default_factory=dict)
+    join_ptr: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+    join_idx: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
 
     def __len__(self) -> int:
         return len(self.table)
@@ -302,9 +309,22 @@ class Program:
         return np.where(t["hbm"] >= 0, t["bytes"], 0).astype(np.float64)
 
     def deps(self, i: int) -> np.ndarray:
-        """Instructions that instruction ``i`` waits for."""
+        """Instructions that instruction ``i`` waits for (through joins too), in order."""
         i = self._index(i)
-        return self.dep_idx[self.dep_ptr[i] : self.dep_ptr[i + 1]]
+        n = len(self.table)
+        direct = self.dep_idx[self.dep_ptr[i] : self.dep_ptr[i + 1]]
+        if not len(direct) or direct.max() < n:
+            return direct
+        out, todo, done = set(), list(direct.tolist()), set()
+        while todo:
+            d = todo.pop()
+            if d < n:
+                out.add(d)
+            elif d not in done:
+                done.add(d)
+                j = d - n
+                todo.extend(self.join_idx[self.join_ptr[j] : self.join_ptr[j + 1]].tolist())
+        return np.array(sorted(out), self.dep_idx.dtype)
 
     def counts(self) -> dict[str, int]:
         """Instructions per operation."""

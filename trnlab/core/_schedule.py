@@ -260,6 +260,19 @@ def costs(table: np.ndarray, params: CoreParams, tile_bits: np.ndarray | None = 
     return Costs(busy, done, ls, row_time, p0, p1, psum_in & (vec | sca), dge, queue_time)
 
 
+def _wait_py(e, ec, issue_end, end, sync):
+    """When an instruction on engine ``e`` that issues until ``issue_end`` and ends at ``end``
+    lets a consumer on engine ``ec`` start."""
+    if ec == e and e == 0:  # PSUM accumulation and the TE pipeline: issue order
+        return issue_end
+    if e < 4 and ec < 4 and ec != e:
+        return end + sync
+    return end
+
+
+_wait = _wait_py  # replaced by its compiled form before the scheduler compiles
+
+
 def _schedule_py(
     engine,
     busy,
@@ -273,6 +286,8 @@ def _schedule_py(
     queue_time,
     dep_ptr,
     dep_idx,
+    join_ptr,
+    join_idx,
     n_engines,
     n_dma,
     per_engine,
@@ -318,25 +333,40 @@ def _schedule_py(
         if count[e] > 0:
             active[n_active] = e
             n_active += 1
-    # Successors (CSR) and, per instruction, the dependencies still to schedule and the time
-    # its inputs are ready (updated as each dependency is scheduled: every instruction's
-    # dependencies are visited once).
-    n_wait = np.zeros(n, np.int64)
-    succ_count = np.zeros(n + 1, np.int64)
+    # Successors (CSR) over the instructions and the joins (node n + j), and per node the
+    # dependencies still to schedule and the time its inputs are ready (updated as each
+    # dependency is scheduled: every dependency is visited once).
+    n_join = join_ptr.shape[0] - 1
+    n_nodes = n + n_join
+    n_wait = np.zeros(n_nodes, np.int64)
+    succ_count = np.zeros(n_nodes + 1, np.int64)
     for i in range(n):
         n_wait[i] = dep_ptr[i + 1] - dep_ptr[i]
         for j in range(dep_ptr[i], dep_ptr[i + 1]):
             succ_count[dep_idx[j] + 1] += 1
+    for g in range(n_join):
+        n_wait[n + g] = join_ptr[g + 1] - join_ptr[g]
+        for j in range(join_ptr[g], join_ptr[g + 1]):
+            succ_count[join_idx[j] + 1] += 1
     succ_ptr = np.cumsum(succ_count)
-    succ_idx = np.empty(succ_ptr[n], np.int64)
+    succ_idx = np.empty(succ_ptr[n_nodes], np.int64)
     sfill = succ_ptr[:-1].copy()
     for i in range(n):
         for j in range(dep_ptr[i], dep_ptr[i + 1]):
             d = dep_idx[j]
             succ_idx[sfill[d]] = i
             sfill[d] += 1
+    for g in range(n_join):
+        for j in range(join_ptr[g], join_ptr[g + 1]):
+            d = join_idx[j]
+            succ_idx[sfill[d]] = n + g
+            sfill[d] += 1
     r_dep = np.zeros(n)  # inputs ready (all dependencies)
     r_ext = np.zeros(n)  # ... from other engines (what a background LoadStationary waits for)
+    # A join's readiness for a consumer on each engine (the wait depends on both engines)
+    j_dep = np.zeros((n_join, n_engines))
+    j_ext = np.zeros((n_join, n_engines))
+    ready = np.empty(n_join, np.int64)  # joins whose members have all been scheduled
     dge_free = 0.0  # the hardware DGE instance commanded by the Sync engine
     ls_free = 0.0  # LoadStationary unit of the Tensor Engine
     last_mm_start = 0.0
@@ -474,20 +504,50 @@ def _schedule_py(
             head[e] = b
         if b < ptr[e + 1]:
             prv[b] = a
+        n_ready = 0
         for j in range(succ_ptr[i], succ_ptr[i + 1]):
             c = succ_idx[j]
-            ec = engine[c]
-            if ec == e and e == 0:  # PSUM accumulation and the TE pipeline: issue order
-                r = issue_end[i]
-            elif e < 4 and ec < 4 and ec != e:
-                r = end[i] + sync
-            else:
-                r = end[i]
-            if r > r_dep[c]:
-                r_dep[c] = r
-            if ec != e and r > r_ext[c]:
-                r_ext[c] = r
+            if c < n:
+                ec = engine[c]
+                r = _wait(e, ec, issue_end[i], end[i], sync)
+                if r > r_dep[c]:
+                    r_dep[c] = r
+                if ec != e and r > r_ext[c]:
+                    r_ext[c] = r
+            else:  # a join: what it passes on, for a consumer on each engine
+                g = c - n
+                for ec in range(n_engines):
+                    r = _wait(e, ec, issue_end[i], end[i], sync)
+                    if r > j_dep[g, ec]:
+                        j_dep[g, ec] = r
+                    if ec != e and r > j_ext[g, ec]:
+                        j_ext[g, ec] = r
+                if n_wait[c] == 1:
+                    ready[n_ready] = g
+                    n_ready += 1
             n_wait[c] -= 1
+        while n_ready > 0:  # joins complete as their last member is scheduled
+            n_ready -= 1
+            g = ready[n_ready]
+            for j in range(succ_ptr[n + g], succ_ptr[n + g + 1]):
+                c = succ_idx[j]
+                if c < n:
+                    ec = engine[c]
+                    if j_dep[g, ec] > r_dep[c]:
+                        r_dep[c] = j_dep[g, ec]
+                    if j_ext[g, ec] > r_ext[c]:
+                        r_ext[c] = j_ext[g, ec]
+                else:
+                    h = c - n
+                    for ec in range(n_engines):
+                        if j_dep[g, ec] > j_dep[h, ec]:
+                            j_dep[h, ec] = j_dep[g, ec]
+                        if j_ext[g, ec] > j_ext[h, ec]:
+                            j_ext[h, ec] = j_ext[g, ec]
+                    if n_wait[c] == 1:
+                        ready[n_ready] = h
+                        n_ready += 1
+                n_wait[c] -= 1
         scheduled += 1
     return scheduled
 
@@ -496,10 +556,11 @@ _compiled = None
 
 
 def _kernel():
-    global _compiled
+    global _compiled, _wait
     if _compiled is None:
         from numba import njit
 
+        _wait = njit(cache=True, inline="always")(_wait_py)
         _compiled = njit(cache=True)(_schedule_py)
     return _compiled
 
@@ -539,6 +600,8 @@ def schedule(
         np.zeros(n) if c.queue_time is None else c.queue_time,
         program.dep_ptr,
         program.dep_idx.astype(np.int64),
+        program.join_ptr,
+        program.join_idx.astype(np.int64),
         program.n_engines,
         int(params.dma_engines),
         int(params.dma_partitions_per_engine),
