@@ -51,8 +51,8 @@ def _grow_py(a, n):
 _R0, _R1, _C0, _C1, _INSTR, _ENG, _WRITE, _NEXT = range(8)
 
 
-def _push_py(rec, nrec, r0, r1, c0, c1, instr, eng, write, nxt):
-    """``rec`` with access ``nrec`` set (grown if full)."""
+def _push_py(rec, nrec, r0, r1, c0, c1, instr, eng, write, head, cell):
+    """``rec`` with access ``nrec`` set (grown if full), first in ``cell``'s list."""
     if nrec == rec.shape[0]:
         bigger = np.empty((2 * nrec, rec.shape[1]), rec.dtype)
         bigger[:nrec] = rec
@@ -64,8 +64,17 @@ def _push_py(rec, nrec, r0, r1, c0, c1, instr, eng, write, nxt):
     rec[nrec, _INSTR] = instr
     rec[nrec, _ENG] = eng
     rec[nrec, _WRITE] = write
-    rec[nrec, _NEXT] = nxt
+    rec[nrec, _NEXT] = head[cell]
+    head[cell] = nrec
     return rec
+
+
+def _unlink_py(rec, head, cell, prev, nxt):
+    """Take the access after ``prev`` (the cell's first if ``prev`` < 0) out of the cell's list."""
+    if prev < 0:
+        head[cell] = nxt
+    else:
+        rec[prev, _NEXT] = nxt
 
 
 def _join_py(
@@ -112,16 +121,12 @@ def _join_py(
                             njm += 1
                         elif jlast[ed] < d:
                             jlast[ed] = d
-                    if prev < 0:
-                        head[cell] = nxt
-                    else:
-                        rec[prev, _NEXT] = nxt
+                    _unlink(rec, head, cell, prev, nxt)
                 else:
                     prev = k
                 k = nxt
             if b1 >= b0:  # something left this cell: the join's record
-                rec = _push(rec, nrec, b0, b1, b2, b3, jid, -1, 1, head[cell])
-                head[cell] = nrec
+                rec = _push(rec, nrec, b0, b1, b2, b3, jid, -1, 1, head, cell)
                 nrec += 1
     for ed in range(4, jlast.shape[0]):
         if jlast[ed] >= 0:
@@ -136,6 +141,7 @@ def _join_py(
 # replaced by their compiled forms before the pass compiles
 _grow = _grow_py
 _push = _push_py
+_unlink = _unlink_py
 _join = _join_py
 
 
@@ -259,16 +265,12 @@ def _deps_py(
                             jmark[d] = stamp
                             inside += 1
                         if contained and (wr == 1 or (kw == 0 and rec[k, _ENG] == e)):
-                            if prev < 0:  # retired: covered by this write or read
-                                head[cell] = nxt
-                            else:
-                                rec[prev, _NEXT] = nxt
+                            _unlink(rec, head, cell, prev, nxt)  # covered by this write or read
                         else:
                             prev = k
                         k = nxt
                     # record this access in the cell
-                    rec = _push(rec, nrec, ar0, ar1, ac0, ac1, i, e, wr, head[cell])
-                    head[cell] = nrec
+                    rec = _push(rec, nrec, ar0, ar1, ac0, ac1, i, e, wr, head, cell)
                     nrec += 1
             if inside >= join_min:
                 # The writes inside this read become one join (node n + n_join): their records
@@ -321,12 +323,13 @@ _compiled = None
 
 
 def _kernel():
-    global _compiled, _grow, _push, _join
+    global _compiled, _grow, _push, _unlink, _join
     if _compiled is None:
         from numba import njit
 
         _grow = njit(cache=True)(_grow_py)
         _push = njit(cache=True)(_push_py)
+        _unlink = njit(cache=True)(_unlink_py)
         _join = njit(cache=True)(_join_py)
         _compiled = njit(cache=True)(_deps_py)
     return _compiled
