@@ -705,3 +705,56 @@ def test_docstring_examples_run():
     for mod in (trnlab.core, trnlab.core._run, trnlab.kernels):
         result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
         assert result.failed == 0 and result.attempted > 0, mod.__name__
+
+
+_EDGES = st.sampled_from([-17, -16, -13, -12, -1, 0, 1, 11, 12, 13, 15, 16, 17])  # of 16 x 12
+_BOUNDS = st.one_of(
+    st.none(),
+    _EDGES,
+    st.integers(-20, 20),
+    st.booleans(),
+    st.sampled_from([1.0, 2.5]),
+    st.integers(-20, 20).map(np.int64),
+)
+_INDEX = st.one_of(
+    st.builds(slice, _BOUNDS, _BOUNDS, st.sampled_from([None, 1, 2])),
+    st.integers(-20, 20),
+    st.booleans(),
+    st.integers(-20, 20).map(np.int64),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    key=st.one_of(
+        _INDEX, st.tuples(_INDEX, _INDEX), st.tuples(_INDEX), st.tuples(_INDEX, _INDEX, _INDEX)
+    ),
+    hbm=st.booleans(),
+)
+@example(key=(slice(3, 4), slice(None)), hbm=True)  # the fast path
+@example(key=(slice(0, 16), slice(2, 9)), hbm=False)
+@example(key=(slice(10, 17), slice(None)), hbm=True)  # one past the end: refused by both
+@example(key=(slice(None), slice(0, 13)), hbm=False)
+@example(key=(slice(True, 4), slice(None)), hbm=False)  # a bool bound: refused by both
+@example(key=(slice(np.int64(1), 4), slice(None)), hbm=True)  # a NumPy bound: the slow path
+def test_slicing_fast_path_agrees_with_the_checked_path(key, hbm):
+    """Indexing a tile or HBM tensor gives the region the full check (``_bad_index``) gives,
+    or the same refusal: the inline fast path for plain slices changes nothing but speed."""
+    from trnlab.core import _tiles
+
+    got = {}
+
+    def k(ctx, x):
+        got["owner"] = x if hbm else ctx.sbuf((16, 12), "bf16")
+
+    core.record(k, numerics=False, x=core.hbm((16, 12), "bf16", is_input=True))
+    owner = got["owner"]
+    try:
+        want = _tiles._bad_index(key, owner.shape, "it")
+    except core.TileIndexError:
+        with pytest.raises(core.TileIndexError):
+            owner[key]
+        return
+    v = owner[key]
+    region = (v.r0, v.r1, v.c0, v.c1) if hbm else v.region
+    assert region == tuple(want) and all(type(b) is int for b in region)

@@ -139,23 +139,29 @@ def _bad_index(key, shape, what: str) -> tuple[int, int, int, int]:
 def _slice(owner, key):
     """``owner[a:b, c:d]`` (or ``[a:b]``, integers) for a tile or an HBM tensor: the view of
     rows / partitions a:b and columns / free elements c:d, inside its shape. The common case
-    (two plain slices) is checked inline, since a kernel slices on nearly every instruction;
-    anything else, and every error, goes through :func:`_bad_index`."""
+    (two plain slices with whole-number bounds) is checked inline, each bound read once, since
+    a kernel slices on nearly every instruction; anything else, and every error, goes through
+    :func:`_bad_index`."""
     if type(key) is tuple and len(key) == 2:
         a, b = key
         if type(a) is slice and type(b) is slice and a.step is None and b.step is None:
-            shape = owner.shape
-            p0 = 0 if a.start is None else a.start
-            p1 = shape[0] if a.stop is None else a.stop
-            f0 = 0 if b.start is None else b.start
-            f1 = shape[1] if b.stop is None else b.stop
+            R, C = owner.shape
+            p0, p1, f0, f1 = a.start, a.stop, b.start, b.stop
+            if p0 is None:
+                p0 = 0
+            if p1 is None:
+                p1 = R
+            if f0 is None:
+                f0 = 0
+            if f1 is None:
+                f1 = C
             if (
                 type(p0) is int
                 and type(p1) is int
                 and type(f0) is int
                 and type(f1) is int
-                and 0 <= p0 < p1 <= shape[0]
-                and 0 <= f0 < f1 <= shape[1]
+                and 0 <= p0 < p1 <= R
+                and 0 <= f0 < f1 <= C
             ):
                 return (HBMView if type(owner) is HBMTensor else View)(owner, p0, p1, f0, f1)
     hbm = type(owner) is HBMTensor
