@@ -479,6 +479,56 @@ def _random_kernel(steps):
     return k
 
 
+def _accesses(run):
+    """Per instruction, its accesses of physical memory: (object, rows, columns, write?), SBUF
+    and PSUM as partitions x bytes, an HBM tensor as rows x columns (from the table, not the
+    dependency pass)."""
+    from trnlab.core._tiles import format_bits
+
+    t, tiles, bank = run.program.table, run.program.tiles, int(run.params.psum_bank_bytes)
+    out = []
+    for i in range(len(t)):
+        acc = []
+        for col in ("out", "in0", "in1", "in2"):
+            tid = int(t[col][i])
+            if tid < 0:
+                continue
+            p0, p1, f0, f1 = (int(v) for v in t[col + "_region"][i])
+            tile = tiles[tid]
+            if tile.space == "sbuf":
+                bits = format_bits(tile.fmt)
+                lo, hi = (
+                    tile.offset + math.floor(f0 * bits / 8),
+                    tile.offset + math.ceil(f1 * bits / 8),
+                )
+            else:
+                lo, hi = tile.offset * bank + 4 * f0, tile.offset * bank + 4 * f1
+            acc.append((tile.space, (p0, p1), (lo, hi), col == "out"))
+        if t["hbm"][i] >= 0:
+            r0, r1, c0, c1 = (int(v) for v in t["hbm_region"][i])
+            acc.append((int(t["hbm"][i]), (r0, r1), (c0, c1), t["op"][i] == P.DMA_STORE))
+        out.append(acc)
+    return out
+
+
+def _conflicts(run):
+    """Every pair (earlier, later) of instructions that touch the same bytes, one writing."""
+    acc = _accesses(run)
+    for x in range(len(acc)):
+        for w in range(x):
+            if any(
+                o == o2
+                and (wa or wb)
+                and a[0] < b[1]
+                and b[0] < a[1]
+                and c[0] < d[1]
+                and d[0] < c[1]
+                for o, a, c, wa in acc[w]
+                for o2, b, d, wb in acc[x]
+            ):
+                yield w, x
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     steps=st.lists(
@@ -520,6 +570,9 @@ def test_schedule_properties_on_random_programs(steps, chip, window, join_min):
             )
     assert np.isfinite(s).all() and (s >= 0).all()
     assert (ie >= s - 1e-15).all() and (e >= ie - 1e-15).all()
+    for w, x in _conflicts(r):  # no access overtakes an earlier one to the same bytes
+        same_te = t["engine"][w] == t["engine"][x] == P.TENSOR
+        assert s[x] >= (ie[w] if same_te else e[w]) - 1e-15, (w, x)
     c = core.costs(t, r.params)
     comp = t["engine"] < P.FIRST_DMA
     assert np.allclose((ie - s)[comp], c.busy[comp])  # each compute instruction gets its cost
@@ -634,6 +687,87 @@ def test_a_piece_read_after_the_join_waits_for_the_whole_tile():
     assert {w for w in writers if t["engine"][w] < P.FIRST_DMA} <= set(
         r.program.deps(part).tolist()
     )
+
+
+@pytest.mark.parametrize("window", [1, 16])
+def test_a_write_waits_for_a_read_that_a_later_read_overtook(window):
+    """Vector reads b twice: first with a slow load's data (so it waits), then alone (ready at
+    once: with a window it starts first). A later write of b waits for both reads, however
+    they were reordered: out of order, the later read does not stand for the earlier one."""
+    ids = {}
+
+    def k(ctx, x):
+        a = ctx.sbuf((128, 4096), "bf16")
+        ctx.load(a, x)  # slow
+        b = ctx.sbuf((128, 512), "bf16")
+        ctx.memset(b, 1.0)
+        first = ctx.tensor_tensor(ctx.sbuf((128, 512), "bf16"), b, a[:, :512])
+        second = ctx.copy(ctx.sbuf((128, 512), "bf16"), b)
+        ids.update(first=first, second=second, write=ctx.memset(b, 2.0, engine="gpsimd"))
+
+    r = _run(k, chip=core.core_params("trn2", compiler_schedule_window=window), x=_x((128, 4096)))
+    first, second, write = ids["first"], ids["second"], ids["write"]
+    assert r.start[write] >= max(r.end[first], r.end[second]) - 1e-15
+    if window > 1:  # the reorder that made the case: the write names both reads
+        assert r.start[second] < r.start[first]
+        assert {first, second} <= set(r.program.deps(write).tolist())
+    else:  # in order, the later read ends last and stands for the earlier one
+        assert second in r.program.deps(write) and first not in r.program.deps(write)
+
+
+def test_many_reads_of_one_tile_stay_linear_and_joins_grow_as_needed():
+    """A tile read 200 times by Vector, then written in part: its reads merge into joins (the
+    write waits for a handful of nodes, not 200 reads); and a tensor read by row panels, then
+    by column panels, makes more joins than one per 31 instructions (each column panel joins
+    the row panels' joins) without running out of room."""
+    ids = {}
+
+    def reads(ctx, x):
+        w = ctx.sbuf((128, 512), "bf16")
+        ctx.load(w, x)
+        out = ctx.sbuf((128, 512), "bf16", bufs=2)
+        for _ in range(200):
+            ctx.copy(out.next(), w)
+        ids["write"] = ctx.memset(w[:, 0:16], 0.0, engine="gpsimd")
+
+    r = _run(reads, chip="trn2", x=_x())
+    direct = r.program.dep_idx[
+        r.program.dep_ptr[ids["write"]] : r.program.dep_ptr[ids["write"] + 1]
+    ]
+    copies = np.flatnonzero(r.program.table["op"] == P.COPY)
+    assert len(direct) < 40 and set(copies.tolist()) <= set(r.program.deps(ids["write"]).tolist())
+    assert r.start[ids["write"]] >= r.end[copies].max() - 1e-15
+
+    def panels(ctx, y):
+        src = ctx.sbuf((128, 512), "bf16")
+        ctx.memset(src, 1.0)
+        for i in range(32):
+            for j in range(32):
+                ctx.store(y[128 * i : 128 * (i + 1), 512 * j : 512 * (j + 1)], src)
+        panel = ctx.sbuf((128, 512 * 32), "bf16")
+        for i in range(32):
+            ctx.load(panel, y[128 * i : 128 * (i + 1), :])
+        for j in range(32):
+            ctx.load(panel, y[:, 512 * j : 512 * (j + 1)], flat=True)
+        ctx.load(panel, y[0:128, :])
+
+    r = _run(panels, chip="trn2", y=core.hbm((128 * 32, 512 * 32), "bf16"))
+    n, joins = len(r.program), len(r.program.join_ptr) - 1
+    assert joins > n // 31 + 1  # more than the room the first version kept
+    stores = np.flatnonzero(r.program.table["op"] == P.DMA_STORE)
+    last = len(r.program) - 1
+    assert set(r.program.deps(last).tolist()) >= {stores.max()}
+    assert r.start[last] >= r.end[stores].max() - 1e-15
+
+
+def test_join_min_below_two_is_refused():
+    from trnlab.core import _deps
+
+    r = _run(lambda ctx, x: ctx.load(ctx.sbuf((128, 512), "bf16"), x), x=_x())
+    p = r.program
+    for bad in (1, 0, -3, 2.5, True, "32"):
+        with pytest.raises(core.KernelArgumentError, match="at least 2"):
+            _deps.dependencies(p.table, p.tiles, p.tensors, r.params, p.n_engines, join_min=bad)
 
 
 def test_long_runs_show_progress_in_notebooks_only(monkeypatch):

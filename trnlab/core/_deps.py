@@ -10,18 +10,23 @@ independent instructions out of program order (the compiler's scheduling), so ev
 on them is kept.
 
 The pass keeps, per memory object, a grid of cells with the recent accesses that touch each
-cell; a write that covers an older access retires it, and a read that covers an older read of
-the same engine replaces it. A kernel's cost is then linear in its instructions (the old
-per-tile lists grew with every store to a new region of a tensor: quadratic).
+cell; a write that covers an older access retires it. A read that covers an older read of the
+same engine replaces it only where the engine starts its instructions in program order (the
+Tensor Engine, DMA queues, any engine with a window of 1): Vector, Scalar and GpSimd may start
+a later read before an earlier one, so a later write must wait for both.
 
-One pattern would still cost P x R: a region written in P pieces (no write covers another)
-and read whole R times, each read waiting for every piece. The first read that finds at least
-:data:`JOIN_MIN` writes inside its region merges them into a *join*, a node the scheduler
-completes when its last member ends; the pieces' records leave the cells for one join record
-each, so every later read waits for the join (P + R dependencies). The price: a later read of
-one piece waits for all of them (they are under the join's record), as a compiler that syncs
-on whole tiles would make it; a later write waits for nothing more than it did, since it
-already waited for the whole read (write after read).
+Two patterns would still cost P x R: a region written in P pieces (no write covers another)
+and read whole R times, each read waiting for every piece; and a region read R times by the
+out-of-order engines, then written in P parts, each part waiting for every read. So any read
+that finds at least :data:`JOIN_MIN` writes (or reads) inside its region merges them into a
+*join*, a node the scheduler completes when its last member ends (a member may be an earlier
+join); their records leave the cells for one join record per cell, over their bounding box
+there, and later accesses wait for the join (P + R dependencies). The price: a later access
+that overlaps a join's box waits for all its members, even where it touches only one piece (or
+a gap between pieces), as a compiler that syncs on whole tiles would make it. A later write
+waits for nothing more than it did: it already waited, through the write after read, for the
+read that made the join. A kernel's cost is then linear in its instructions and the cells its
+accesses touch.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _program as P
+from ._errors import KernelArgumentError
 
 __all__ = ["dependencies"]
 
@@ -37,12 +43,18 @@ _SBUF_CELL_BYTES = 1024
 _ROW_CELL = 32  # partitions per cell (a quadrant)
 _HBM_MAX_CELLS = 1 << 20
 _FAR = 1 << 62  # beyond any coordinate
-#: distinct writes inside one read that it merges into a join (see the pass)
+#: distinct writes (or reads) inside one read that it merges into a join (see above)
 JOIN_MIN = 32
 
 
 def _grow_py(a, n):
     b = np.empty(n, a.dtype)
+    b[: a.shape[0]] = a
+    return b
+
+
+def _grow_fill_py(a, n, fill):
+    b = np.full(n, fill, a.dtype)
     b[: a.shape[0]] = a
     return b
 
@@ -78,13 +90,14 @@ def _unlink_py(rec, head, cell, prev, nxt):
 
 
 def _join_py(
-    rec, nrec, head, jmark, jmem, jidx, njm, jlast, engine, n, g, i, stamp,
+    rec, nrec, head, kind, mark, jmem, jidx, njm, jlast, engine, n, g, i, stamp,
     ar0, ar1, ac0, ac1, base, ncol, rb, cb,
 ):  # fmt: skip
-    """Join ``g`` (node ``n + g``) from the writes inside read ``stamp`` of instruction ``i``
-    (rows ``ar0:ar1``, columns ``ac0:ac1`` of an object whose cells start at ``base``): each
-    cell's records of them give way to one join record over their bounding box; the members
-    (appended to ``jidx``) are the writes, the latest one per DMA queue. Returns ``rec``,
+    """Join ``g`` (node ``n + g``) from the accesses of ``kind`` (1: writes, 0: reads) that
+    ``mark`` found inside read ``stamp`` of instruction ``i`` (rows ``ar0:ar1``, columns
+    ``ac0:ac1`` of an object whose cells start at ``base``): each cell's records of them give
+    way to one join record of that kind over their bounding box; the members (appended to
+    ``jidx``) are their instructions and joins, the latest one per DMA queue. Returns ``rec``,
     ``nrec``, ``jidx``, ``njm``."""
     jid = n + g
     for cr in range(ar0 // rb, (ar1 - 1) // rb + 1):
@@ -99,14 +112,14 @@ def _join_py(
                 d = rec[k, _INSTR]
                 k0, k1, k2, k3 = rec[k, _R0], rec[k, _R1], rec[k, _C0], rec[k, _C1]
                 if (
-                    rec[k, _WRITE] == 1
+                    rec[k, _WRITE] == kind
                     and d != i
-                    and jmark[d] == stamp
+                    and mark[d] == stamp
                     and ar0 <= k0
                     and k1 <= ar1
                     and ac0 <= k2
                     and k3 <= ac1
-                ):  # a write inside the read (a join's record is one per cell)
+                ):  # inside the read (a join's record is one per cell: checked here)
                     b0 = min(b0, k0)
                     b1 = max(b1, k1)
                     b2 = min(b2, k2)
@@ -126,7 +139,7 @@ def _join_py(
                     prev = k
                 k = nxt
             if b1 >= b0:  # something left this cell: the join's record
-                rec = _push(rec, nrec, b0, b1, b2, b3, jid, -1, 1, head, cell)
+                rec = _push(rec, nrec, b0, b1, b2, b3, jid, -1, kind, head, cell)
                 nrec += 1
     for ed in range(4, jlast.shape[0]):
         if jlast[ed] >= 0:
@@ -140,6 +153,7 @@ def _join_py(
 
 # replaced by their compiled forms before the pass compiles
 _grow = _grow_py
+_grow_fill = _grow_fill_py
 _push = _push_py
 _unlink = _unlink_py
 _join = _join_py
@@ -165,6 +179,7 @@ def _deps_py(
     n_engines,
     psum_bank_bytes,
     join_min,
+    window,
 ):
     n = op.shape[0]
     head = np.full(n_cells, -1, np.int64)
@@ -175,15 +190,24 @@ def _deps_py(
     dcap = max(1024, 2 * n)
     didx = np.empty(dcap, np.int32)
     nd = 0
-    # Joins: a read that finds at least `join_min` writes inside its region merges them into
-    # one join (node n + j), so later accesses wait for the join instead of every write (a
-    # tile assembled from P pieces and read whole R times: P + R edges, not P x R). Each join
-    # retires at least `join_min` writers and stands for one: at most n / (join_min - 1).
-    n_nodes = n + n // (join_min - 1) + 1
-    seen = np.full(n_nodes, -1, np.int64)
-    jmark = np.full(n_nodes, -1, np.int64)  # inside the read being checked (its stamp)
-    jmem = np.full(n_nodes, -1, np.int64)  # a member of the join being made
-    jptr = np.zeros(n // (join_min - 1) + 2, np.int64)
+    # Joins (nodes n, n + 1, ...): a read that finds at least `join_min` writes, or reads,
+    # inside its region merges them into one, so later accesses wait for the join instead of
+    # each of them (a tile written in P pieces and read whole R times: P + R edges, not P x R).
+    # Per node (instruction or join): the instruction that last found it, whether it is inside
+    # the read being checked (a write, a read: that read's stamp), of the join being made.
+    seen = np.full(n + 1024, -1, np.int64)
+    jmark = np.full(n + 1024, -1, np.int64)
+    rmark = np.full(n + 1024, -1, np.int64)
+    jmem = np.full(n + 1024, -1, np.int64)
+    jptr = np.zeros(1024, np.int64)
+    # Engines that start their instructions in program order (the Tensor Engine, DMA queues;
+    # all of them with a window of 1): there a read that covers an older read of the same
+    # engine replaces it, since it cannot end first. Vector, Scalar and GpSimd may start a
+    # later read before an earlier one, so their reads stay until a write covers them (or a
+    # read merges them into a join): a write waits for every read of what it overwrites.
+    in_order = np.ones(n_engines, np.bool_)
+    if window > 1:
+        in_order[1:4] = False
     jidx = np.empty(1024, np.int32)
     n_join = 0
     njm = 0
@@ -242,7 +266,8 @@ def _deps_py(
             rb = obj_rb[ob]
             cb = obj_cb[ob]
             stamp = i * slots + a
-            inside = 0  # distinct writes found inside this read's region
+            w_inside = 0  # distinct writes found inside this read's region
+            r_inside = 0  # ... and reads
             for cr in range(ar0 // rb, (ar1 - 1) // rb + 1):
                 for cc in range(ac0 // cb, (ac1 - 1) // cb + 1):
                     cell = obj_base[ob] + cr * obj_ncol[ob] + cc
@@ -261,24 +286,41 @@ def _deps_py(
                             found[nf] = d
                             nf += 1
                         contained = ar0 <= k0 and k1 <= ar1 and ac0 <= k2 and k3 <= ac1
-                        if contained and wr == 0 and kw == 1 and d != i and jmark[d] != stamp:
-                            jmark[d] = stamp
-                            inside += 1
-                        if contained and (wr == 1 or (kw == 0 and rec[k, _ENG] == e)):
+                        if contained and (
+                            wr == 1 or (kw == 0 and rec[k, _ENG] == e and in_order[e])
+                        ):
                             _unlink(rec, head, cell, prev, nxt)  # covered by this write or read
                         else:
+                            if contained and wr == 0 and d != i:
+                                if kw == 1 and jmark[d] != stamp:
+                                    jmark[d] = stamp
+                                    w_inside += 1
+                                elif kw == 0 and rmark[d] != stamp:
+                                    rmark[d] = stamp
+                                    r_inside += 1
                             prev = k
                         k = nxt
                     # record this access in the cell
                     rec = _push(rec, nrec, ar0, ar1, ac0, ac1, i, e, wr, head, cell)
                     nrec += 1
-            if inside >= join_min:
-                # The writes inside this read become one join (node n + n_join): their records
-                # leave the cells, so the next read of the region finds one record per cell.
-                # This instruction keeps its own dependencies on them (found above).
+            for kind in range(2):  # the reads, then the writes, inside this read
+                if (r_inside if kind == 0 else w_inside) < join_min:
+                    continue
+                # They become one join (node n + n_join): their records leave the cells, so
+                # the next access of the region finds one record per cell. This instruction
+                # keeps its own dependencies on the writes (found above).
+                if n + n_join + 1 > seen.shape[0]:
+                    size = 2 * seen.shape[0]
+                    seen = _grow_fill(seen, size, -1)
+                    jmark = _grow_fill(jmark, size, -1)
+                    rmark = _grow_fill(rmark, size, -1)
+                    jmem = _grow_fill(jmem, size, -1)
+                if n_join + 2 > jptr.shape[0]:
+                    jptr = _grow_fill(jptr, 2 * jptr.shape[0], 0)
                 rec, nrec, jidx, njm = _join(
-                    rec, nrec, head, jmark, jmem, jidx, njm, jlast, engine, n, n_join, i,
-                    stamp, ar0, ar1, ac0, ac1, obj_base[ob], obj_ncol[ob], rb, cb,
+                    rec, nrec, head, kind, rmark if kind == 0 else jmark, jmem, jidx, njm,
+                    jlast, engine, n, n_join, i, stamp, ar0, ar1, ac0, ac1, obj_base[ob],
+                    obj_ncol[ob], rb, cb,
                 )  # fmt: skip
                 jidx[jptr[n_join] : njm].sort()
                 n_join += 1
@@ -323,11 +365,12 @@ _compiled = None
 
 
 def _kernel():
-    global _compiled, _grow, _push, _unlink, _join
+    global _compiled, _grow, _grow_fill, _push, _unlink, _join
     if _compiled is None:
         from numba import njit
 
         _grow = njit(cache=True)(_grow_py)
+        _grow_fill = njit(cache=True)(_grow_fill_py)
         _push = njit(cache=True)(_push_py)
         _unlink = njit(cache=True)(_unlink_py)
         _join = njit(cache=True)(_join_py)
@@ -387,9 +430,16 @@ def dependencies(
     hbm_reads : dict, optional
         Instruction -> ``(tensor id, region)``: the HBM source of an HBM -> HBM copy.
     join_min : int, optional
-        Distinct writes inside one read that the read merges into a join (at least 2; None:
-        :data:`JOIN_MIN`).
+        Distinct writes (or reads) inside one read that the read merges into a join (at least
+        2; None: :data:`JOIN_MIN`).
     """
+    join_min = JOIN_MIN if join_min is None else join_min
+    if isinstance(join_min, bool) or not isinstance(join_min, int) or join_min < 2:
+        raise KernelArgumentError(
+            f"join_min is the number of accesses inside one read that it merges into a join, "
+            f"a whole number of at least 2 (a join of one would stand for nothing); got "
+            f"{join_min!r}"
+        )
     n = len(table)
     if n == 0:
         return (
@@ -489,5 +539,6 @@ def dependencies(
         n_cells,
         n_engines,
         int(params.psum_bank_bytes),
-        int(JOIN_MIN if join_min is None else join_min),
+        int(join_min),
+        int(params.compiler_schedule_window),
     )
