@@ -11,17 +11,18 @@ on them is kept.
 
 The pass keeps, per memory object, a grid of cells with the recent accesses that touch each
 cell; a write that covers an older access retires it. A read that covers an older read of the
-same engine replaces it only where the engine starts its instructions in program order (the
-Tensor Engine, DMA queues, any engine with a window of 1): Vector, Scalar and GpSimd may start
-a later read before an earlier one, so a later write must wait for both.
+same engine replaces it only where the engine's instructions end in program order (the Tensor
+Engine, DMA queues): Vector, Scalar and GpSimd may start a later read before an earlier one
+(the compiler's window, whatever window the program is later scheduled with), so a later write
+must wait for both.
 
 Two patterns would still cost P x R: a region written in P pieces (no write covers another)
 and read whole R times, each read waiting for every piece; and a region read R times by the
 out-of-order engines, then written in P parts, each part waiting for every read. So any read
-that finds at least :data:`JOIN_MIN` writes (or reads) inside its region merges them into a
-*join*, a node the scheduler completes when its last member ends (a member may be an earlier
-join); their records leave the cells for one join record per cell, over their bounding box
-there, and later accesses wait for the join (P + R dependencies). The price: a later access
+that finds at least :data:`JOIN_MIN` writes (or :data:`READ_JOIN_MIN` reads) inside its
+region merges them into a *join*, a node the scheduler completes when its last member ends (a
+member may be an earlier join); their records leave the cells for one join record per cell,
+over their bounding box there, and later accesses wait for the join (P + R dependencies). The price: a later access
 that overlaps a join's box waits for all its members, even where it touches only one piece (or
 a gap between pieces), as a compiler that syncs on whole tiles would make it. A later write
 waits for nothing more than it did: it already waited, through the write after read, for the
@@ -33,6 +34,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from trnlab._checks import whole
+
 from . import _program as P
 from ._errors import KernelArgumentError
 
@@ -43,8 +46,11 @@ _SBUF_CELL_BYTES = 1024
 _ROW_CELL = 32  # partitions per cell (a quadrant)
 _HBM_MAX_CELLS = 1 << 20
 _FAR = 1 << 62  # beyond any coordinate
-#: distinct writes (or reads) inside one read that it merges into a join (see above)
+#: distinct writes inside one read that it merges into a join (see above)
 JOIN_MIN = 32
+#: ... and reads: lower, since reads of Vector, Scalar and GpSimd wait in the cells until a
+#: write covers them (a tile read piece by piece keeps up to this many per piece)
+READ_JOIN_MIN = 8
 
 
 def _grow_py(a, n):
@@ -179,7 +185,7 @@ def _deps_py(
     n_engines,
     psum_bank_bytes,
     join_min,
-    window,
+    read_join_min,
 ):
     n = op.shape[0]
     head = np.full(n_cells, -1, np.int64)
@@ -200,14 +206,14 @@ def _deps_py(
     rmark = np.full(n + 1024, -1, np.int64)
     jmem = np.full(n + 1024, -1, np.int64)
     jptr = np.zeros(1024, np.int64)
-    # Engines that start their instructions in program order (the Tensor Engine, DMA queues;
-    # all of them with a window of 1): there a read that covers an older read of the same
-    # engine replaces it, since it cannot end first. Vector, Scalar and GpSimd may start a
-    # later read before an earlier one, so their reads stay until a write covers them (or a
-    # read merges them into a join): a write waits for every read of what it overwrites.
+    # Engines whose instructions end in program order (the Tensor Engine, DMA queues): there
+    # a read that covers an older read of the same engine replaces it, since it cannot end
+    # first. Vector, Scalar and GpSimd may start a later read before an earlier one (the
+    # compiler's window: a program holds for any window it is scheduled with), or end it
+    # first, so their reads stay until a write covers them (or a read merges them into a
+    # join): a write waits for every read of what it overwrites.
     in_order = np.ones(n_engines, np.bool_)
-    if window > 1:
-        in_order[1:4] = False
+    in_order[1:4] = False
     jidx = np.empty(1024, np.int32)
     n_join = 0
     njm = 0
@@ -304,7 +310,7 @@ def _deps_py(
                     rec = _push(rec, nrec, ar0, ar1, ac0, ac1, i, e, wr, head, cell)
                     nrec += 1
             for kind in range(2):  # the reads, then the writes, inside this read
-                if (r_inside if kind == 0 else w_inside) < join_min:
+                if (r_inside < read_join_min) if kind == 0 else (w_inside < join_min):
                     continue
                 # They become one join (node n + n_join): their records leave the cells, so
                 # the next access of the region finds one record per cell. This instruction
@@ -409,6 +415,7 @@ def dependencies(
     extra=None,
     hbm_reads=None,
     join_min: int | None = None,
+    read_join_min: int | None = None,
 ):
     """CSR dependencies (``dep_ptr``, ``dep_idx``) of a recorded instruction table, and the
     joins they name (``join_ptr``, ``join_idx``: join ``j`` is node ``n + j`` and waits for
@@ -429,17 +436,15 @@ def dependencies(
         operands (an MX matmul's scales).
     hbm_reads : dict, optional
         Instruction -> ``(tensor id, region)``: the HBM source of an HBM -> HBM copy.
-    join_min : int, optional
-        Distinct writes (or reads) inside one read that the read merges into a join (at least
-        2; None: :data:`JOIN_MIN`).
+    join_min, read_join_min : int, optional
+        Distinct writes, and reads, inside one read that the read merges into a join (at least
+        2; None: :data:`JOIN_MIN`, :data:`READ_JOIN_MIN`).
     """
     join_min = JOIN_MIN if join_min is None else join_min
-    if isinstance(join_min, bool) or not isinstance(join_min, int) or join_min < 2:
-        raise KernelArgumentError(
-            f"join_min is the number of accesses inside one read that it merges into a join, "
-            f"a whole number of at least 2 (a join of one would stand for nothing); got "
-            f"{join_min!r}"
-        )
+    read_join_min = READ_JOIN_MIN if read_join_min is None else read_join_min
+    hint = "(accesses inside one read that it merges into a join: a join of one stands for nothing)"
+    join_min = whole(join_min, "join_min", 2, None, KernelArgumentError, hint)
+    read_join_min = whole(read_join_min, "read_join_min", 2, None, KernelArgumentError, hint)
     n = len(table)
     if n == 0:
         return (
@@ -540,5 +545,5 @@ def dependencies(
         n_engines,
         int(params.psum_bank_bytes),
         int(join_min),
-        int(params.compiler_schedule_window),
+        int(read_join_min),
     )

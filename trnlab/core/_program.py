@@ -6,8 +6,8 @@ collector must walk, where a list of tuples holds one tracked object per instruc
 :func:`build_table` turns the list into a numpy structured array (so the dependency pass and
 the scheduler, numba loops, read flat columns) and derives the rest (bits, bytes, FLOPs). The dependencies are in CSR form: instruction ``i`` waits for
 ``dep_idx[dep_ptr[i]:dep_ptr[i+1]]``. An entry ``n + j`` (``n`` instructions) is join ``j``,
-which waits for ``join_idx[join_ptr[j]:join_ptr[j+1]]``: a region written by many
-instructions and read whole many times costs one join, not an edge per writer and reader.
+which waits for ``join_idx[join_ptr[j]:join_ptr[j+1]]``: a region written (or read) by many
+instructions, then read whole (or written) many times, costs one join, not an edge per pair.
 """
 
 from __future__ import annotations
