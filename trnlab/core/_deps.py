@@ -96,16 +96,16 @@ def _unlink_py(rec, head, cell, prev, nxt):
 
 
 def _join_py(
-    rec, nrec, head, kind, mark, jmem, jidx, njm, jlast, engine, n, g, i, stamp,
-    ar0, ar1, ac0, ac1, base, ncol, rb, cb,
+    rec, nrec, head, kind, mark, jmem, buf, n, g, i, stamp, ar0, ar1, ac0, ac1, base, ncol,
+    rb, cb,
 ):  # fmt: skip
     """Join ``g`` (node ``n + g``) from the accesses of ``kind`` (1: writes, 0: reads) that
     ``mark`` found inside read ``stamp`` of instruction ``i`` (rows ``ar0:ar1``, columns
     ``ac0:ac1`` of an object whose cells start at ``base``): each cell's records of them give
-    way to one join record of that kind over their bounding box; the members (appended to
-    ``jidx``) are their instructions and joins, the latest one per DMA queue. Returns ``rec``,
-    ``nrec``, ``jidx``, ``njm``."""
+    way to one join record of that kind over their bounding box. Returns ``rec``, ``nrec``,
+    and the members (their instructions and joins, once each) as ``buf`` and their count."""
     jid = n + g
+    nb = 0
     for cr in range(ar0 // rb, (ar1 - 1) // rb + 1):
         for cc in range(ac0 // cb, (ac1 - 1) // cb + 1):
             cell = base + cr * ncol + cc
@@ -132,14 +132,10 @@ def _join_py(
                     b3 = max(b3, k3)
                     if jmem[d] != jid:  # a member, once
                         jmem[d] = jid
-                        ed = engine[d] if d < n else 0
-                        if ed < 4:
-                            if njm == jidx.shape[0]:
-                                jidx = _grow(jidx, 2 * njm)
-                            jidx[njm] = d
-                            njm += 1
-                        elif jlast[ed] < d:
-                            jlast[ed] = d
+                        if nb == buf.shape[0]:
+                            buf = _grow(buf, 2 * nb)
+                        buf[nb] = d
+                        nb += 1
                     _unlink(rec, head, cell, prev, nxt)
                 else:
                     prev = k
@@ -147,14 +143,31 @@ def _join_py(
             if b1 >= b0:  # something left this cell: the join's record
                 rec = _push(rec, nrec, b0, b1, b2, b3, jid, -1, kind, head, cell)
                 nrec += 1
-    for ed in range(4, jlast.shape[0]):
-        if jlast[ed] >= 0:
-            if njm == jidx.shape[0]:
-                jidx = _grow(jidx, 2 * njm)
-            jidx[njm] = jlast[ed]
-            njm += 1
-            jlast[ed] = -1
-    return rec, nrec, jidx, njm
+    return rec, nrec, buf, nb
+
+
+def _pruned_py(src, ns, engine, n, last, dst, nd):
+    """``dst`` with the nodes ``src[:ns]`` (distinct) appended at ``nd``, in order: every
+    compute-engine instruction and join, but on each DMA queue only the latest (queues
+    complete in order: it implies the earlier ones). Returns ``dst`` and the new count."""
+    for j in range(ns):
+        d = src[j]
+        ed = engine[d] if d < n else 0  # a join: kept
+        if ed >= 4 and d > last[ed]:
+            last[ed] = d
+    start = nd
+    for j in range(ns):
+        d = src[j]
+        ed = engine[d] if d < n else 0
+        if ed < 4 or last[ed] == d:
+            if nd == dst.shape[0]:
+                dst = _grow(dst, 2 * nd)
+            dst[nd] = d
+            nd += 1
+            if ed >= 4:
+                last[ed] = -1
+    dst[start:nd].sort()
+    return dst, nd
 
 
 # replaced by their compiled forms before the pass compiles
@@ -163,6 +176,7 @@ _grow_fill = _grow_fill_py
 _push = _push_py
 _unlink = _unlink_py
 _join = _join_py
+_pruned = _pruned_py
 
 
 def _deps_py(
@@ -193,8 +207,7 @@ def _deps_py(
     rec = np.empty((max(1024, 4 * n), 8), np.int64)
     nrec = 0
     ptr = np.zeros(n + 1, np.int64)
-    dcap = max(1024, 2 * n)
-    didx = np.empty(dcap, np.int32)
+    didx = np.empty(max(1024, 2 * n), np.int32)
     nd = 0
     # Joins (nodes n, n + 1, ...): a read that finds at least `join_min` writes, or reads,
     # inside its region merges them into one, so later accesses wait for the join instead of
@@ -217,10 +230,9 @@ def _deps_py(
     jidx = np.empty(1024, np.int32)
     n_join = 0
     njm = 0
-    jlast = np.full(n_engines, -1, np.int64)
     last = np.full(n_engines, -1, np.int64)
-    touched = np.empty(n_engines, np.int64)
-    found = np.empty(64, np.int64)
+    found = np.empty(64, np.int64)  # what instruction i waits for
+    members = np.empty(64, np.int64)  # of the join being made
     slots = ids.shape[1]
     acc_obj = np.empty(slots, np.int64)
     acc_rect = np.empty((slots, 4), np.int64)
@@ -323,12 +335,11 @@ def _deps_py(
                     jmem = _grow_fill(jmem, size, -1)
                 if n_join + 2 > jptr.shape[0]:
                     jptr = _grow_fill(jptr, 2 * jptr.shape[0], 0)
-                rec, nrec, jidx, njm = _join(
-                    rec, nrec, head, kind, rmark if kind == 0 else jmark, jmem, jidx, njm,
-                    jlast, engine, n, n_join, i, stamp, ar0, ar1, ac0, ac1, obj_base[ob],
-                    obj_ncol[ob], rb, cb,
+                rec, nrec, members, nb = _join(
+                    rec, nrec, head, kind, rmark if kind == 0 else jmark, jmem, members, n,
+                    n_join, i, stamp, ar0, ar1, ac0, ac1, obj_base[ob], obj_ncol[ob], rb, cb,
                 )  # fmt: skip
-                jidx[jptr[n_join] : njm].sort()
+                jidx, njm = _pruned(members, nb, engine, n, last, jidx, njm)
                 n_join += 1
                 jptr[n_join] = njm
             # A read-modify-write of the output (PSUM accumulation) also reads it: covered by
@@ -336,33 +347,7 @@ def _deps_py(
         # DMA queues complete in order: the latest dependency on a queue implies the earlier
         # ones. Compute engines may run their instructions out of program order (the compiler
         # schedules them), so every dependency on them is kept.
-        nt = 0
-        for j in range(nf):
-            d = found[j]
-            ed = engine[d] if d < n else 0  # a join: kept
-            if ed < 4:
-                if nt == touched.shape[0]:
-                    touched = _grow(touched, 2 * nt)
-                touched[nt] = d
-                nt += 1
-            elif last[ed] < 0 or d > last[ed]:
-                last[ed] = d
-        for j in range(nf):
-            d = found[j]
-            ed = engine[d] if d < n else 0
-            if ed >= 4 and last[ed] == d:
-                if nt == touched.shape[0]:
-                    touched = _grow(touched, 2 * nt)
-                touched[nt] = d
-                nt += 1
-                last[ed] = -1
-        if nd + nt > dcap:
-            dcap = 2 * (nd + nt)
-            didx = _grow(didx, dcap)
-        touched[:nt].sort()
-        for j in range(nt):
-            didx[nd] = touched[j]
-            nd += 1
+        didx, nd = _pruned(found, nf, engine, n, last, didx, nd)
         ptr[i + 1] = nd
     return ptr, didx[:nd].copy(), jptr[: n_join + 1].copy(), jidx[:njm].copy()
 
@@ -371,7 +356,7 @@ _compiled = None
 
 
 def _kernel():
-    global _compiled, _grow, _grow_fill, _push, _unlink, _join
+    global _compiled, _grow, _grow_fill, _push, _unlink, _join, _pruned
     if _compiled is None:
         from numba import njit
 
@@ -380,6 +365,7 @@ def _kernel():
         _push = njit(cache=True)(_push_py)
         _unlink = njit(cache=True)(_unlink_py)
         _join = njit(cache=True)(_join_py)
+        _pruned = njit(cache=True)(_pruned_py)
         _compiled = njit(cache=True)(_deps_py)
     return _compiled
 
