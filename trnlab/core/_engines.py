@@ -191,13 +191,13 @@ class EngineOps:
         if elements is not None:
             free = int(elements)
         n_in = len(views)
-        if n_in == 0:
-            row = (op, engine, ot.id, -1, -1, -1, parts, free, 0, 0, 0, fid, aux, 0, flags,
-                   o.key, -1, -1, -1, -1, -1, -1)  # fmt: skip
-        elif n_in == 1:
+        if n_in == 1:  # the common case first
             a = views[0]
             row = (op, engine, ot.id, a.tile.id, -1, -1, parts, free, 0, 0, 1, fid, aux, 0,
                    flags, o.key, a.key, -1, -1, -1, -1, -1)  # fmt: skip
+        elif n_in == 0:
+            row = (op, engine, ot.id, -1, -1, -1, parts, free, 0, 0, 0, fid, aux, 0, flags,
+                   o.key, -1, -1, -1, -1, -1, -1)  # fmt: skip
         else:
             a, b = views[0], views[1]
             c_id, c_key = (views[2].tile.id, views[2].key) if n_in > 2 else (-1, -1)

@@ -141,7 +141,9 @@ def _slice(owner, key):
     rows / partitions a:b and columns / free elements c:d, inside its shape. The common case
     (two plain slices with whole-number bounds) is checked inline, each bound read once, since
     a kernel slices on nearly every instruction; anything else, and every error, goes through
-    :func:`_bad_index`."""
+    :func:`_bad_index`. An HBM view is made without calling :class:`HBMView` (its
+    ``__init__``, inline): a Python constructor call costs a tenth of a slice."""
+    p0 = None
     if type(key) is tuple and len(key) == 2:
         a, b = key
         if type(a) is slice and type(b) is slice and a.step is None and b.step is None:
@@ -155,7 +157,7 @@ def _slice(owner, key):
                 f0 = 0
             if f1 is None:
                 f1 = C
-            if (
+            if not (
                 type(p0) is int
                 and type(p1) is int
                 and type(f0) is int
@@ -163,10 +165,23 @@ def _slice(owner, key):
                 and 0 <= p0 < p1 <= R
                 and 0 <= f0 < f1 <= C
             ):
-                return (HBMView if type(owner) is HBMTensor else View)(owner, p0, p1, f0, f1)
-    hbm = type(owner) is HBMTensor
-    what = f"HBM tensor {owner.name!r}" if hbm else f"tile {owner.name!r}"
-    return (HBMView if hbm else View)(owner, *_bad_index(key, owner.shape, what))
+                p0 = None
+    if type(owner) is HBMTensor:
+        if p0 is None:
+            p0, p1, f0, f1 = _bad_index(key, owner.shape, f"HBM tensor {owner.name!r}")
+        v = _new(HBMView)
+        v.tensor = owner
+        v.r0 = p0
+        v.r1 = p1
+        v.c0 = f0
+        v.c1 = f1
+        return v
+    if p0 is None:
+        p0, p1, f0, f1 = _bad_index(key, owner.shape, f"tile {owner.name!r}")
+    return View(owner, p0, p1, f0, f1)
+
+
+_new = object.__new__
 
 
 class HBMTensor:
@@ -196,6 +211,7 @@ class HBMTensor:
         #: store regions not yet painted into the mask (outputs only; appended by every store)
         self.pending_stores: list[tuple[int, int, int, int]] = []
         self._stored: StoredRegions | None = None  # the stores' grid (built on demand)
+        self.full = HBMView(self, 0, self.shape[0], 0, self.shape[1])  # a view never changes
 
     def note_store(self, r0: int, r1: int, c0: int, c1: int) -> None:
         """Remember that a store (or HBM copy) wrote rows ``r0:r1``, columns ``c0:c1``."""
@@ -222,10 +238,6 @@ class HBMTensor:
 
     __getitem__ = _slice  # -> HBMView
 
-    @property
-    def full(self) -> HBMView:
-        return HBMView(self, 0, self.shape[0], 0, self.shape[1])
-
     def __repr__(self) -> str:
         return f"HBMTensor({self.name!r}, {self.shape}, {self.fmt})"
 
@@ -236,7 +248,7 @@ class HBMView:
     __slots__ = ("c0", "c1", "r0", "r1", "tensor")
 
     def __init__(self, tensor: HBMTensor, r0: int, r1: int, c0: int, c1: int):
-        self.tensor = tensor
+        self.tensor = tensor  # _slice, the hot path, sets these five inline
         self.r0 = r0
         self.r1 = r1
         self.c0 = c0
