@@ -11,11 +11,13 @@ from trnlab._gc import paused_gc
 
 @pytest.fixture
 def collector_on():
+    """The collector on for the test, and as it was after it (whatever the test did)."""
     was = gc.isenabled()
     gc.enable()
-    yield
-    if not was:
-        gc.disable()
+    try:
+        yield
+    finally:
+        (gc.enable if was else gc.disable)()
 
 
 def _young(obj) -> bool:
@@ -78,11 +80,13 @@ def test_the_pause_collects_the_youngest_generation_only(collector_on):
         if phase == "start":
             seen.append(info["generation"])
 
+    gc.collect(0)  # an empty youngest generation: no automatic collection before the pause's
     gc.callbacks.append(note)
     try:
         with paused_gc():
             assert seen == [0]
-            [[] for _ in range(5000)]  # no collection while paused, whatever is made
-        assert seen == [0]
+            kept = [[] for _ in range(5000)]  # more than a young generation's threshold
+            assert seen == [0]  # and still no collection while paused
+        assert len(kept) == 5000
     finally:
         gc.callbacks.remove(note)
