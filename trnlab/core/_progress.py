@@ -36,13 +36,13 @@ AFTER_S = 2.0
 #: The recording loop ticks every this many instructions (a power of two: a mask test).
 EVERY = 1 << 14
 #: Instructions a timing-only run records at most unless the caller raises the limit: recording
-#: runs at ~400 thousand instructions/s (benchmarks/bench_core.py, record_instructions_per_s),
-#: so ~5 s of recording, ~15 s end to end with dependencies and scheduling, ~2 GB of memory.
+#: runs at 500-570 thousand instructions/s (benchmarks/bench_core.py, record_instructions_per_s),
+#: so ~4 s of recording, ~10 s end to end with dependencies and scheduling, ~2 GB of memory.
 MAX_INSTRUCTIONS = 2_000_000
 #: The same for a run with numerics, whose instructions each compute their values (~8x the
 #: cost per instruction measured on the reference machine): again a few seconds.
 MAX_NUMERICS_INSTRUCTIONS = 250_000
-_RATE = 400_000  # instructions/s recorded, timing only (the benchmark's figure)
+_RATE = 500_000  # instructions/s recorded, timing only (the benchmark's figure, rounded down)
 #: The same for a kernel traced through the NKI front end (trnlab.nki), whose Python runs per
 #: instruction: the NKI tutorial's tiled matmul, ~99 thousand instructions, profiles in ~8 s
 #: end to end (benchmarks/bench_nki.py), ~12 thousand instructions/s. So a timing-only NKI trace
