@@ -565,6 +565,7 @@ def test_fabric_names_are_case_insensitive_and_results_have_no_nan():
         (lambda: scale.training_memory(scale.model("llama3-8b"), flash_attention="yes"), "flash"),
         (lambda: scale.Parallelism(flash_attention="yes"), "flash_attention"),
         (lambda: scale.Parallelism(overlap_param_gather=1), "overlap_param_gather"),
+        (lambda: scale.Parallelism(fused_loss="no"), "fused_loss"),
         (lambda: scale.Parallelism(zero=1.0), "ZeRO"),
         (lambda: scale.Parallelism(pp=2, layers_per_stage=(1, 2, 3)), "layers_per_stage"),
         (lambda: scale.ModelSpec("m", 2, 64, 8, 8, 128, 100, 64, gated_ffn="yes"), "gated_ffn"),

@@ -84,6 +84,33 @@ def test_optimizer_and_loss_bytes_by_hand():
     assert loss_bytes_per_token(LLAMA, tp=8) == pytest.approx(LLAMA.vocab / 8 * 12)
 
 
+def test_megatrons_eager_loss_by_its_kernels():
+    # Megatron-LM's unfused vocabulary-parallel cross-entropy, one PyTorch kernel per line of
+    # its source, as (bytes read, bytes written) per logit: BF16 = 2, FP32 = 4.
+    forward = [(2, 4), (4, 0), (4, 4), (4, 4), (4, 0), (4, 4)]  # cast, max, -max, exp, sum, /sum
+    backward = [(4, 4), (4, 2)]  # softmax x the loss's gradient, cast back to BF16
+    per_logit = sum(r + w for r, w in forward + backward)
+    for tp in (1, 8):
+        eager = loss_bytes_per_token(LLAMA, tp=tp, fused=False)
+        assert eager == pytest.approx(LLAMA.vocab / tp * per_logit)
+        assert eager > 4 * loss_bytes_per_token(LLAMA, tp=tp)  # the fused kernel's roofline
+
+
+def test_an_eager_loss_costs_the_last_stage_its_extra_bytes():
+    # One chip (tp = 1), so every token of every micro-batch meets the whole vocabulary.
+    kw = dict(global_batch=8, seq_len=2048)
+    runs = {}
+    for fused in (True, False):
+        par = Parallelism(tp=1, dp=8, zero=1, fused_loss=fused)
+        runs[fused] = plan("llama3-8b", "p5.48xlarge", par, **kw)
+    extra = runs[False].step["memory-bound kernels"] - runs[True].step["memory-bound kernels"]
+    tokens = 2048  # one sequence per chip
+    per_token = loss_bytes_per_token(LLAMA, fused=False) - loss_bytes_per_token(LLAMA)
+    assert extra == pytest.approx(tokens * per_token / stream_bandwidth(catalog.chip("h100")))
+    assert runs[False].step["compute"] == runs[True].step["compute"]
+    assert runs[False].mfu < runs[True].mfu
+
+
 def test_streams_run_at_the_measured_bandwidth_where_there_is_one():
     assert stream_bandwidth(catalog.chip("a100")) == pytest.approx(1.616e12)
     # H100: PyTorch's layer norm on 2048 x 8192 FP32 values, read once and written once in

@@ -21,7 +21,8 @@ section 4.1), per token of one micro-batch on one chip:
 - the attention scores, a/tp heads x s keys per token, only where they are materialised
   (no FlashAttention): the fused scale-mask-softmax and, with dropout, the dropout on the
   probabilities;
-- the loss on the last stage: the vocabulary-parallel softmax cross-entropy over V/tp logits.
+- the loss on the last stage: the vocabulary-parallel softmax cross-entropy over V/tp logits,
+  fused (its roofline) or as Megatron-LM's eager PyTorch code runs it, kernel by kernel.
 
 Values are 2 bytes (BF16/FP16), dropout masks 1 byte, the loss's softmax 4 (FP32). A
 backward kernel reads the output gradient and what the forward saved, and writes the input
@@ -170,11 +171,28 @@ def layer_traffic(
     return LayerTraffic(fwd, bwd, rerun)
 
 
-def loss_bytes_per_token(m: ModelSpec, tp: int = 1) -> float:
+#: Bytes per logit of Megatron-LM's eager vocabulary-parallel cross-entropy, one PyTorch kernel
+#: per line of its source (megatron-cross-entropy): forward, cast the BF16/FP16 logits to FP32
+#: (read 2, write 4), their maximum (read 4), subtract it (read 4, write 4), exp (read 4,
+#: write 4), the sum (read 4), divide into the softmax (read 4, write 4); backward, scale
+#: the stored softmax by the loss's gradient (read 4, write 4) and cast the result back for
+#: the output layer's backward (read 4, write 2).
+_EAGER_LOSS = (_VALUE + _FP32) + _FP32 + 2 * _FP32 + 2 * _FP32 + _FP32 + 2 * _FP32
+_EAGER_LOSS += 2 * _FP32 + (_FP32 + _VALUE)
+
+
+def loss_bytes_per_token(m: ModelSpec, tp: int = 1, *, fused: bool = True) -> float:
     """The vocabulary-parallel cross-entropy on the last stage, per token, forward and
-    backward: read the V/tp logits and write their FP32 softmax; read it back and write
-    the logits' gradient."""
+    backward, over the V/tp logits one chip holds.
+
+    ``fused`` (a fused kernel, or a compiler that fuses the graph, the roofline): read the
+    logits and write their FP32 softmax; read it back and write the logits' gradient, 12
+    bytes per logit. ``fused=False``: Megatron-LM's eager loss, each step its own kernel
+    (:data:`_EAGER_LOSS`, 52 bytes per logit), as Megatron-LM runs without
+    ``--cross-entropy-loss-fusion`` (off by default)."""
     v = m.vocab / tp
+    if not fused:
+        return v * _EAGER_LOSS
     return v * (_VALUE + _FP32) + v * (_FP32 + _VALUE)
 
 

@@ -137,6 +137,11 @@ class Parallelism:
         ZeRO-1/2: the all-gather of the updated BF16 weights after the optimizer step hides
         under the next step's first forward (Megatron-LM's ``--overlap-param-gather``);
         default False: exposed.
+    fused_loss : bool
+        The cross-entropy over the vocabulary as one fused kernel (default True: its
+        roofline, 12 bytes per logit). False: Megatron-LM's eager loss, a PyTorch kernel per
+        step (52 bytes per logit), as Megatron-LM runs without
+        ``--cross-entropy-loss-fusion``.
     """
 
     tp: int = 1
@@ -155,6 +160,7 @@ class Parallelism:
     megatron_state: bool = False
     dropout: bool = False
     overlap_param_gather: bool = False
+    fused_loss: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "recompute", recompute_mode(self.recompute))
@@ -173,6 +179,7 @@ class Parallelism:
             "megatron_state",
             "dropout",
             "overlap_param_gather",
+            "fused_loss",
         ):
             flag(getattr(self, name), name, WorkloadError)
         if self.layers_per_stage is not None:
@@ -776,7 +783,7 @@ def _step_time(m: ModelSpec, sysobj: System, p: Parallelism, dtype: str, s: int,
                             sequence_parallel=p.sequence_parallel, dropout=p.dropout)  # fmt: skip
     chip_tokens = b * s / p.cp  # tokens one chip of a stage handles per micro-batch
     layer_mem = chip_tokens * traffic.total / hbm
-    loss_mem = chip_tokens * loss_bytes_per_token(m, p.tp) / hbm
+    loss_mem = chip_tokens * loss_bytes_per_token(m, p.tp, fused=p.fused_loss) / hbm
     # Activations of one micro-batch on one context-parallel slice, in bf16 bytes.
     act = b * (s // p.cp) * h * 2
     tp_ops = _tp_collectives(act, sysobj, p)
