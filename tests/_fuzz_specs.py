@@ -2111,8 +2111,18 @@ target(
     ],
     rank=never_bad(st.just(0)),
 )
+# Published runs that need no search over unpublished settings (fast enough to fuzz).
+VALIDATION_KEYS = ["megatron-22b full", "gpt3-175b seqsel", "llama2-13b trn1 32 nodes",
+                   "llama3-8b trn1 int8 8k b8", "mistral-7b inf2 8192+8192 b8"]  # fmt: skip
+target(
+    "trnlab.scale.validation_case",
+    scale.validation_case,
+    key=F.name(VALIDATION_KEYS, ("published run",)),
+)
+
 CLASSES.update(
     {
+        "trnlab.scale.ValidationRow": "record returned by scale.validation_case (fuzzed)",
         "trnlab.scale.InferenceResult": "record returned by scale.inference (fuzzed)",
         "trnlab.scale.MemoryBreakdown": "record returned by the memory functions (fuzzed)",
         "trnlab.scale.PlanResult": "record returned by scale.plan (fuzzed)",

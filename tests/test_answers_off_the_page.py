@@ -42,6 +42,8 @@ COINCIDENCES: dict[tuple[str, str], str] = {
     ("lab06.rne_sum", r"start at 1024"): "the starting value, which the question must give; "
     "that the sum never leaves it is the answer",
     ("lab09.min_chips", r"12·L·H·Q·T"): "the 12 of PaLM's attention FLOPs, not a chip count",
+    ("lab09.eager_loss_ms", r"ktokens/s"): "a training throughput of section 5's search "
+    "(thousands of tokens per second), not the loss's time",
     ("lab10.compute_ratio", r"4\.4x"): "AWS's claim, which the exercise tests; its answer is "
     "what the catalogue's figures give",
     ("lab10.tokens_per_mw", r"the peak 8-bit FLOP"): "the ratio of peak FLOPs per watt, which "

@@ -227,6 +227,13 @@ WRONG = {
         (lambda r: 16.4, "leaves the activations out"),
         (lambda r: r * 1024, "it looks like MiB"),
     ],
+    "lab09.eager_loss_ms": [
+        (lambda r: r * 12 / 52, "a fused kernel's 12 bytes per logit"),
+        (lambda r: r * 1.643 / 3.35, "the H100's HBM roofline"),
+        (lambda r: r / 4, "that is one sequence"),
+        (lambda r: r * 48, "the whole global batch"),
+        (lambda r: r / 1e3, "it looks like s"),
+    ],
     "lab10.compute_ratio": [
         (lambda r: 4.4, "that is AWS's claim"),
         (lambda r: 1 / r, "the ratio the other way round"),

@@ -63,3 +63,22 @@ def test_the_megatron_runs_land_within_15_percent(rows):
     keys = {r.key: r for r in rows}
     assert keys["sdk2.10-allg-r32 524,288 B"].role == "validation"
     assert keys["sdk2.10-allg-r32 524,288 B"].within
+
+
+def test_one_case_runs_alone_as_in_the_table(rows):
+    # what lab 09 shows is the table's row, recomputed
+    from trnlab import scale
+
+    keys = {r.key: r for r in rows}
+    for key in ("megatron-core 1.7b H100", "gpt3-175b trn1 32 nodes", "llama3-8b trn1 int8 8k b8"):
+        assert scale.validation_case(key) == keys[key]
+    assert scale.validation_case("  Megatron-1T Full ") == keys["megatron-1t full"]
+
+
+def test_an_unknown_run_is_refused_with_the_nearest_key():
+    from trnlab import scale
+
+    with pytest.raises(scale.WorkloadError, match="Did you mean 'megatron-1t full'"):
+        scale.validation_case("megatron-1t ful")
+    with pytest.raises(scale.WorkloadError, match="string"):
+        scale.validation_case(7)

@@ -11,7 +11,7 @@ from ._checks import close_to
 from ._exercise import Exercise
 from ._predict import Prediction
 
-__all__ = ["adam_bytes", "bubble", "min_chips", "zero3_memory"]
+__all__ = ["adam_bytes", "bubble", "eager_loss_ms", "min_chips", "zero3_memory"]
 
 
 def _state_bytes_per_param() -> float:
@@ -181,4 +181,59 @@ zero3_memory = Prediction(
     ),
     solution_text="state 16 * 70.55e9 / 64 / 2**30 = 16.4 GiB; activations 34 * 4096 * 8192 * "
     "80 / 2**30 = 85 GiB; plus gathered weights and logits",
+)
+
+
+#: Megatron-Core's 1.7B run on H100 (docs/validation.md): one GPU per model copy, 48 copies,
+#: 192 sequences of 4,096 tokens per step.
+MCORE_SMALL = "megatron-core 1.7b H100"
+
+
+def _eager_loss_ms() -> float:
+    from trnlab.scale._memory_bound import loss_bytes_per_token, stream_bandwidth
+    from trnlab.scale._published import TRAINING_CASES
+
+    case = next(c for c in TRAINING_CASES if c.key == MCORE_SMALL)
+    tokens = case.global_batch // case.parallel.dp * case.seq_len  # per GPU per step
+    per_token = loss_bytes_per_token(case.model, case.parallel.tp, fused=False)
+    return tokens * per_token / stream_bandwidth(catalog.chip("h100")) * 1e3
+
+
+eager_loss_ms = Exercise(
+    "lab09.eager_loss_ms",
+    "Megatron-LM's unfused cross-entropy runs a PyTorch kernel per step of the softmax over "
+    "FP32 logits and moves 52 bytes per logit, forward and backward (a fused kernel moves 12). "
+    "In Megatron-Core's 1.7B run each H100 trains 4 sequences of 4,096 tokens per step and "
+    "holds the whole 131,072-word vocabulary (no tensor parallelism). At the 1,643 GB/s "
+    "PyTorch's kernels stream on an H100, how many milliseconds of each step does the loss "
+    "take?",
+    close_to(
+        _eager_loss_ms,
+        what="the loss's time per step",
+        unit="ms",
+        slips=(
+            slips.Slip(
+                12 / 52, "that is a fused kernel's 12 bytes per logit; the eager loss moves 52"
+            ),
+            slips.Slip(
+                1.643 / 3.35,
+                "that streams at the H100's HBM roofline (3.35 TB/s); "
+                "PyTorch's kernels reach 1,643 GB/s",
+            ),
+            slips.Slip(1 / 4, "that is one sequence; each GPU trains 4 per step"),
+            slips.Slip(
+                48.0,
+                "that is the whole global batch (192 sequences); each of the 48 "
+                "GPUs trains its own 4",
+            ),
+            *slips.si_prefixes("ms", hi=6),
+        ),
+    ),
+    hints=(
+        "Logits per GPU per step: 4 x 4,096 tokens x 131,072 words.",
+        "Bytes = logits x 52; time = bytes / 1.643e12 B/s, in ms.",
+    ),
+    solution=_eager_loss_ms,
+    solution_text="4 * 4096 * 131072 * 52 / 1.643e12 * 1e3   # 68 ms, a fifth of the "
+    "model's step; a fused kernel's 12 bytes per logit would take 16 ms",
 )

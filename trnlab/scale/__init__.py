@@ -3,7 +3,8 @@
 Workloads (:class:`ModelSpec` and presets, FLOPs per token), memory by kind, training plans
 (:func:`plan`, :func:`search`) whose every collective comes from :mod:`trnlab.fabric`, and
 serving (:func:`inference`, :func:`serving_curve`, :func:`tokens_per_megawatt_at`). Published
-runs the model is checked against live in ``_published`` (see docs/validation.md).
+runs the model is checked against live in ``_published``; :func:`validation_case` runs one of
+them now (docs/validation.md has them all).
 """
 
 from ._gpu_kernels import flash_attention_rate, gemm_wave_efficiency
@@ -36,6 +37,7 @@ from ._plan import (
     tiers,
 )
 from ._search import SearchCancelled, SearchResult, search
+from ._validation import ValidationRow, validation_case
 from ._workloads import PRESETS, ModelSpec, WorkloadError, model, models
 
 __all__ = [
@@ -51,6 +53,7 @@ __all__ = [
     "SearchResult",
     "ServingPoint",
     "Tiers",
+    "ValidationRow",
     "WorkloadError",
     "achieved_flops_per_chip",
     "bytes_per_value",
@@ -71,4 +74,5 @@ __all__ = [
     "tiers",
     "tokens_per_megawatt_at",
     "training_memory",
+    "validation_case",
 ]

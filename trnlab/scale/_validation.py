@@ -10,21 +10,30 @@ its published figure keeps its row and names the mechanism that explains the gap
 
 from __future__ import annotations
 
+import difflib
 import itertools
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from trnlab import catalog
+from trnlab._checks import short
 from trnlab.fabric import _calibration as fabric_calibration
 from trnlab.fabric._published import NCCOM_RUNS
 
 from ._calibration import predict_decode
 from ._plan import plan
 from ._published import DECODE_CASES, TRAINING_CASES, TrainingCase
-from ._workloads import model
+from ._workloads import WorkloadError, model
 
-__all__ = ["MECHANISMS", "TOLERANCE", "ValidationRow", "validation_markdown", "validation_rows"]
+__all__ = [
+    "MECHANISMS",
+    "TOLERANCE",
+    "ValidationRow",
+    "validation_case",
+    "validation_markdown",
+    "validation_rows",
+]
 
 TOLERANCE = 0.20  # the acceptance band; the goal is 15%
 
@@ -171,69 +180,96 @@ def _best_plan(case: TrainingCase):
     return best or last
 
 
+def _training_row(case: TrainingCase) -> ValidationRow:
+    r = _best_plan(case)
+    m = model(case.model)
+    system = case.system_obj()
+    if not r.feasible:
+        value = float("nan")
+    else:
+        value = {
+            "step_s": r.step_time,
+            "seq_per_s": case.global_batch / r.step_time,
+            "mfu": r.mfu,
+        }[case.measure]
+    row = ValidationRow(
+        group="training",
+        key=case.key,
+        inputs=f"{m.name} on {system.chips:,} x {system.chip.name}, {r.parallel}, batch "
+        f"{case.global_batch} x {case.seq_len}, {case.dtype}",
+        source=case.source,
+        measure={"step_s": "step (s)", "seq_per_s": "sequences/s", "mfu": "MFU"}[case.measure],
+        published=case.published,
+        predicted=value,
+        role="validation",
+    )
+    if not row.within:
+        row = replace(row, mechanism=MECHANISMS.get(case.key, ""))
+    return row
+
+
 def _training_rows() -> list[ValidationRow]:
-    rows = []
-    for case in TRAINING_CASES:
-        r = _best_plan(case)
-        m = model(case.model)
-        system = case.system_obj()
-        if not r.feasible:
-            value = float("nan")
-        else:
-            value = {
-                "step_s": r.step_time,
-                "seq_per_s": case.global_batch / r.step_time,
-                "mfu": r.mfu,
-            }[case.measure]
-        row = ValidationRow(
-            group="training",
-            key=case.key,
-            inputs=f"{m.name} on {system.chips:,} x {system.chip.name}, {r.parallel}, batch "
-            f"{case.global_batch} x {case.seq_len}, {case.dtype}",
-            source=case.source,
-            measure={"step_s": "step (s)", "seq_per_s": "sequences/s", "mfu": "MFU"}[case.measure],
-            published=case.published,
-            predicted=value,
-            role="validation",
-        )
-        if not row.within:
-            row = replace(row, mechanism=MECHANISMS.get(case.key, ""))
-        rows.append(row)
-    return rows
+    return [_training_row(case) for case in TRAINING_CASES]
+
+
+def _decode_row(case) -> ValidationRow:
+    compiled = f", compiled for {case.compiled:,}" if case.compiled else ""
+    ranks = case.tp * catalog.system(case.system).chip.tp_ranks
+    spec = model(case.model)
+    per_query = spec.kv_heads_on(ranks, case.kv_sharding) != spec.kv_heads_on(ranks)
+    sharding = ", KV copied per query head" if per_query else ""
+    inputs = (
+        f"{case.model} on {case.system}, tp {case.tp} chips, batch {case.batch}, "
+        f"{case.prompt} in / {case.output} out{compiled}, {case.weight_format} weights"
+        f"{sharding}"
+    )
+    if case.role == "not modelled":
+        return ValidationRow("decode", case.key, inputs, case.source, "TPOT (ms)",
+                             case.tpot_ms, float("nan"), case.role, case.notes)  # fmt: skip
+    r = predict_decode(case)
+    row = ValidationRow(
+        group="decode",
+        key=case.key,
+        inputs=inputs,
+        source=case.source,
+        measure="TPOT (ms)",
+        published=case.tpot_ms,
+        predicted=r.tpot * 1e3,
+        role=case.role,
+    )
+    if case.role == "validation" and not row.within:
+        row = replace(row, mechanism=MECHANISMS.get(case.key, ""))
+    return row
 
 
 def _decode_rows() -> list[ValidationRow]:
-    rows = []
-    for case in DECODE_CASES:
-        compiled = f", compiled for {case.compiled:,}" if case.compiled else ""
-        ranks = case.tp * catalog.system(case.system).chip.tp_ranks
-        spec = model(case.model)
-        per_query = spec.kv_heads_on(ranks, case.kv_sharding) != spec.kv_heads_on(ranks)
-        sharding = ", KV copied per query head" if per_query else ""
-        inputs = (
-            f"{case.model} on {case.system}, tp {case.tp} chips, batch {case.batch}, "
-            f"{case.prompt} in / {case.output} out{compiled}, {case.weight_format} weights"
-            f"{sharding}"
+    return [_decode_row(case) for case in DECODE_CASES]
+
+
+def validation_case(key: str) -> ValidationRow:
+    """One published training or decode run (a key of docs/validation.md, such as
+    ``"gpt3-175b seqsel"`` or ``"llama3-8b trn1 int8 8k b8"``), run through the model now.
+
+    Raises
+    ------
+    WorkloadError
+        For a key that names no training or decode case (with the nearest key).
+    """
+    cases = {c.key.lower(): c for c in (*TRAINING_CASES, *DECODE_CASES)}
+    if not isinstance(key, str):
+        raise WorkloadError(
+            f"a published run is named by its key (a string such as 'gpt3-175b seqsel'), not "
+            f"{short(key)}"
         )
-        if case.role == "not modelled":
-            rows.append(ValidationRow("decode", case.key, inputs, case.source, "TPOT (ms)",
-                                      case.tpot_ms, float("nan"), case.role, case.notes))  # fmt: skip
-            continue
-        r = predict_decode(case)
-        row = ValidationRow(
-            group="decode",
-            key=case.key,
-            inputs=inputs,
-            source=case.source,
-            measure="TPOT (ms)",
-            published=case.tpot_ms,
-            predicted=r.tpot * 1e3,
-            role=case.role,
+    case = cases.get(key.strip().lower())
+    if case is None:
+        near = difflib.get_close_matches(key.strip().lower(), cases, n=1, cutoff=0.6)
+        hint = f" Did you mean {cases[near[0]].key!r}?" if near else ""
+        raise WorkloadError(
+            f"no published run is called {key!r}.{hint} docs/validation.md lists the "
+            f"{len(TRAINING_CASES)} training and {len(DECODE_CASES)} decode runs by key."
         )
-        if case.role == "validation" and not row.within:
-            row = replace(row, mechanism=MECHANISMS.get(case.key, ""))
-        rows.append(row)
-    return rows
+    return _training_row(case) if isinstance(case, TrainingCase) else _decode_row(case)
 
 
 def validation_rows() -> list[ValidationRow]:
