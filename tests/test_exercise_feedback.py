@@ -233,6 +233,7 @@ WRONG = {
         (lambda r: r / 4, "that is one sequence"),
         (lambda r: r * 48, "the whole global batch"),
         (lambda r: r / 1e3, "it looks like s"),
+        (lambda r: 2 * r, "charges the 52 bytes twice"),
     ],
     "lab10.compute_ratio": [
         (lambda r: 4.4, "that is AWS's claim"),

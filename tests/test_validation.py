@@ -80,5 +80,7 @@ def test_an_unknown_run_is_refused_with_the_nearest_key():
 
     with pytest.raises(scale.WorkloadError, match="Did you mean 'megatron-1t full'"):
         scale.validation_case("megatron-1t ful")
+    with pytest.raises(scale.WorkloadError, match="collective benchmark point"):
+        scale.validation_case("sdk2.10-allg-r32 524,288 B")
     with pytest.raises(scale.WorkloadError, match="string"):
         scale.validation_case(7)

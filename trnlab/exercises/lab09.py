@@ -202,7 +202,8 @@ def _eager_loss_ms() -> float:
 eager_loss_ms = Exercise(
     "lab09.eager_loss_ms",
     "Megatron-LM's unfused cross-entropy runs a PyTorch kernel per step of the softmax over "
-    "FP32 logits and moves 52 bytes per logit, forward and backward (a fused kernel moves 12). "
+    "FP32 logits and moves 52 bytes per logit in all, forward and backward together (a fused "
+    "kernel moves 12). "
     "In Megatron-Core's 1.7B run each H100 trains 4 sequences of 4,096 tokens per step and "
     "holds the whole 131,072-word vocabulary (no tensor parallelism). At the 1,643 GB/s "
     "PyTorch's kernels stream on an H100, how many milliseconds of each step does the loss "
@@ -222,6 +223,11 @@ eager_loss_ms = Exercise(
             ),
             slips.Slip(1 / 4, "that is one sequence; each GPU trains 4 per step"),
             slips.Slip(
+                2.0,
+                "that charges the 52 bytes twice; they already cover the forward and the "
+                "backward pass together",
+            ),
+            slips.Slip(
                 48.0,
                 "that is the whole global batch (192 sequences); each of the 48 "
                 "GPUs trains its own 4",
@@ -232,8 +238,12 @@ eager_loss_ms = Exercise(
     hints=(
         "Logits per GPU per step: 4 x 4,096 tokens x 131,072 words.",
         "Bytes = logits x 52; time = bytes / 1.643e12 B/s, in ms.",
+        "Where the 52 comes from, per logit: forward, a cast to FP32 (2 + 4), the max (4), "
+        "subtracting it (4 + 4), exp (4 + 4), the sum (4), dividing by it (4 + 4); backward, "
+        "scaling by the loss's gradient (4 + 4) and a cast back to BF16 (4 + 2).",
     ),
     solution=_eager_loss_ms,
     solution_text="4 * 4096 * 131072 * 52 / 1.643e12 * 1e3   # 68 ms, a fifth of the "
-    "model's step; a fused kernel's 12 bytes per logit would take 16 ms",
+    "model's step; 52 = (6 + 4 + 8 + 8 + 4 + 8) forward + (8 + 6) backward; a fused "
+    "kernel's 12 bytes per logit would take 16 ms",
 )

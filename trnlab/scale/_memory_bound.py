@@ -172,11 +172,12 @@ def layer_traffic(
 
 
 #: Bytes per logit of Megatron-LM's eager vocabulary-parallel cross-entropy, one PyTorch kernel
-#: per line of its source (megatron-cross-entropy): forward, cast the BF16/FP16 logits to FP32
-#: (read 2, write 4), their maximum (read 4), subtract it (read 4, write 4), exp (read 4,
-#: write 4), the sum (read 4), divide into the softmax (read 4, write 4); backward, scale
-#: the stored softmax by the loss's gradient (read 4, write 4) and cast the result back for
-#: the output layer's backward (read 4, write 2).
+#: per operation (megatron-cross-entropy): forward, cast the BF16/FP16 logits to FP32 (read 2,
+#: write 4; in gpt_model.py before the 2024 code, inside the loss after), their maximum (read
+#: 4), subtract it (read 4, write 4), exp (read 4, write 4), the sum (read 4), divide into the
+#: softmax, kept for the backward (read 4, write 4); backward, scale the softmax by the loss's
+#: gradient (read 4, write 4), and autograd's cast of that gradient back to the logits' 16-bit
+#: type for the output layer's backward (read 4, write 2).
 _EAGER_LOSS = (_VALUE + _FP32) + _FP32 + 2 * _FP32 + 2 * _FP32 + _FP32 + 2 * _FP32
 _EAGER_LOSS += 2 * _FP32 + (_FP32 + _VALUE)
 

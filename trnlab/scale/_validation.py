@@ -47,7 +47,7 @@ _TP16 = (
     "32 ranks, as NxD Training's kv_size_multiplier does). The three runs imply 27-37 GB/s at "
     "50-134 MB; neither how RDH spreads over trn1's links nor trn1's achieved ring bandwidth at "
     "these sizes is published (the 2023 two-instance run reaches ~67 GB/s inside the instance "
-    "only at 1 GiB). The TP=8 (4-chip) runs of the same table land within 10%."
+    "only at 1 GiB). The TP=8 (4-chip) runs of the same table land within 18%."
 )
 
 _MCORE = (
@@ -56,9 +56,10 @@ _MCORE = (
     "1.12-1.20x for the larger ones (the 177B at 1.2002, outside the band by a hair). In the "
     "model, each from its source: the loss as Megatron-LM's eager cross-entropy, a PyTorch "
     "kernel per step over the FP32 logits, 52 bytes per logit against a fused kernel's 12 "
-    "(the fused loss came to Megatron-LM on 14 June 2024, opt-in, a month before these "
-    "figures, and the README does not name it among the flags the runs add: "
-    "megatron-cross-entropy): 20% of the 1.7B step, whose 131,072-word vocabulary is large "
+    "(an assumption: that the runs kept Megatron-LM's default loss; the fused one came on 14 "
+    "June 2024, opt-in, a month before these figures, and the README names only the "
+    "overlap flags, although the parameter counts show the runs also untied their "
+    "embeddings, another flag it does not name: megatron-cross-entropy): 20% of the 1.7B step, whose 131,072-word vocabulary is large "
     "beside 24 layers of 2,048, and with a fused loss the 1.7B would stand at 1.55x; the layers' "
     "other memory-bound kernels and the optimizer at PyTorch's measured H100 streaming rate "
     "(1,643 GB/s, half the HBM roofline; with the loss, 33% of the 1.7B step and 4% of the "
@@ -78,7 +79,7 @@ _MCORE = (
     "reaches about the same, 783 TFLOPS, at 4096 cubed, pyptx-performance), a per-kernel "
     "fixed cost (launch, pipeline fill and drain of short-K GEMMs: the 1.7B model's K is "
     "2048), SMs taken by the overlapped NCCL kernels, clocks under sustained power. The Llama "
-    "3 405B runs on the same GPUs land within 10% because the plans that fit them recompute "
+    "3 405B runs on the same GPUs land at 0.92-1.15 because the plans that fit them recompute "
     "every layer."
 )
 
@@ -247,8 +248,9 @@ def _decode_rows() -> list[ValidationRow]:
 
 
 def validation_case(key: str) -> ValidationRow:
-    """One published training or decode run (a key of docs/validation.md, such as
-    ``"gpt3-175b seqsel"`` or ``"llama3-8b trn1 int8 8k b8"``), run through the model now.
+    """One published training or decode run (a key of the training and decode tables of
+    docs/validation.md, such as ``"gpt3-175b seqsel"`` or ``"llama3-8b trn1 int8 8k b8"``), run
+    through the model now. The collective points of that page are trnlab.fabric's.
 
     Raises
     ------
@@ -261,13 +263,20 @@ def validation_case(key: str) -> ValidationRow:
             f"a published run is named by its key (a string such as 'gpt3-175b seqsel'), not "
             f"{short(key)}"
         )
-    case = cases.get(key.strip().lower())
+    wanted = key.strip().lower()
+    case = cases.get(wanted)
     if case is None:
-        near = difflib.get_close_matches(key.strip().lower(), cases, n=1, cutoff=0.6)
-        hint = f" Did you mean {cases[near[0]].key!r}?" if near else ""
+        if wanted.split(" ")[0] in {run.key.lower() for run in NCCOM_RUNS}:
+            raise WorkloadError(
+                f"{key!r} is a collective benchmark point, not a training or decode run: "
+                f"trnlab.fabric's calibration runs those (docs/validation.md, 'Collectives')"
+            )
+        near = difflib.get_close_matches(wanted, cases, n=4, cutoff=0.5)
+        hint = f" Did you mean {' or '.join(repr(cases[n].key) for n in near)}?" if near else ""
         raise WorkloadError(
-            f"no published run is called {key!r}.{hint} docs/validation.md lists the "
-            f"{len(TRAINING_CASES)} training and {len(DECODE_CASES)} decode runs by key."
+            f"no published run is called {key!r}.{hint} The {len(TRAINING_CASES)} training and "
+            f"{len(DECODE_CASES)} decode runs are listed by key in docs/validation.md (and in "
+            f"trnlab.scale._published)."
         )
     return _training_row(case) if isinstance(case, TrainingCase) else _decode_row(case)
 
