@@ -4,7 +4,8 @@
   over the small-message points marked ``"fixed cost"`` (at most 64 KiB, where bytes cost
   almost nothing) of the runs of SDK 2.24 and 2.28, of the measured time less the model's
   step costs; ``op_overhead_2023`` the same over the SDK 2.10 all-gather's small points
-  (the April 2023 runtime, rings only). The SDK 2.10 two-instance run validates it.
+  (the April 2023 runtime, rings only). Its 512 KiB point validates it; the SDK 2.10
+  two-instance run agrees only at its largest sizes (docs/validation.md says why).
 - ``neuronlink_efficiency``, the share of link bandwidth a large collective achieves: the
   value that makes the model's time equal the measured one at the point marked
   ``"bandwidth"`` (the largest published intra-instance run).

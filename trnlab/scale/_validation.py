@@ -322,8 +322,9 @@ def validation_markdown(rows) -> str:
         "ndoc-nccom-test |",
         f"| fixed cost per collective, April 2023 runtime (SDK 2.10: rings only, before the "
         f"mesh) | {cat['op_overhead_2023'].value * 1e6:.1f} us | mean residual of the 3 "
-        "small-message points of the SDK 2.10 32-rank all-gather; its 512 KiB point and the "
-        "SDK 2.10 two-instance run validate it | ndoc-nccom-test, ndoc-runtime-rn |",
+        "small-message points of the SDK 2.10 32-rank all-gather; its 512 KiB point validates "
+        "it, the SDK 2.10 two-instance run only where bytes dominate (below) | "
+        "ndoc-nccom-test, ndoc-runtime-rn |",
         f"| NeuronLink share achieved by large collectives | "
         f"{cat['neuronlink_efficiency'].value:.3f} | the 512 MiB all-reduce on 4 Trainium2 "
         "chips (SDK 2.28) | ndoc-nccom-test |",
