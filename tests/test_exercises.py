@@ -66,7 +66,16 @@ def test_untouched_answer_is_not_attempted_and_never_raises():
 def test_right_answer_passes_rounded_or_with_a_unit(answer):
     r = make().check(answer)
     assert r.status == exs.PASSED and bool(r), r
-    assert "passed" in r._repr_html_()
+    assert "PASSED" in r._repr_html_() and "PASSED" in repr(r)
+
+
+def test_the_notebook_shows_the_marks_the_labs_name():
+    # lab 00 teaches PASSED, NOT YET and NOT ATTEMPTED: the rendered line must say the same
+    ex = make()
+    for answer, mark in ((2.54, "PASSED"), (9.9, "NOT YET"), (None, "NOT ATTEMPTED")):
+        r = ex.check(answer)
+        assert r.mark == mark
+        assert f"{mark}</b>" in r._repr_html_() and repr(r).startswith(f"[{mark}]")
 
 
 @pytest.mark.parametrize(

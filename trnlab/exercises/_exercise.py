@@ -64,9 +64,13 @@ class Result:
     def __bool__(self) -> bool:
         return self.status == PASSED
 
+    @property
+    def mark(self) -> str:
+        """The mark the labs name: PASSED, NOT YET or NOT ATTEMPTED."""
+        return {PASSED: "PASSED", FAILED: "NOT YET", NOT_ATTEMPTED: "NOT ATTEMPTED"}[self.status]
+
     def __repr__(self) -> str:
-        mark = {PASSED: "PASSED", FAILED: "NOT YET", NOT_ATTEMPTED: "NOT ATTEMPTED"}[self.status]
-        return f"[{mark}] {self.exercise}: {self.message}"
+        return f"[{self.mark}] {self.exercise}: {self.message}"
 
     def _repr_html_(self) -> str:
         # Colour-blind-safe pair (Okabe-Ito bluish green / vermillion) plus a symbol, never colour alone.
@@ -77,7 +81,7 @@ class Result:
         }[self.status]
         return (
             f'<div style="border-left:4px solid {colour};padding:4px 8px">'
-            f"<b>{symbol} {html.escape(self.exercise)}</b> ({self.status}): "
+            f"<b>{symbol} {self.mark}</b> {html.escape(self.exercise)}: "
             f"{html.escape(self.message)}</div>"
         )
 

@@ -159,8 +159,8 @@ def _explain_bf16_growth(predicted: float, model: float) -> str:
 
 bf16_growth = Prediction(
     "lab00.bf16_growth",
-    "Predict before you run the dashboard: how many times the dense BF16 peak of the first "
-    "Trainium (2021) is the dense BF16 peak of a Trainium3 chip (2025)? A guess is fine.",
+    "Predict before you run the dashboard: by what factor is a Trainium3 chip's dense BF16 "
+    "peak (2025) larger than the first Trainium's (2021)? A guess is fine.",
     _bf16_growth,
     what="the growth",
     unit="x",
@@ -209,10 +209,12 @@ def _check_lab(answer: Any) -> str | None:
     expected = _lab_for(TOPIC)
     if n == expected:
         return None
+    course = syllabus.course_map()
     try:
-        title = syllabus.course_map().lab(n).title
+        title = course.lab(n).title
     except KeyError:
-        return f"there is no lab {n}; the course map above lists labs 00 to 09"
+        first, last = course.labs[0].number, course.labs[-1].number
+        return f"there is no lab {n}; the course map above lists labs {first:02d} to {last:02d}"
     return f"lab {n:02d} is '{title}'; look for a title about how numbers are stored in bits"
 
 

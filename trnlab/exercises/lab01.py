@@ -205,7 +205,7 @@ bandwidth_implied = Exercise(
 
 trust = Exercise(
     "lab01.trust",
-    "One source says a Trainium chip has 4 NeuronCores with 32 MB of SRAM each; the Neuron "
+    "A glossary says a Trainium chip has 4 NeuronCores with 32 MB of SRAM each; the Neuron "
     "documentation says 2 NeuronCore-v2 with 24 MiB of SBUF each. Which do you build on: "
     "'docs' or 'glossary'?",
     choice(

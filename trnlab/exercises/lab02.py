@@ -238,5 +238,5 @@ matmul_us = Prediction(
         "Peak (bf16, one core) = 78.6 TFLOP/s; DMA = 368 GB/s. Which bound is larger?",
     ),
     solution_text="t_us = 2 * 1024 * 2048 * 2048 / 78.6e12 * 1e6   # 109 us if compute-bound; "
-    "the model gives about 123 us (pipeline fill, block hand-overs and drain)",
+    "the model gives about 124 us (pipeline fill, block hand-overs and drain)",
 )
