@@ -290,6 +290,39 @@ def test_throughput_reads_the_catalogue():
         F.throughput("mxfp4", "trn1")  # the catalogue says why
 
 
+def test_ocp_e4m3fn_has_a_rate_only_from_neuroncore_v4():
+    # nki.isa.nc_matmul: float8_e4m3 / float8_e5m2, and float8_e4m3fn "starting NeuronCore-v4"
+    from trnlab import catalog
+
+    for chip in ("trn1", "inf2", "trn2"):
+        with pytest.raises(F.FormatError, match=r"no fp8_e4m3fn matmul.*fp8_e4m3"):
+            F.throughput("fp8_e4m3fn", chip)
+        assert F.throughput("fp8_e4m3", chip) == catalog.chip(chip).peak_flops("fp8")
+    assert F.throughput("fp8_e4m3fn", "trn3") == catalog.chip("trn3").peak_flops("fp8")
+
+
+@pytest.mark.parametrize("chip", ["trn1", "inf2", "trn2", "trn3"])
+def test_every_fp8_encoding_runs_at_the_fp8_rate_or_is_refused_by_name(chip):
+    from trnlab import catalog
+
+    c = catalog.chip(chip)
+
+    def rated_as(f):
+        try:
+            return F.catalog_dtype(f)
+        except F.FormatError:
+            return None
+
+    fp8 = [f for f in F.formats() if rated_as(f) == "fp8"]
+    assert {"fp8_e4m3", "fp8_e4m3fn", "fp8_e5m2"} <= set(fp8)
+    for f in fp8:
+        if f in c.fp8_encodings:
+            assert F.throughput(f, chip) == c.peak_flops("fp8")
+        else:
+            with pytest.raises(F.FormatError, match=", ".join(c.fp8_encodings)):
+                F.throughput(f, chip)
+
+
 def test_import_is_light():
     code = "import sys, trnlab.formats; print('numba' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

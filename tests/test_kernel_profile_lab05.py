@@ -541,3 +541,14 @@ def test_the_prediction_passes_rounded_and_with_its_unit_and_reads_as_a_person_s
         text = lab05.explain_prediction(p)
         assert text.startswith("You predicted"), text
         _reasonable(text)
+
+
+def test_a_queue_bound_kernel_is_told_to_load_once_only_when_it_reloads():
+    # Both references are bound by trn1's one load queue; only the streamed one reads A and B
+    # again, so only it is told to load each byte once; the blocked one is told what is left.
+    streamed = lab05.profile(lab05.reference_streamed, lab05.FAST_SHAPE)
+    blocked = lab05.profile(lab05.reference_blocked, lab05.FAST_SHAPE)
+    said = {k: lab05.diagnose(r, lab05.FAST_SHAPE) for k, r in (("s", streamed), ("b", blocked))}
+    assert "times over" in said["s"] and "load each byte of A and B once" in said["s"]
+    assert "times over" not in said["b"] and "load each byte" not in said["b"]
+    assert "already loaded once, so start the matmuls while the loads stream" in said["b"]

@@ -256,6 +256,13 @@ class Chip:
         return tuple(self._optional("formats") or ())
 
     @property
+    def fp8_encodings(self) -> tuple[str, ...] | None:
+        """The FP8 encodings the chip's matmul takes (trnlab.formats names) where a source lists
+        them, else None (every FP8 encoding then counts at the chip's fp8 rate)."""
+        value = self._optional("fp8_encodings")
+        return tuple(value) if value else None
+
+    @property
     def dtypes(self) -> tuple[str, ...]:
         """Data types with a dense peak on record, in catalogue order."""
         if self.status == "announced":

@@ -323,7 +323,7 @@ transpose = Puzzle(
     "lab04.transpose",
     f"Puzzle 5, transpose: y = x.T for x [{T_SHAPE[0]} x {T_SHAPE[1]}] fp32; y is "
     f"[{T_SHAPE[1]} x {T_SHAPE[0]}]. Moving a value from one partition to another is what "
-    "the Vector and Scalar engines cannot do.",
+    "the Vector and Scalar engines' elementwise instructions cannot do.",
     Spec(
         inputs=lambda rng: [("x", _gauss(rng, T_SHAPE), "float32")],
         expected=lambda v: v["x"].T,
@@ -408,7 +408,7 @@ SOFTMAX_SHAPE = (128, 512)
 softmax = Puzzle(
     "lab04.softmax",
     f"Puzzle 6, row softmax: out[r] = exp(x[r]) / sum(exp(x[r])) for x [{SOFTMAX_SHAPE[0]} "
-    f"x {SOFTMAX_SHAPE[1]}] fp32 whose logits reach about +-150 (exp(150) overflows fp32).",
+    f"x {SOFTMAX_SHAPE[1]}] fp32 whose logits reach about +-190 (exp(89) already overflows fp32).",
     Spec(
         inputs=lambda rng: [("x", _gauss(rng, SOFTMAX_SHAPE, 40.0), "float32")],
         expected=lambda v: _softmax(v["x"]),
@@ -913,9 +913,9 @@ attention = Puzzle(
         "P V contracts over the keys, so the keys must be on partitions: transpose P in blocks "
         "of 128 keys (nc_transpose into PSUM, tensor_copy to SBUF) and accumulate "
         "nc_matmul(dst=acc [S, d], stationary=p_t [128, S], moving=v_tile [128, d]).",
-        "Divide by the row sums once, at the end, on the way out of PSUM: one tensor_scalar "
-        "with the [S, 1] sums as its operand (op0=nl.divide; a reciprocal, then a multiply, "
-        "is one instruction more).",
+        "Divide by the row sums once, at the end, on the way out of PSUM: a reciprocal of the "
+        "[S, 1] sums, then one tensor_scalar multiply (as the reference does), or op0=nl.divide "
+        "with the sums as its operand, one instruction fewer.",
     ),
     solution_text="Scores in one PSUM bank; max, exp (scaled, fused row sum) from PSUM; P^T "
     "per 128 keys by nc_transpose; P V accumulated in PSUM; 1/sum on the way out.",

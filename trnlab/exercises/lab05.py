@@ -414,8 +414,9 @@ def _mb(x: float) -> str:
     return f"{x / 1e6:,.2f} MB"
 
 
-def _hbm_diagnosis(run, sizes: dict[str, float]) -> str:
-    """HBM bytes per operand against the minimum, naming those loaded (or stored) again."""
+def _hbm_diagnosis(run, sizes: dict[str, float]) -> tuple[str, bool]:
+    """HBM bytes per operand against the minimum, naming those loaded (or stored) again; and
+    whether any was."""
     from trnlab import core
 
     traffic = core.hbm_traffic(run)
@@ -441,11 +442,12 @@ def _hbm_diagnosis(run, sizes: dict[str, float]) -> str:
             f"could have stayed in SBUF: keep tiles there while every output tile that needs "
             f"them is computed."
         )
-    return text
+    return text, bool(again)
 
 
-def _time_diagnosis(run) -> str:
-    """Which engine or DMA queue is busy the longest, and why (set-up per transfer or bytes)."""
+def _time_diagnosis(run, reread: bool = True) -> str:
+    """Which engine or DMA queue is busy the longest, and why (set-up per transfer or bytes).
+    ``reread``: whether the kernel loads an operand more than once (the advice differs)."""
     from trnlab import core
 
     rows = core.time_breakdown(run)
@@ -469,8 +471,13 @@ def _time_diagnosis(run) -> str:
                 f" (the bytes alone would take {moving * 1e6:.2f} us at the core's DMA "
                 f"bandwidth, but one queue of static descriptors streams at most "
                 f"{run.params.dma_static_queue_bandwidth / 1e9:.0f} GB/s on {run.params.chip}, "
-                f"{streaming * 1e6:.2f} us: the queue's bytes bound the kernel; load each byte "
-                f"of A and B once)"
+                f"{streaming * 1e6:.2f} us: the queue's bytes bound the kernel; "
+                + (
+                    "load each byte of A and B once)"
+                    if reread
+                    else "each byte is already loaded once, so start the matmuls while the "
+                    "loads stream)"
+                )
             )
         elif per > 1.5 * moving:
             text += (
@@ -505,7 +512,8 @@ def diagnose(run, shape: tuple[int, int, int]) -> str:
         from trnlab.core import format_bits
 
         sizes[out[0]] = m * n * format_bits(c_rec.fmt) / 8
-    return f"{_hbm_diagnosis(run, sizes)} {_time_diagnosis(run)}"
+    hbm, reread = _hbm_diagnosis(run, sizes)
+    return f"{hbm} {_time_diagnosis(run, reread)}"
 
 
 def _timed(kernel, shape):

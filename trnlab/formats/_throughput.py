@@ -1,7 +1,9 @@
 """Tensor Engine throughput of a format on a chip, read from the catalogue (never copied here).
 
-The catalogue rates data types, not encodings: every fp8 encoding runs at the chip's fp8 rate,
-both MXFP8 element types at its mxfp8 rate. Formats with no rated type (fp6/MXFP6, MXINT8, the
+The catalogue rates data types, not encodings: every fp8 encoding a chip takes runs at its fp8
+rate (where the catalogue lists a chip's FP8 encodings, ``fp8_encodings``, others are refused:
+OCP's E4M3FN, for one, reached the Tensor Engine only with NeuronCore-v4), both MXFP8 element
+types at its mxfp8 rate. Formats with no rated type (fp6/MXFP6, MXINT8, the
 fp4 element alone) have no published Trainium rate, and trnlab does not invent one.
 """
 
@@ -60,8 +62,9 @@ def throughput(
     Raises
     ------
     ValueError
-        For a format without a rated data type; ``trnlab.catalog.CatalogError`` (a ValueError)
-        when the chip lacks the type or sparsity, naming what it has.
+        For a format without a rated data type, or an FP8 encoding the chip's matmul does not
+        take; ``trnlab.catalog.CatalogError`` (a ValueError) when the chip lacks the type or
+        sparsity, naming what it has.
 
     Examples
     --------
@@ -71,4 +74,12 @@ def throughput(
     dtype = catalog_dtype(fmt)
     from trnlab import catalog  # imported on use: the catalogue parses its data files
 
-    return catalog.chip(chip).peak_flops(dtype, sparse=sparse, pattern=pattern)
+    c = catalog.chip(chip)
+    name = spec(fmt).name
+    if dtype == "fp8" and c.fp8_encodings is not None and name not in c.fp8_encodings:
+        raise FormatError(
+            f"{c} has no {name} matmul: its Tensor Engine takes FP8 as "
+            f"{', '.join(c.fp8_encodings)} ({c.figures['fp8_encodings'].note}). Choose one of "
+            f"those (fp8_e4m3 is the IEEE-like E4M3, max 240), or a chip that has {name}."
+        )
+    return c.peak_flops(dtype, sparse=sparse, pattern=pattern)
