@@ -272,7 +272,8 @@ class Run:
         queues = len(np.unique(t["engine"][sel]))
         lines.append(
             f"{'DMA':<8} {self.busy['DMA']:>6.1%} {int(sel.sum()):>7} {occ[sel].sum() * 1e6:>10,.1f}"
-            f"  (summed over {queues} queue{'s' if queues != 1 else ''}; "
+            f"  (each transfer from set-up to last byte, summed: transfers in flight together "
+            f"each count; {queues} queue{'s' if queues != 1 else ''}; "
             f"{self.hbm_bytes / 1e6:,.2f} MB, "
             f"{self.extra.get('dma_bandwidth_fraction', 0):.0%} of the DMA bandwidth)"
         )
