@@ -292,8 +292,8 @@ _INSTRUCTORS = """\
 
 - **Guide:** the instructor guide is [docs/instructors.md](../docs/instructors.md).
 - **Editions:** `python -m trnlab.course editions` regenerates the instructor edition (reference
-  solutions filled in and run) from these learner notebooks; `--check` tells whether it is up to
-  date.
+  solutions filled in, outputs cleared) from these learner notebooks; `--check` tells whether it
+  is up to date.
 - **Variants and grading:** `python -m trnlab.course variants` writes per-student variants of a
   lab from a roster and a seed; `python -m trnlab.course grade` runs each submitted notebook in
   a sandbox, checks its answers in a clean process and writes a CSV of every check.
