@@ -204,7 +204,8 @@ def _tiled_explainer(m: int, k: int, n: int):
         launch = r.params.launch_overhead * 1e6
         # Each matmul's two set-ups and its bytes added in series, as if the queue did not
         # set up the next transfer while the current one streams.
-        tile_bytes = (128 * 128 + 128 * 512) * 2  # an A tile and a B tile, bf16
+        loaded = sum(t["loaded"] for t in core.hbm_traffic(r).values())
+        tile_bytes = loaded / len(mm)  # an A tile and a B tile per matmul
         serial = len(mm) * (2 * interval + tile_bytes / (rate * 1e3))
         if abs(predicted - serial) < 0.1 * serial and abs(predicted - serial) <= abs(
             predicted - (model + launch)

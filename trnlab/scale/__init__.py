@@ -37,7 +37,6 @@ from ._plan import (
     tiers,
 )
 from ._search import SearchCancelled, SearchResult, search
-from ._validation import ValidationRow, validation_case
 from ._workloads import PRESETS, ModelSpec, WorkloadError, model, models
 
 __all__ = [
@@ -76,3 +75,13 @@ __all__ = [
     "training_memory",
     "validation_case",
 ]
+
+
+def __getattr__(name: str):
+    # The published-run tables load on first use, not with every `import trnlab.scale` (they
+    # add about 10 ms a lab or dashboard does not need).
+    if name in ("ValidationRow", "validation_case"):
+        from . import _validation
+
+        return getattr(_validation, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
