@@ -299,9 +299,14 @@ def test_ocp_e4m3fn_has_a_rate_only_from_neuroncore_v4():
             F.throughput("fp8_e4m3fn", chip)
         assert F.throughput("fp8_e4m3", chip) == catalog.chip(chip).peak_flops("fp8")
     assert F.throughput("fp8_e4m3fn", "trn3") == catalog.chip("trn3").peak_flops("fp8")
+    # NVIDIA's FP8 is OCP's E4M3 (CUDA's __nv_fp8_e4m3: no infinities) and E5M2
+    for chip in ("h100", "b200"):
+        assert F.throughput("fp8_e4m3fn", chip) == catalog.chip(chip).peak_flops("fp8")
+        with pytest.raises(F.FormatError, match=r"no fp8_e4m3 matmul.*fp8_e4m3fn, fp8_e5m2"):
+            F.throughput("fp8_e4m3", chip)
 
 
-@pytest.mark.parametrize("chip", ["trn1", "inf2", "trn2", "trn3"])
+@pytest.mark.parametrize("chip", ["trn1", "inf2", "trn2", "trn3", "h100", "h200", "b200", "gb200"])
 def test_every_fp8_encoding_runs_at_the_fp8_rate_or_is_refused_by_name(chip):
     from trnlab import catalog
 

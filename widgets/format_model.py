@@ -194,7 +194,13 @@ class FormatComparison:
 
     def __init__(
         self,
-        formats: tuple[str, ...] | list[str] = ("bf16", "fp8_e4m3fn", "mxfp8_e4m3", "mxfp4"),
+        formats: tuple[str, ...] | list[str] = (
+            "bf16",
+            "fp8_e4m3",
+            "fp8_e4m3fn",
+            "mxfp8_e4m3",
+            "mxfp4",
+        ),
         distribution: str = "outlier_channels",
         rounding: str = "nearest",
         block_size: int = 32,

@@ -78,8 +78,9 @@ def throughput(
     name = spec(fmt).name
     if dtype == "fp8" and c.fp8_encodings is not None and name not in c.fp8_encodings:
         raise FormatError(
-            f"{c} has no {name} matmul: its Tensor Engine takes FP8 as "
+            f"{c} has no {name} matmul: its matrix units take FP8 as "
             f"{', '.join(c.fp8_encodings)} ({c.figures['fp8_encodings'].note}). Choose one of "
-            f"those (fp8_e4m3 is the IEEE-like E4M3, max 240), or a chip that has {name}."
+            f"those, or a chip that has {name} (trnlab's fp8_e4m3 is the IEEE-like E4M3, max "
+            f"240; fp8_e4m3fn is OCP's, max 448)."
         )
     return c.peak_flops(dtype, sparse=sparse, pattern=pattern)
