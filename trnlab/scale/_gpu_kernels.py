@@ -1,8 +1,23 @@
-"""GPU kernel rates that depend on the problem's shape: GEMM wave quantization, FlashAttention.
+"""GPU kernel rates that depend on the problem's shape: measured GEMM tables, GEMM wave
+quantization, FlashAttention.
 
-A GPU's matmul rate in the catalogue (``matmul_efficiency``: the best of a shape search, MAMF,
-or a framework's measured GEMM) holds for large, well-shaped products. Two mechanisms make a
-training step's kernels run below it, each with its own sourced figures:
+**Measured GEMM rates** (OpenXLA's matmul performance tables). Where the catalogue has a GPU's
+GEMM rate measured shape by shape (``gemm_rates`` names the table: H100 and B200, each measured
+on its own chip; H200 and GB200 read their sibling's), a BF16 or FP16 GEMM runs at the table's
+share of the measured chip's dense peak, times the chip's own peak. Between the grid's points
+(M, N, K each a power of two from 256 to 4096; M up to 16,384 through the table's batch of 4,
+read as a taller M) the rate is interpolated linearly in log2 of each dimension, on the log of
+the rate; beyond the grid it is held at the nearest edge (the H100's rate has levelled off
+there: 780 TFLOPS at 4096^3, 792 for the best shape of a brute-force search). The table holds
+every cost a GEMM kernel pays, so neither mechanism below is applied on top of it: short-K
+GEMMs (the tile's prologue and epilogue against a short K loop) and small ones (a fixed cost
+per kernel) run well below the ceiling, and libraries fill the SMs of small outputs with
+smaller tiles or split K, which the wave model below does not know.
+
+A GPU without a table keeps its matmul rate from the catalogue (``matmul_efficiency``: the best
+of a shape search, MAMF, or a framework's measured GEMM), which holds for large, well-shaped
+products. Two mechanisms make a training step's kernels run below it, each with its own sourced
+figures:
 
 **Wave and tile quantization** (NVIDIA, "Matrix Multiplication Background User's Guide"). A
 GEMM's M x N output is cut into tiles of ``tm x tn`` elements, one thread block each; every SM
@@ -133,6 +148,66 @@ def gemm_wave_efficiency(chip, shape: tuple[int, int, int]) -> float:
             + ", ".join(k.key for k in catalog.chips() if k.core is None and "cores" in k.figures)
         )
     return q
+
+
+#: The measured tables' grid: M (with the batch of 2 and 4 read as M of 8,192 and 16,384), N, K.
+_GRID_M = (256, 512, 1024, 2048, 4096, 8192, 16384)
+_GRID_NK = (256, 512, 1024, 2048, 4096)
+
+
+@lru_cache(maxsize=8)
+def _rate_grid(table: str) -> tuple[dict[tuple[int, int, int], float], str]:
+    """{(M, N, K): log of the share of peak} of one measured table, and the chip it was
+    measured on."""
+    fig = catalog.table("gpu_gemm")[table]
+    measured = catalog.chip(fig.extra["measured_on"])
+    peak = measured.peak_flops("bf16")
+    grid = {}
+    for b, m, n, k, flops in fig.value:
+        if b == 1 or m == 4096:  # batch 2 and 4 of M = 4096 stand for M = 8,192 and 16,384
+            grid[(int(b) * int(m), int(n), int(k))] = math.log(float(flops) / peak)
+    return grid, measured.key
+
+
+def _bracket(x: int, points: tuple[int, ...]) -> tuple[int, int, float]:
+    """The two grid points around x and x's weight towards the upper one (log2), held at the
+    ends."""
+    x = min(max(x, points[0]), points[-1])
+    for lo, hi in itertools.pairwise(points):
+        if x <= hi:
+            return lo, hi, (math.log2(x) - math.log2(lo)) / (math.log2(hi) - math.log2(lo))
+    raise AssertionError("unreachable: x is held inside the grid")
+
+
+@lru_cache(maxsize=4096)
+def measured_gemm_share(chip_key: str, shape: tuple[int, int, int]) -> tuple[float, str] | None:
+    """Share of the chip's dense BF16 peak a GEMM of ``shape = (M, N, K)`` runs at, read from
+    the measured table the chip's ``gemm_rates`` figure names, and where it comes from; None
+    for a chip without one. Log-linear in log2 of each dimension between the grid's points,
+    held at its edges."""
+    chip = catalog.chip(chip_key)
+    fig = chip.figures.get("gemm_rates")
+    if fig is None:
+        return None
+    grid, measured = _rate_grid(str(fig.value))
+    (m0, m1, wm), (n0, n1, wn), (k0, k1, wk) = (
+        _bracket(shape[0], _GRID_M),
+        _bracket(shape[1], _GRID_NK),
+        _bracket(shape[2], _GRID_NK),
+    )
+    log_share = 0.0
+    for m, a in ((m0, 1 - wm), (m1, wm)):
+        for n, b in ((n0, 1 - wn), (n1, wn)):
+            for k, c in ((k0, 1 - wk), (k1, wk)):
+                if a * b * c:
+                    log_share += a * b * c * grid[(m, n, k)]
+    share = math.exp(log_share)
+    whose = "" if measured == chip.key else f", the {catalog.chip(measured).name}'s"
+    where = (
+        f"{share:.1%} of peak at {shape[0]}x{shape[1]}x{shape[2]} (measured GEMM table"
+        f"{whose}, {fig.sources[0].key})"
+    )
+    return share, where
 
 
 def _interp(points, s: float) -> float:

@@ -6,8 +6,8 @@ parallelism takes the innermost part of the data-parallel ranks); each group's c
 on the part of the fabric it occupies, :func:`trnlab.fabric.group`, timed by
 :func:`trnlab.fabric.collective` (one topology model: the fabric's). Matmuls run at the rate
 the chip achieves (:func:`achieved_flops_per_chip`), each GEMM of the layer at its own shape
-(wave quantization on GPUs, the memory roofline everywhere; unfused attention-score GEMMs at
-theirs); FlashAttention at the chip's published fused-attention rate where it has one
+(on GPUs the rate measured at that shape where the catalogue has a table, else wave
+quantization; the memory roofline everywhere; unfused attention-score GEMMs at theirs); FlashAttention at the chip's published fused-attention rate where it has one
 (:mod:`trnlab.scale._gpu_kernels`); the layer's other kernels and the optimizer step move
 their bytes at the HBM bandwidth (:mod:`trnlab.scale._memory_bound`).
 
@@ -33,7 +33,7 @@ from trnlab.catalog import CatalogError, System
 from trnlab.fabric import FabricError
 from trnlab.fabric._collective import _op as collective_name
 
-from ._gpu_kernels import FA_BACKWARD_FLOPS, _fa_rates, _quantization
+from ._gpu_kernels import FA_BACKWARD_FLOPS, _fa_rates, _quantization, measured_gemm_share
 from ._memory import (
     MemoryBreakdown,
     _check_degrees,
@@ -323,8 +323,10 @@ def achieved_flops_per_chip(
     Neuron chips: the NeuronCore model's ``blocked_mnk`` kernel on a 2048^3 GEMM (timing
     only, with a compiled graph's DMA descriptors: :meth:`CoreParams.compiled_graph`), times
     the chip's cores. GPUs: the datasheet peak times the chip's measured
-    ``matmul_efficiency`` (the Maximum Achievable Matmul FLOPS of a shape search, a sourced
-    figure). With ``shape = (M, N, K)`` a GPU GEMM keeps the share of that rate its output
+    ``matmul_efficiency`` (a sourced figure: the Maximum Achievable Matmul FLOPS of a shape
+    search, or the largest shape a measured table holds). With ``shape = (M, N, K)`` a GPU GEMM runs at the rate measured at that shape
+    where the catalogue has the GPU's table (``gemm_rates``: H100, B200 and their siblings,
+    :mod:`trnlab.scale._gpu_kernels`), else keeps the share of the large-GEMM rate its output
     tiles' waves fill over the SMs (:func:`trnlab.scale.gemm_wave_efficiency`), and on
     either kind of chip the GEMM is held to its memory roofline (:func:`_roofline`), so
     small or thin GEMMs (decode, the batched attention-score GEMMs of unfused attention)
@@ -351,11 +353,16 @@ def _achieved(chip_key: str, dtype: str, shape: tuple[int, int, int] | None) -> 
     rate, where = _large_gemm_rate(chip_key, dtype)
     if shape is not None:
         chip = catalog.chip(chip_key)
-        # Wave and tile quantization of the GEMM's output tiles over the GPU's SMs.
-        q = _quantization(chip.key, shape)
-        if q is not None and q < 1.0:
-            rate *= q
-            where = f"{where}, {q:.1%} after wave quantization of {shape[0]}x{shape[1]}"
+        measured = measured_gemm_share(chip.key, shape) if dtype in ("bf16", "fp16") else None
+        if measured is not None:
+            # The GPU's GEMM rate measured at this shape (every kernel cost included).
+            rate, where = measured[0] * chip.peak_flops(dtype), measured[1]
+        else:
+            # Wave and tile quantization of the GEMM's output tiles over the GPU's SMs.
+            q = _quantization(chip.key, shape)
+            if q is not None and q < 1.0:
+                rate *= q
+                where = f"{where}, {q:.1%} after wave quantization of {shape[0]}x{shape[1]}"
         roof, what = _roofline(chip, shape)
         if roof < rate:
             rate, where = roof, f"{where}, held to the {what}"
@@ -375,7 +382,8 @@ def _large_gemm_rate(chip_key: str, dtype: str) -> tuple[float, str]:
         stack = chip.figures.get("stack_matmul_efficiency")
         fig = stack or chip.figures.get("matmul_efficiency")
         eff = float(fig.value) if fig is not None else GPU_MATMUL_EFFICIENCY
-        what = "measured GEMM" if stack is not None else "measured MAMF"
+        mamf = stack is None and fig is not None and fig.sources[0].key == "ml-engineering-mamf"
+        what = "measured MAMF" if mamf else "measured GEMM"
         where = (
             f"{eff:.1%} of peak ({what}, {fig.sources[0].key})"
             if fig is not None and not fig.extra.get("assumption")
@@ -730,8 +738,8 @@ def _step_time(m: ModelSpec, sysobj: System, p: Parallelism, dtype: str, s: int,
     b, h = p.micro_batch, m.hidden
     chip_key = sysobj.chip.key
     rows = max(1, b * s // p.cp)  # tokens of one micro-batch on one chip of the cp slice
-    # Every GEMM of the layer at its own shape (wave quantization on GPUs, the roofline on
-    # any chip): forward, and backward (input and weight gradients).
+    # Every GEMM of the layer at its own shape (a GPU's measured table or wave quantization,
+    # the roofline on any chip): forward, and backward (input and weight gradients).
     # Tensor-parallel ranks: every logical NeuronCore of a Trainium chip is one (TP=32 on a
     # trn1.32xlarge), a GPU is one. With more ranks than KV heads the K and V projections are
     # copied until each rank has a head (NxD Training's kv_size_multiplier), and query heads
