@@ -343,6 +343,8 @@ TRAINING_CASES = TRAINING_CASES + tuple(
 
 _TRN1_INF = "ndoc-trn1-inference-perf"
 _TRN2_INF = "ndoc-trn2-llama-tutorials"
+_NIM = "nvidia-nim-benchmarks"
+_NIM_NOTE = "2 x H100 80G, TP2, FP8; NIM 1.8.0 (TensorRT-LLM); ITL at concurrency 1"
 _B = "throughput-optimized table; "
 _PAD = "40 heads on 32 NeuronCores, padded to 64; "
 # The Trn1 table's throughput-optimized rows: the same models and lengths, batch 4 or 8. What a
@@ -436,6 +438,12 @@ DECODE_CASES: tuple[DecodeCase, ...] = (
     DecodeCase("llama3.1-405b trn2", _TRN2_INF, "trn2.48xlarge", "llama3-405b", 16, 1, 10000,
                1500, "bf16", 37.9, notes="TP=64 at LNC=2 = 16 chips; baseline row (BF16)",
                compiled=12800),
+    # NVIDIA's NIM benchmarks: Llama 3.3 70B (Llama 3 70B's shapes) on 2 of a node's H100s,
+    # FP8 weights, TP2, one request at a time; the first row fits the H100's step cost.
+    DecodeCase("llama3.3-70b h100 500+2000", _NIM, "p5.48xlarge", "llama3-70b", 2, 1, 500,
+               2000, "fp8_e4m3fn", 18.91, "calibration", _NIM_NOTE),
+    DecodeCase("llama3.3-70b h100 5000+500", _NIM, "p5.48xlarge", "llama3-70b", 2, 1, 5000,
+               500, "fp8_e4m3fn", 18.58, notes=_NIM_NOTE),
 )  # fmt: skip
 DECODE_CASES = DECODE_CASES + tuple(
     DecodeCase(key, _TRN1_INF, "trn1.32xlarge", m, 16, b, p, o, fmt, t,

@@ -308,6 +308,7 @@ def validation_markdown(rows) -> str:
     cat = catalog.table("collectives")
     trn1 = catalog.chip("trn1").figures["decode_layer_overhead"]
     trn2 = catalog.chip("trn2").figures["decode_layer_overhead"]
+    h100 = catalog.chip("h100").figures["decode_layer_overhead"]
     lines = [
         "# How far to trust the scale-out model: validation against published runs",
         "",
@@ -336,6 +337,9 @@ def validation_markdown(rows) -> str:
         "6.70 ms per token | ndoc-trn1-inference-perf |",
         f"| decode step cost per layer, Trainium2 | {trn2.value * 1e6:.0f} us | Llama 3.3 70B, "
         "TP=64 (LNC=2), 19.6 ms per token | ndoc-trn2-llama-tutorials |",
+        f"| decode step cost per layer, H100 (and, assumed, the other GPUs) | "
+        f"{h100.value * 1e6:.0f} us | Llama 3.3 70B, FP8, TP=2, 18.91 ms per token (NIM, "
+        "TensorRT-LLM) | nvidia-nim-benchmarks |",
         "",
         "Sourced, not fitted: a NeuronLink step 1.5 us (runtime docs: 'about 1-2 us'), an EFA hop "
         "15 us ('~15 us'), the runtime's algorithm bands (mesh < 1 MB, RDH to 56 MB, rings "
@@ -363,9 +367,11 @@ def validation_markdown(rows) -> str:
         "collectives from trnlab.fabric.",
         "",
         "Mechanisms every decode case goes through: every weight streamed once per token at "
-        "the chip's streaming bandwidth (as above); attention over the KV cache as the "
-        "decode-attention kernel (trnlab.kernels.nki_decode_attention) takes on the NeuronCore "
-        "model, over the sequence length the decode graph was compiled for (Neuron's decode "
+        "the chip's memory ceiling (Trainium: what its cores' DMA engines move, as above; GPUs: "
+        "the HBM roofline, whatever their GEMV kernels lose against it falling in the fitted "
+        "step cost, and the KV cache read at the same rate); on Trainium, attention over the KV "
+        "cache as the decode-attention kernel (trnlab.kernels.nki_decode_attention) takes on "
+        "the NeuronCore model, over the sequence length the decode graph was compiled for (Neuron's decode "
         "graphs have fixed shapes and read the cache up to it, ndoc-vllm-neuron-decode-buckets: "
         "prompt + output for the Trn1 table, whose sequence length is their sum; the 12,800-"
         "position token-generation bucket of the Trn2 tutorials), on every tensor-parallel rank "
