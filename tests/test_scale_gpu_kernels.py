@@ -165,9 +165,35 @@ def test_beyond_the_grid_the_rate_is_held_at_its_edge():
     table = _table("hopper_bf16")
     big, _ = scale.achieved_flops_per_chip("h100", "bf16", (65536, 28672, 8192))
     assert big == pytest.approx(table[(16384, 4096, 4096)], rel=1e-9)
-    # below the grid, held at 256 (here the roofline binds first for a thin M)
-    thin, where = scale.achieved_flops_per_chip("h100", "bf16", (8, 4096, 4096))
-    assert thin == pytest.approx(_roof(8, 4096, 4096, 3.35e12)) and "roofline" in where
+    # below the grid the rate is held at M = 256 (here the table binds, not the roofline:
+    # extrapolating the fall from 512 to 256 rows would give less)
+    rate, where = scale.achieved_flops_per_chip("h100", "bf16", (200, 4096, 4096))
+    assert rate == pytest.approx(table[(256, 4096, 4096)], rel=1e-9)
+    assert rate < _roof(200, 4096, 4096, 3.35e12) and "roofline" not in where
+
+
+def test_no_gemm_is_quicker_than_the_tables_quickest_kernel():
+    # The H100 table's quickest kernel is its smallest, 256^3 at 6.722 TFLOPS: about 5 us, the
+    # floor the small rows sit on. A 64^3 GEMM takes that long too, not 1/64 of it.
+    floor = 2 * 256**3 / 6.722e12
+    for m, n, k in ((64, 64, 64), (128, 256, 64), (1, 128, 128)):
+        rate, _ = scale.achieved_flops_per_chip("h100", "bf16", (m, n, k))
+        roof = _roof(m, n, k, 3.35e12)
+        assert rate == pytest.approx(min(2 * m * n * k / floor, roof), rel=1e-9)
+
+
+def test_the_tables_hold_the_published_rows():
+    # Rows of OpenXLA's tables as published (sm_90 and sm_100_B200, BF16): the H100 at batch 2 of
+    # 4096^3 (read as 8,192 rows), the B200 at one 4096^3 and at 1024 x 2048 x 4096.
+    h100 = scale.achieved_flops_per_chip("h100", "bf16", (8192, 4096, 4096))[0]
+    assert h100 == pytest.approx(804.2e12, rel=1e-3)
+    b200 = scale.achieved_flops_per_chip("b200", "bf16", (4096, 4096, 4096))[0]
+    assert b200 == pytest.approx(1416.87e12, rel=1e-3)
+    b200_small = scale.achieved_flops_per_chip("b200", "bf16", (1024, 2048, 4096))[0]
+    assert b200_small == pytest.approx(1015e12, rel=2e-3)
+    # FP16 runs on the same tensor cores at the same peak and reads the same table
+    fp16, where = scale.achieved_flops_per_chip("h100", "fp16", (4096, 4096, 4096))
+    assert fp16 == pytest.approx(780.2e12, rel=1e-3) and "measured GEMM table" in where
 
 
 @settings(max_examples=60, deadline=None)
@@ -188,9 +214,12 @@ def test_a_measured_rate_lies_between_the_grid_points_around_it(m, n, k):
                for c in around(k, GRID_NK)]  # fmt: skip
     rate, _ = scale.achieved_flops_per_chip("h100", "bf16", (m, n, k))
     roof = _roof(m, n, k, 3.35e12)
+    quickest = min(2 * b * mm * nn * kk / f for b, mm, nn, kk, f in
+                   catalog.table("gpu_gemm")["hopper_bf16"].value)  # fmt: skip
+    floor = 2 * m * n * k / quickest  # the rate of a GEMM that takes the quickest kernel's time
     assert 0 < rate <= catalog.chip("h100").peak_flops("bf16")
-    assert rate == pytest.approx(min(rate, roof))
-    if rate < roof * (1 - 1e-9):
+    assert rate <= min(roof, floor) * (1 + 1e-9)
+    if rate < min(roof, floor) * (1 - 1e-9):
         assert min(corners) * (1 - 1e-9) <= rate <= max(corners) * (1 + 1e-9)
 
 
@@ -209,8 +238,11 @@ def test_siblings_read_the_measured_chip_share_against_their_own_peak():
 
 def test_formats_the_bf16_table_does_not_measure_keep_the_wave_model():
     rate, where = scale.achieved_flops_per_chip("h100", "fp8", (4096, 4096, 4096))
-    assert "measured GEMM table" not in where
-    assert rate == pytest.approx(0.801 * catalog.chip("h100").peak_flops("fp8"), rel=0.02)
+    assert "measured GEMM table" not in where and "wave quantization" in where
+    # MAMF's share of the FP8 peak, times 4096^2's slot share over MAMF's shape's (26 waves)
+    q_ref = 3360 / (26 * H100_SMS)
+    expected = 0.801 * catalog.chip("h100").peak_flops("fp8") * _q(4096, 4096, H100_SMS) / q_ref
+    assert rate == pytest.approx(expected, rel=1e-9)
 
 
 def test_neuron_chips_and_gpus_without_an_sm_count_are_refused():

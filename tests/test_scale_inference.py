@@ -319,9 +319,10 @@ def test_transformers_neuronx_gave_every_query_head_its_own_kv_copy():
         inference("llama3-70b", "trn1.32xlarge", kv_sharding="mha", **kw)
 
 
-def test_the_h100_step_cost_fitted_on_one_nim_row_predicts_the_other():
+def test_the_h100_step_cost_fitted_on_one_nim_row_is_consistent_with_the_other():
     # NVIDIA's NIM rows for Llama 3.3 70B (FP8, TP=2): 18.91 ms at 500 + 2,000 tokens fits the
-    # H100's step cost per layer; 18.58 ms at 5,000 + 500 is left to validate it.
+    # H100's step cost per layer; 18.58 ms at 5,000 + 500, the same deployment at a longer
+    # context, is the only (weak) check left for it.
     cases = {c.key: c for c in DECODE_CASES if c.source == "nvidia-nim-benchmarks"}
     assert cases["llama3.3-70b h100 500+2000"].role == "calibration"
     check = cases["llama3.3-70b h100 5000+500"]

@@ -2,7 +2,8 @@
 
 The fitted figure is ``decode_layer_overhead`` (seconds per layer per forward step: kernel
 boundaries and synchronisation that neither the weight streaming, the decode-attention kernel
-nor the collectives account for).
+nor the collectives account for; whatever else the model leaves out of a step falls in it too,
+such as a GPU's GEMV kernels streaming weights below the HBM roofline the model assumes).
 It is the measured time per output token less the model's time without it, divided by the
 layers, on the one case per generation marked ``"calibration"`` in
 :data:`trnlab.scale._published.DECODE_CASES`; every other decode case validates it.

@@ -7,12 +7,14 @@ on its own chip; H200 and GB200 read their sibling's), a BF16 or FP16 GEMM runs 
 share of the measured chip's dense peak, times the chip's own peak. Between the grid's points
 (M, N, K each a power of two from 256 to 4096; M up to 16,384 through the table's batch of 4,
 read as a taller M) the rate is interpolated linearly in log2 of each dimension, on the log of
-the rate; beyond the grid it is held at the nearest edge (the H100's rate has levelled off
-there: 780 TFLOPS at 4096^3, 792 for the best shape of a brute-force search). The table holds
-every cost a GEMM kernel pays, so neither mechanism below is applied on top of it: short-K
-GEMMs (the tile's prologue and epilogue against a short K loop) and small ones (a fixed cost
-per kernel) run well below the ceiling, and libraries fill the SMs of small outputs with
-smaller tiles or split K, which the wave model below does not know.
+the rate. Above the grid it is held at the nearest edge (the H100's rate has levelled off
+there: 780 TFLOPS at 4096^3, 792 for the best shape of a brute-force search). Below it the rate
+is held too, but no GEMM takes less time than the table's quickest kernel (about 5 us on both
+GPUs: the floor its smallest shapes sit on), so a tiny GEMM is not given a large one's speed.
+The table holds what the kernel itself takes, measured alone (no launch gaps), so neither
+mechanism below is applied on top of it: short-K GEMMs (the tile's prologue and epilogue
+against a short K loop) and small ones run well below the ceiling, and libraries fill the SMs
+of small outputs with smaller tiles or split K, which the wave model below does not know.
 
 A GPU without a table keeps its matmul rate from the catalogue (``matmul_efficiency``: the best
 of a shape search, MAMF, or a framework's measured GEMM), which holds for large, well-shaped
@@ -113,6 +115,9 @@ def gemm_wave_efficiency(chip, shape: tuple[int, int, int]) -> float:
     """Share of the chip's measured GEMM rate a GEMM of ``shape = (M, N, K)`` keeps after
     wave and tile quantization (NVIDIA's Matrix Multiplication Background guide).
 
+    The planner applies it to GPUs without a measured GEMM table (the A100) and to formats a
+    table does not cover (FP8); an H100's or B200's BF16 GEMMs run at their measured rates.
+
     ``q(M, N) = M N / (waves x SMs x tile area)`` for the catalogue tile (256 x 128 or
     128 x 256) that wastes least, divided by the same share at the shape where the chip's
     ceiling was measured, and held at 1 (no GEMM beats the measured ceiling). K does not
@@ -156,9 +161,9 @@ _GRID_NK = (256, 512, 1024, 2048, 4096)
 
 
 @lru_cache(maxsize=8)
-def _rate_grid(table: str) -> tuple[dict[tuple[int, int, int], float], str]:
-    """{(M, N, K): log of the share of peak} of one measured table, and the chip it was
-    measured on."""
+def _rate_grid(table: str) -> tuple[dict[tuple[int, int, int], float], str, float]:
+    """{(M, N, K): log of the share of peak} of one measured table, the chip it was measured
+    on, and the table's quickest kernel (seconds)."""
     fig = catalog.table("gpu_gemm")[table]
     measured = catalog.chip(fig.extra["measured_on"])
     peak = measured.peak_flops("bf16")
@@ -166,7 +171,8 @@ def _rate_grid(table: str) -> tuple[dict[tuple[int, int, int], float], str]:
     for b, m, n, k, flops in fig.value:
         if b == 1 or m == 4096:  # batch 2 and 4 of M = 4096 stand for M = 8,192 and 16,384
             grid[(int(b) * int(m), int(n), int(k))] = math.log(float(flops) / peak)
-    return grid, measured.key
+    quickest = min(2 * b * m * n * k / flops for b, m, n, k, flops in fig.value)
+    return grid, measured.key, quickest
 
 
 def _bracket(x: int, points: tuple[int, ...]) -> tuple[int, int, float]:
@@ -184,12 +190,12 @@ def measured_gemm_share(chip_key: str, shape: tuple[int, int, int]) -> tuple[flo
     """Share of the chip's dense BF16 peak a GEMM of ``shape = (M, N, K)`` runs at, read from
     the measured table the chip's ``gemm_rates`` figure names, and where it comes from; None
     for a chip without one. Log-linear in log2 of each dimension between the grid's points,
-    held at its edges."""
+    held at its edges, and never quicker than the table's quickest kernel."""
     chip = catalog.chip(chip_key)
     fig = chip.figures.get("gemm_rates")
     if fig is None:
         return None
-    grid, measured = _rate_grid(str(fig.value))
+    grid, measured, quickest = _rate_grid(str(fig.value))
     (m0, m1, wm), (n0, n1, wn), (k0, k1, wk) = (
         _bracket(shape[0], _GRID_M),
         _bracket(shape[1], _GRID_NK),
@@ -202,6 +208,9 @@ def measured_gemm_share(chip_key: str, shape: tuple[int, int, int]) -> tuple[flo
                 if a * b * c:
                     log_share += a * b * c * grid[(m, n, k)]
     share = math.exp(log_share)
+    peak = catalog.chip(measured).peak_flops("bf16")
+    floor = 2 * shape[0] * shape[1] * shape[2] / (quickest * peak)  # share at the quickest time
+    share = min(share, floor)
     whose = "" if measured == chip.key else f", the {catalog.chip(measured).name}'s"
     where = (
         f"{share:.1%} of peak at {shape[0]}x{shape[1]}x{shape[2]} (measured GEMM table"

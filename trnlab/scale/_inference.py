@@ -4,7 +4,8 @@ One replica spans ``tp`` chips (a tensor-parallel group placed like training's, 
 system serves ``chips / tp`` replicas. Each forward pass of a layer runs its matmuls, two
 tensor-parallel all-reduces of the batch's activations (Megatron: after attention and after
 the MLP), and a fixed per-layer step cost (kernel boundaries and synchronisation, calibrated on
-published decode runs, ``decode_layer_overhead`` in the catalogue).
+published decode runs, ``decode_layer_overhead`` in the catalogue; on GPUs, whose weights the
+model streams at the HBM roofline, the fit also holds what their GEMV kernels lose against it).
 
 Prefill runs the prompt's FLOPs at the GEMM's achieved rate. Decode reads every weight once
 per generated token, so a token never takes less than weight bytes / streaming bandwidth (on

@@ -355,7 +355,7 @@ def _achieved(chip_key: str, dtype: str, shape: tuple[int, int, int] | None) -> 
         chip = catalog.chip(chip_key)
         measured = measured_gemm_share(chip.key, shape) if dtype in ("bf16", "fp16") else None
         if measured is not None:
-            # The GPU's GEMM rate measured at this shape (every kernel cost included).
+            # The GPU's GEMM rate measured at this shape (the kernel alone, no launch gaps).
             rate, where = measured[0] * chip.peak_flops(dtype), measured[1]
         else:
             # Wave and tile quantization of the GEMM's output tiles over the GPU's SMs.
