@@ -11,6 +11,9 @@ the rate. Above the grid it is held at the nearest edge (the H100's rate has lev
 there: 780 TFLOPS at 4096^3, 792 for the best shape of a brute-force search). Below it the rate
 is held too, but no GEMM takes less time than the table's quickest kernel (about 5 us on both
 GPUs: the floor its smallest shapes sit on), so a tiny GEMM is not given a large one's speed.
+Holding is optimistic for a K below 256 on large outputs (unfused attention's scores, K = the
+head dimension, on a GPU without a fused-attention rate): a shorter K loop pays the same tile
+prologue and epilogue, and no measurement says by how much.
 The table holds what the kernel itself takes, measured alone (no launch gaps), so neither
 mechanism below is applied on top of it: short-K GEMMs (the tile's prologue and epilogue
 against a short K loop) and small ones run well below the ceiling, and libraries fill the SMs
