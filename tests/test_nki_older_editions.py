@@ -464,6 +464,50 @@ def test_a_psum_block_accumulated_with_plus_equals_records_no_extra_copy():
     assert counts["matmul"] == 2 and counts.get("copy", 0) == 1, counts
 
 
+def test_a_matmul_assigned_to_a_psum_block_is_written_there_without_a_tile_or_copy():
+    """``qk[t] = nisa.nc_matmul(q, k)`` (the v2.26 attention kernels): the compiler points the
+    matmul at the block, so eight 2 KiB blocks fill PSUM's eight banks and nothing more; a
+    temporary tile per matmul would need a ninth bank."""
+    q, kk = rand(128, 128), rand(128, 8 * 512)
+
+    def k(x, y):
+        qs, ks = nl.load(x), nl.load(y)
+        qk = nl.ndarray((8, nl.par_dim(128), 512), dtype=nl.float32, buffer=nl.psum)
+        for t in nl.affine_range(8):
+            qk[t, :, :] = nisa.nc_matmul(stationary=qs, moving=ks[:, nl.ds(t * 512, 512)])
+        out = nl.ndarray((128, 8 * 512), dtype=nl.float32, buffer=nl.shared_hbm)
+        for t in nl.affine_range(8):
+            sb = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=sb, src=qk[t])
+            nl.store(out[:, nl.ds(t * 512, 512)], sb)
+        return out
+
+    # NeuronCore-v4 (trn3) takes a PSUM tensor of several blocks; one bank per block
+    np.testing.assert_allclose(sim(k, q, kk, chip="trn3"), q.T @ kk, rtol=1e-5, atol=1e-4)
+    run = nki.profile(k, chip="trn3")(
+        nki.hbm((128, 128), nl.float32), nki.hbm((128, 8 * 512), nl.float32)
+    )
+    counts = run.program.counts()
+    # eight matmuls, eight copies out of PSUM for the stores: no PSUM->PSUM copies
+    assert counts["matmul"] == 8 and counts.get("copy", 0) == 8, counts
+    assert [t.name for t in run.program.tiles if t.space == "psum"] == ["qk"]
+
+
+def test_a_matmul_assigned_over_an_earlier_result_starts_a_new_accumulation():
+    a, b = rand(128, 128), rand(128, 256)
+
+    def k(x, y):
+        ps = nl.ndarray((nl.par_dim(128), 256), dtype=nl.float32, buffer=nl.psum)
+        xs, ys = nl.load(x), nl.load(y)
+        ps[...] = nisa.nc_matmul(xs, ys)
+        ps[...] = nisa.nc_matmul(xs, ys)  # overwrites: not twice the product
+        out = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, ps)
+        return out
+
+    np.testing.assert_allclose(sim(k, a, b), a.T @ b, rtol=1e-5, atol=1e-4)
+
+
 @pytest.mark.parametrize(
     ("op", "ref"),
     [(nl.max, np.max), (nl.min, np.min), (nl.sum, np.sum), (np.max, np.max), (np.sum, np.sum)],

@@ -519,16 +519,25 @@ def nc_matmul(dst=None, stationary=None, moving=None, is_stationary_onezero=Fals
     return ret
 
 
-def _retarget_matmul(tr, dst: NkiTensor, fresh: NkiTensor) -> None:
-    """Make the last recorded matmul (into ``fresh``, a new PSUM tile no one has read)
-    accumulate into ``dst`` instead: ``dst += nisa.nc_matmul(a, b)`` of older NKI editions."""
+def _retargets(dst: NkiTensor, out) -> bool:
+    """Whether PSUM view ``dst`` can take the last matmul's output region ``out`` in place:
+    as many partitions, as many elements per partition, and contiguous."""
+    rd = dst._region()
+    return rd[1] - rd[0] == out[2] - out[1] and rd[4] == out[4] - out[3] and rd[3] - rd[2] == rd[4]
+
+
+def _retarget_matmul(tr, dst: NkiTensor, fresh: NkiTensor, accumulate: bool = True) -> None:
+    """Make the last recorded matmul (into ``fresh``, a new PSUM tile no one has read) write
+    into ``dst`` instead, as the compiler does with the older NKI editions' forms:
+    ``dst += nisa.nc_matmul(a, b)`` accumulates there, ``dst[...] = nisa.nc_matmul(a, b)``
+    (``accumulate=False``) starts a new accumulation there, with no tile and copy between."""
     _, out, st, mv, _, packed, reads = tr.ops[-1]
     rd = dst._region()
-    if rd[1] - rd[0] != out[2] - out[1] or rd[4] != out[4] - out[3] or rd[3] - rd[2] != rd[4]:
+    if not _retargets(dst, out):
         raise HardwareRuleError(
             f"{dst} += a matmul result of shape {fresh.shape}: the shapes differ"
         )
-    acc = _psum_written(dst._s, rd)
+    acc = _psum_written(dst._s, rd) if accumulate else False
     if tr.numerics:
         _put(dst, (_flat(dst) if acc else 0.0) + _flat(fresh))
     _mark(dst._s, rd)
@@ -537,7 +546,7 @@ def _retarget_matmul(tr, dst: NkiTensor, fresh: NkiTensor) -> None:
     if dst._s.first < 0:
         dst._s.first = dst._s.last
     tr.ops[-1] = ("matmul", _ref(dst, rd), st, mv, acc, packed, reads)
-    tr.sigs[-1] = None  # it now accumulates into dst: never dropped as a repeat
+    tr.sigs[-1] = None  # it now writes into dst: never dropped as a repeat
 
 
 def _e8m0(codes) -> np.ndarray:

@@ -438,10 +438,33 @@ def copy(x, dtype=None) -> NkiTensor:
     return _isa.tensor_copy(src=x, dtype=dtype)
 
 
+def _fresh_matmul_result(t: NkiTensor, other) -> bool:
+    """Whether ``other`` is the PSUM tile the last recorded instruction, a matmul, has just
+    created (nothing has read it) and ``t`` a PSUM view: the compiler writes that matmul
+    into ``t`` directly (``t += nc_matmul(...)``, ``t[...] = nc_matmul(...)``)."""
+    tr = current()
+    return (
+        type(other) is NkiTensor
+        and t._s.buffer is psum
+        and other._s.buffer is psum
+        and bool(tr.ops)
+        and tr.ops[-1][0] == "matmul"
+        and tr.ops[-1][1][0] is other._s
+        and other._s.first == len(tr.ops) - 1
+    )
+
+
 def _assign(view: NkiTensor, value) -> None:
-    """``view[...] = value`` (older NKI editions): a DMA, a copy or a memset."""
+    """``view[...] = value`` (older NKI editions): a DMA, a copy or a memset; a matmul result
+    assigned to a PSUM view is written there by the matmul itself (no tile, no copy)."""
     if type(value) is NkiTensor:
-        if view._s.on_chip and value._s.on_chip:
+        if (
+            _fresh_matmul_result(view, value)
+            and view.dtype == value.dtype
+            and _isa._retargets(view, current().ops[-1][1])
+        ):
+            _isa._retarget_matmul(current(), view, value, accumulate=False)
+        elif view._s.on_chip and value._s.on_chip:
             _isa.tensor_copy(dst=view, src=value)
         else:
             _isa.dma_copy(dst=view, src=value)
@@ -454,18 +477,8 @@ def _assign(view: NkiTensor, value) -> None:
 def _update(t: NkiTensor, other, op: str) -> None:
     """``t <op>= other`` on the Vector engine; ``psum_tile += nisa.nc_matmul(a, b)`` (older NKI
     editions) is what the compiler makes of it: the matmul accumulates into ``psum_tile``."""
-    tr = current()
-    if (
-        op == "add"
-        and type(other) is NkiTensor
-        and t._s.buffer is psum
-        and other._s.buffer is psum
-        and tr.ops
-        and tr.ops[-1][0] == "matmul"
-        and tr.ops[-1][1][0] is other._s
-        and other._s.first == len(tr.ops) - 1
-    ):
-        _isa._retarget_matmul(tr, t, other)
+    if op == "add" and _fresh_matmul_result(t, other):
+        _isa._retarget_matmul(current(), t, other)
         return
     _binary(t, other, op, None, dst=t)
 
