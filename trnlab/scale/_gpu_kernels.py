@@ -166,7 +166,8 @@ _GRID_NK = (256, 512, 1024, 2048, 4096)
 @lru_cache(maxsize=8)
 def _rate_grid(table: str) -> tuple[dict[tuple[int, int, int], float], str, float]:
     """{(M, N, K): log of the share of peak} of one measured table, the chip it was measured
-    on, and the table's quickest kernel (seconds)."""
+    on, and the FLOPs its peak does in the table's quickest kernel's time (a GEMM of fewer
+    takes that long all the same)."""
     fig = catalog.table("gpu_gemm")[table]
     measured = catalog.chip(fig.extra["measured_on"])
     peak = measured.peak_flops("bf16")
@@ -175,7 +176,7 @@ def _rate_grid(table: str) -> tuple[dict[tuple[int, int, int], float], str, floa
         if b == 1 or m == 4096:  # batch 2 and 4 of M = 4096 stand for M = 8,192 and 16,384
             grid[(int(b) * int(m), int(n), int(k))] = math.log(float(flops) / peak)
     quickest = min(2 * b * m * n * k / flops for b, m, n, k, flops in fig.value)
-    return grid, measured.key, quickest
+    return grid, measured.key, quickest * peak
 
 
 def _bracket(x: int, points: tuple[int, ...]) -> tuple[int, int, float]:
@@ -198,7 +199,7 @@ def measured_gemm_share(chip_key: str, shape: tuple[int, int, int]) -> tuple[flo
     fig = chip.figures.get("gemm_rates")
     if fig is None:
         return None
-    grid, measured, quickest = _rate_grid(str(fig.value))
+    grid, measured, floor_flops = _rate_grid(str(fig.value))
     (m0, m1, wm), (n0, n1, wn), (k0, k1, wk) = (
         _bracket(shape[0], _GRID_M),
         _bracket(shape[1], _GRID_NK),
@@ -210,10 +211,8 @@ def measured_gemm_share(chip_key: str, shape: tuple[int, int, int]) -> tuple[flo
             for k, c in ((k0, 1 - wk), (k1, wk)):
                 if a * b * c:
                     log_share += a * b * c * grid[(m, n, k)]
-    share = math.exp(log_share)
-    peak = catalog.chip(measured).peak_flops("bf16")
-    floor = 2 * shape[0] * shape[1] * shape[2] / (quickest * peak)  # share at the quickest time
-    share = min(share, floor)
+    # never quicker than the table's quickest kernel
+    share = min(math.exp(log_share), 2 * shape[0] * shape[1] * shape[2] / floor_flops)
     whose = "" if measured == chip.key else f", the {catalog.chip(measured).name}'s"
     where = (
         f"{share:.1%} of peak at {shape[0]}x{shape[1]}x{shape[2]} (measured GEMM table"

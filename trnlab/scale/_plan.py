@@ -7,7 +7,8 @@ on the part of the fabric it occupies, :func:`trnlab.fabric.group`, timed by
 :func:`trnlab.fabric.collective` (one topology model: the fabric's). Matmuls run at the rate
 the chip achieves (:func:`achieved_flops_per_chip`), each GEMM of the layer at its own shape
 (on GPUs the rate measured at that shape where the catalogue has a table, else wave
-quantization; the memory roofline everywhere; unfused attention-score GEMMs at theirs); FlashAttention at the chip's published fused-attention rate where it has one
+quantization; the memory roofline everywhere; unfused attention-score GEMMs at theirs);
+FlashAttention at the chip's published fused-attention rate where it has one
 (:mod:`trnlab.scale._gpu_kernels`); the layer's other kernels and the optimizer step move
 their bytes at the HBM bandwidth (:mod:`trnlab.scale._memory_bound`).
 
@@ -324,9 +325,10 @@ def achieved_flops_per_chip(
     only, with a compiled graph's DMA descriptors: :meth:`CoreParams.compiled_graph`), times
     the chip's cores. GPUs: the datasheet peak times the chip's measured
     ``matmul_efficiency`` (a sourced figure: the Maximum Achievable Matmul FLOPS of a shape
-    search, or the largest shape a measured table holds). With ``shape = (M, N, K)`` a GPU GEMM runs at the rate measured at that shape
-    where the catalogue has the GPU's table (``gemm_rates``: H100, B200 and their siblings,
-    :mod:`trnlab.scale._gpu_kernels`), else keeps the share of the large-GEMM rate its output
+    search, or the largest shape a measured table holds). With ``shape = (M, N, K)`` a GPU
+    GEMM runs at the rate measured at that shape where the catalogue has the GPU's table
+    (``gemm_rates``: H100, B200 and their siblings, :mod:`trnlab.scale._gpu_kernels`), else
+    keeps the share of the large-GEMM rate its output
     tiles' waves fill over the SMs (:func:`trnlab.scale.gemm_wave_efficiency`), and on
     either kind of chip the GEMM is held to its memory roofline (:func:`_roofline`), so
     small or thin GEMMs (decode, the batched attention-score GEMMs of unfused attention)
