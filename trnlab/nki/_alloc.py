@@ -17,6 +17,10 @@ computes (the direct-allocation guide's double buffering). trnlab does the same 
    site that still does not fit with ``r = 1`` is refused by the core with its teaching error.
 4. The replay allocates each site's pool at its first use and frees it after its last, and
    hands each tensor the buffer released longest ago (so consecutive iterations alternate).
+5. Only if that still does not fit: a site whose tensors leave gaps where none of them is
+   alive (a tile a loop body fills and drains before the next step of the body) holds its
+   space only while one is, one buffer at a time, as the compiler lets tiles share space
+   when their lives do not overlap. A kernel that fits by rule 3 keeps its plan (and times).
 
 Only timing depends on this: values live in each tensor's own arrays, so a plan can never
 corrupt a result.
@@ -51,6 +55,7 @@ class Pool:
     __slots__ = (
         "buffer",
         "count",
+        "episodes",
         "first",
         "fmt",
         "free",
@@ -60,6 +65,7 @@ class Pool:
         "n",
         "parts",
         "r",
+        "split",
         "storages",
         "tiles",
         "unit",
@@ -77,6 +83,7 @@ class Pool:
         self.free = 0
         self.tiles: list = []
         self.heap: list = []
+        self.split = False  # hold space only while a tensor is alive (rule 5)
 
     def finish(self, bits: float, bank_bytes: int) -> None:
         st = sorted(self.storages, key=lambda s: s.first)
@@ -92,6 +99,14 @@ class Pool:
             heapq.heappush(live, s.last)
             w = max(w, len(live))
         self.width = w
+        # the stretches where some tensor of the site is alive
+        eps: list[list[int]] = []
+        for s in st:
+            if eps and s.first <= eps[-1][1]:
+                eps[-1][1] = max(eps[-1][1], s.last)
+            else:
+                eps.append([s.first, s.last])
+        self.episodes = [tuple(e) for e in eps]
         if self.buffer is MemoryRegion.sbuf:
             self.unit = math.ceil(self.free * bits / 8)
         else:
@@ -99,6 +114,10 @@ class Pool:
 
     def buffers(self, r: int) -> int:
         return min(self.count, self.width * r)
+
+    def spans(self) -> list[tuple[int, int]]:
+        """The instruction intervals the pool holds its space over."""
+        return self.episodes if self.split else [(self.first, self.last)]
 
 
 def _pools(trace: Trace) -> list[Pool]:
@@ -133,7 +152,8 @@ def _pools(trace: Trace) -> list[Pool]:
 def _peak(pools: list[Pool]) -> tuple[int, int | None]:
     """The most the pools take at once (bytes per partition, or PSUM banks) and when."""
     events = sorted(
-        [(p.first, 0, p) for p in pools] + [(p.last + 1, -1, p) for p in pools],
+        [(a, 0, p) for p in pools for a, _ in p.spans()]
+        + [(b + 1, -1, p) for p in pools for _, b in p.spans()],
         key=lambda e: (e[0], e[1]),
     )
     used = peak = 0
@@ -152,7 +172,7 @@ def _fit(pools: list[Pool], capacity: int) -> None:
         peak, at = _peak(pools)
         if peak <= capacity:
             return
-        live = [p for p in pools if p.first <= at <= p.last and p.r > 1]
+        live = [p for p in pools if p.r > 1 and any(a <= at <= b for a, b in p.spans())]
         if not live:
             return  # even single buffers do not fit: the core refuses with its error
         big = max(live, key=lambda p: p.unit * p.buffers(p.r))
@@ -165,10 +185,19 @@ def plan(trace: Trace, ctx: KernelContext) -> list[Pool]:
     want = int(trace.params.compiler_rotating_buffers)
     for p in pools:
         p.r = want if p.count > p.width else 1
-    _fit([p for p in pools if p.buffer is MemoryRegion.sbuf], ctx.sbuf_available())
-    _fit([p for p in pools if p.buffer is MemoryRegion.psum], int(trace.params.psum_banks))
+    for space, capacity in (
+        (MemoryRegion.sbuf, ctx.sbuf_available()),
+        (MemoryRegion.psum, int(trace.params.psum_banks)),
+    ):
+        group = [p for p in pools if p.buffer is space]
+        _fit(group, capacity)
+        if _peak(group)[0] > capacity:  # rule 5: sites with gaps hold space only in use
+            for p in group:
+                if len(p.episodes) > 1:
+                    p.split, p.r = True, 1
+            _fit(group, capacity)
     for p in pools:
-        p.n = p.buffers(p.r)
+        p.n = p.width if p.split else p.buffers(p.r)
     return pools
 
 
@@ -240,6 +269,8 @@ def _refuse(ctx: KernelContext, p: Pool) -> None:
 
 
 def _alloc(ctx: KernelContext, p: Pool) -> None:
+    p.tiles.clear()  # a pool that holds its space in stretches takes it anew each time
+    p.heap.clear()
     if p.buffer is MemoryRegion.sbuf:
         if p.n * p.unit > ctx.sbuf_available():
             _refuse(ctx, p)
@@ -264,8 +295,9 @@ def _replay(trace: Trace, ctx: KernelContext, pools: list[Pool] | None) -> list[
     starts: dict[int, list[Pool]] = {}
     ends: dict[int, list[Pool]] = {}
     for p in pools:
-        starts.setdefault(p.first, []).append(p)
-        ends.setdefault(p.last, []).append(p)
+        for a, b in p.spans():
+            starts.setdefault(a, []).append(p)
+            ends.setdefault(b, []).append(p)
     phys: dict[int, object] = {}  # storage id -> core Tile
     pool_of = {s.id: p for p in pools for s in p.storages}
     for s in trace.hbm:
