@@ -19,8 +19,10 @@ computes (the direct-allocation guide's double buffering). trnlab does the same 
    hands each tensor the buffer released longest ago (so consecutive iterations alternate).
 5. Only if that still does not fit: a site whose tensors leave gaps where none of them is
    alive (a tile a loop body fills and drains before the next step of the body) holds its
-   space only while one is, one buffer at a time, as the compiler lets tiles share space
-   when their lives do not overlap. A kernel that fits by rule 3 keeps its plan (and times).
+   space only while one is, with one buffer per tensor alive at once and no rotation, as the
+   compiler lets tiles share space when their lives do not overlap; the other sites get
+   their rotations back and rule 3 runs again. A kernel that fits by rule 3 keeps its plan
+   (and times).
 
 Only timing depends on this: values live in each tensor's own arrays, so a plan can never
 corrupt a result.
@@ -193,8 +195,8 @@ def plan(trace: Trace, ctx: KernelContext) -> list[Pool]:
         _fit(group, capacity)
         if _peak(group)[0] > capacity:  # rule 5: sites with gaps hold space only in use
             for p in group:
-                if len(p.episodes) > 1:
-                    p.split, p.r = True, 1
+                p.split = len(p.episodes) > 1
+                p.r = want if p.count > p.width and not p.split else 1
             _fit(group, capacity)
     for p in pools:
         p.n = p.width if p.split else p.buffers(p.r)
