@@ -1168,6 +1168,30 @@ def test_tiles_whose_lives_never_overlap_share_space_when_nothing_else_fits():
     assert len([t for t in small.program.tiles if t.name.startswith("qk")]) == 1
 
 
+def _normalise_rows(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(x.shape[0] // 128):
+        t = nl.load(x[nl.ds(i * 128, 128)])
+        y = (t - nl.mean(t, axis=1)) * nl.rsqrt(nl.mean(nl.square(t), axis=1) + 1e-5)
+        nl.store(out[nl.ds(i * 128, 128)], y)
+    return out
+
+
+def test_a_line_making_rows_and_columns_gives_each_size_its_own_buffers():
+    # One source line makes three full rows (x - mean, x^2, the product) and four one-column
+    # temporaries. Sized by its largest tile, the line would need three 64 KiB buffers beside
+    # the load's: 256 KiB, more than NeuronCore-v4's SBUF. The columns take 4 bytes each, so
+    # the rows' two buffers and the load's fit (layernorm v1 of the NKI samples, 4096 x 8192).
+    x = rand(256, 16384)
+    got = sim(_normalise_rows, x, chip="trn3")
+    ref = (x - x.mean(1, keepdims=True)) / np.sqrt((x * x).mean(1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5)
+    run = nki.profile(_normalise_rows, chip="trn3")(nki.hbm((256, 16384), nl.float32))
+    rows = [t for t in run.program.tiles if t.shape == (128, 16384)]
+    assert len(rows) == 3  # the load's buffer and the line's two
+    assert run.extra["nki"]["buffers"]["t"] == 1
+
+
 def test_loop_carried_accumulation_keeps_its_order():
     x = rand(8 * 128, 64)
 

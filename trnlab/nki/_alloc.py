@@ -6,8 +6,10 @@ iteration takes the next buffer, so iteration i + 1 can load its data while iter
 computes (the direct-allocation guide's double buffering). trnlab does the same from the trace:
 
 1. Every SBUF/PSUM tensor belongs to the *site* in the source that declared it (one
-   ``nl.ndarray`` line, or the line of an ``nl`` call that returns a new tile). A tensor is
-   live from the first instruction touching it to the last.
+   ``nl.ndarray`` line, or the line of an ``nl`` call that returns a new tile), and to its
+   size: one line of expressions (``(x - mean) * rsqrt(var)``) makes full rows and
+   one-column temporaries, and each size gets buffers of its own. A tensor is live from the
+   first instruction touching it to the last.
 2. A site whose tensors are never live together needs one buffer per tensor alive at once
    (``W``, its widest overlap) times the rotation depth ``r`` (the catalogue figure
    ``compiler_rotating_buffers``: 2 on Trn1, 3 on Trn2 and Trn3): ``min(count, W * r)``
@@ -52,7 +54,7 @@ __all__ = ["Pool", "plan", "replay"]
 
 
 class Pool:
-    """The buffers of one allocation site (one shape class and format)."""
+    """The buffers of one allocation site for one tile size and format."""
 
     __slots__ = (
         "buffer",
@@ -131,7 +133,7 @@ def _pools(trace: Trace) -> list[Pool]:
             continue  # never used: the compiler drops it
         key, site = s.site
         fmt = "fp32" if s.buffer is MemoryRegion.psum else s.dtype.fmt
-        k = (key, s.buffer, fmt)
+        k = (key, s.buffer, fmt, s.free)
         p = pools.get(k)
         if p is None:
             p = pools[k] = Pool(s.name, s.buffer, fmt, site.where)
@@ -260,7 +262,8 @@ def _refuse(ctx: KernelContext, p: Pool) -> None:
             f"{p.where}: {p.label!r} needs {p.n} SBUF buffer(s) of {p.unit} B per partition "
             f"({what}) = {p.n * p.unit} B, but {params.name} has {cap} B usable per partition "
             f"and the kernel's other tiles leave {free} B. Use smaller tiles or blocks, or keep "
-            f"fewer of them alive at once."
+            f"fewer of them alive at once. (The compiler would spill tiles to HBM and load them "
+            f"back, paying in DMA time; where it spills is not published, so trnlab stops here.)"
         )
     free = sum(1 for t in ctx._memory.psum_banks if t == -1)
     raise PsumBankOverflowError(
