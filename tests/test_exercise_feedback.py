@@ -212,7 +212,7 @@ WRONG = {
     ],
     "lab09.adam_bytes": [
         (lambda r: 12, "the FP32 optimizer state alone"),
-        (lambda r: 18, "keeps FP32 gradients"),
+        (lambda r: 18, "keeps the gradients in FP32, as Megatron-LM does"),
         (lambda r: 8, "counts 2 bytes for every copy"),
     ],
     "lab09.min_chips": [
@@ -278,6 +278,15 @@ def test_every_exercise_has_wrong_answers_to_test():
         f"missing: {sorted(keys - set(WRONG))}; stale: {sorted(set(WRONG) - keys)}"
     )
     assert all(len(cases) >= 2 for cases in WRONG.values())
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_every_exercise_answers_to_the_name_its_messages_print(lab):
+    # A check prints "lab07.trn2_sparse: ..."; lab07.trn2_sparse.hint() must then work.
+    mod = _module(lab)
+    for ex in _exercises(lab).values():
+        name = ex.key.split(".", 1)[1]
+        assert getattr(mod, name, None) is ex, f"{ex.key} is not {lab}.{name}"
 
 
 def _right_forms(ex: Exercise) -> list:

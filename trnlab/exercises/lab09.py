@@ -41,8 +41,8 @@ adam_bytes = Exercise(
             ),
             slips.Slip(
                 18 / 16,
-                "that keeps FP32 gradients (Megatron-LM without a distributed "
-                "optimizer): the question's gradients are BF16",
+                "that keeps the gradients in FP32, as Megatron-LM does: the question's "
+                "gradients are BF16",
             ),
             slips.Slip(
                 20 / 16,
@@ -80,8 +80,8 @@ def _min_chips_known() -> dict[float, str]:
 min_chips = Exercise(
     "lab09.min_chips",
     "Ignoring activations, what is the smallest number of Trainium2 chips whose HBM (96 GiB each, "
-    "95% usable) can hold Llama 3 70B's training state (70.55B parameters x 16 bytes) when ZeRO-3 "
-    "shards all of it?",
+    "95% usable) can hold Llama 3 70B's training state (70.55B parameters, each with the bytes "
+    "of exercise 1) when ZeRO-3 shards all of it?",
     close_to(
         _min_chips,
         what="the chip count",
@@ -165,7 +165,7 @@ def _explain_zero3(predicted: float, model: float) -> str:
 zero3_memory = Prediction(
     "lab09.zero3_memory",
     "Predict before the chart: Llama 3 70B (70.55B parameters, 80 layers, hidden 8,192) trained "
-    "on 64 chips, data-parallel with ZeRO-3 (all 16 bytes per parameter of state sharded), one "
+    "on 64 chips, data-parallel with ZeRO-3 (all of exercise 1's state sharded), one "
     "4,096-token sequence per chip, FlashAttention, no recomputation. How much memory does each "
     "chip need, in GiB?",
     _zero3_memory_gib,
