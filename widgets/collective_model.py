@@ -458,8 +458,11 @@ class CollectiveModel:
         if res.simulated and res.closed_form.time > 0:
             gap = res.time / res.closed_form.time - 1
             word = {"exact": "exact", "estimate": "an estimate", "bound": "a lower bound"}
+            formula = res.closed_form.formula
+            if formula.startswith("T_op + "):  # name the fixed cost the formula starts with
+                formula += f" (T_op: the fixed cost of one operation, {duration(topo.op_overhead)})"
             parts.append(
-                f"The closed form {res.closed_form.formula} gives {duration(res.closed_form.time)}"
+                f"The closed form {formula} gives {duration(res.closed_form.time)}"
                 f" ({word[res.closed_form.kind]}; the simulation is {gap:+.1%} from it)."
             )
         if reg.latency > 0:
