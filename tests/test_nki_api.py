@@ -970,6 +970,31 @@ def test_broadcast_to_across_partitions_goes_through_the_tensor_engine():
     assert run.program.counts()["matmul"] == 2
 
 
+def _scale_and_shift_rows(x, gamma, beta):
+    """Layernorm's tail: gamma and beta broadcast to every partition once, used in a loop."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    g = nl.broadcast_to(nl.load(gamma), (128, x.shape[1]))
+    b = nl.broadcast_to(nl.load(beta), (128, x.shape[1]))
+    for i in nl.affine_range(x.shape[0] // 128):
+        t = nl.load(x[nl.ds(i * 128, 128)])
+        nl.store(out[nl.ds(i * 128, 128)], t * g + b)
+    return out
+
+
+@pytest.mark.parametrize("free", [512, 4096])
+def test_a_kept_partition_broadcast_wider_than_a_bank_lives_in_sbuf(free):
+    # On NeuronCore-v4 one matmul output may span all eight PSUM banks. Two 4,096-wide
+    # broadcasts kept in PSUM for the loop would need sixteen; wider than a bank, each is
+    # gathered into SBUF instead (layernorm v1 of the NKI samples at 4096 x 4096). One bank
+    # wide, the broadcast stays in PSUM.
+    x, gamma, beta = rand(256, free), rand(1, free), rand(1, free)
+    np.testing.assert_allclose(sim(_scale_and_shift_rows, x, gamma, beta, chip="trn3"),
+                               x * gamma + beta, rtol=1e-6, atol=1e-6)  # fmt: skip
+    run = nki.profile(_scale_and_shift_rows, chip="trn3")(x, gamma, beta)  # was refused at 4096
+    # gathered into SBUF: one PSUM -> SBUF copy per broadcast; kept in PSUM: none
+    assert run.program.counts().get("copy", 0) == (0 if free == 512 else 2)
+
+
 # --- launches: SPMD grids, LNC=2, shared tensors --------------------------------------------------
 @nki.jit
 def halves(a, b):

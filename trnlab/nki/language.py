@@ -815,8 +815,11 @@ def _ones_row(tr, parts: int, dtype: str) -> NkiTensor:
 def broadcast_to(x, shape, dtype=None) -> NkiTensor:
     """``x`` broadcast to ``shape``. Along free axes of size 1 this is a view (stride 0);
     from one partition to many it is a Tensor Engine matmul of a row of ones by ``x`` into a
-    new PSUM tile (float32), as NKI kernels broadcast across partitions (rows wider than a
-    PSUM tile go through PSUM in chunks into a new SBUF tile)."""
+    new PSUM tile (float32), as NKI kernels broadcast across partitions. Rows wider than one
+    PSUM bank go through PSUM in chunks (a matmul's widest output) into a new SBUF tile: a
+    broadcast operand is often kept for a whole loop, and on NeuronCore-v4, whose matmul
+    output may span all eight banks, one kept in PSUM could hold every bank (an assumption:
+    how the compiler lowers a partition broadcast is not published)."""
     x = _isa._tensor(x, "x", "broadcast_to")
     shape = _shape(shape)
     if shape == x.shape:
@@ -834,10 +837,10 @@ def broadcast_to(x, shape, dtype=None) -> NkiTensor:
         free = math.prod(x.shape[1:])
         flat = x.reshape((1, free))
         fmax = int(tr.params.psum_free_max)
-        if free <= fmax:
+        if free * 4 <= int(tr.params.psum_bank_bytes):  # fits one bank: stays in PSUM
             out = ndarray((shape[0], free), float32, psum)
             _isa.nc_matmul(dst=out, stationary=ones_row, moving=flat)
-        else:  # wider than a PSUM tile: chunks through PSUM, gathered in SBUF
+        else:  # wider than a bank: chunks through PSUM, gathered in SBUF
             out = ndarray((shape[0], free), float32, sbuf)
             for f0 in range(0, free, fmax):
                 fs = builtins.min(fmax, free - f0)
