@@ -1373,3 +1373,34 @@ def test_the_grader_runs_a_plain_function_answer_as_nki_reads_it():
     with pytest.warns(UserWarning, match="ends an nl.affine_range loop body"):
         got = nki.simulate(KernelRecorder(_scaled_returning_inside_its_loop))(x)
     np.testing.assert_allclose(got, 2.0 * x, rtol=1e-6)
+
+
+def _exp_rows(in_tensor):
+    """The profiling examples' kernel (v2.26.1): exp of any 2-D input, 128 rows at a time."""
+    out_tensor = nl.ndarray(in_tensor.shape, dtype=in_tensor.dtype, buffer=nl.shared_hbm)
+    sz_p, sz_f = in_tensor.shape
+    i_f = nl.arange(sz_f)[None, :]
+    for p in nl.affine_range((sz_p + 127) // 128):
+        i_p = p * 128 + nl.arange(128)[:, None]
+        tile = nl.load(in_tensor[i_p, i_f], mask=(i_p < sz_p))
+        nl.store(out_tensor[i_p, i_f], value=nl.exp(tile), mask=(i_p < sz_p))
+    return out_tensor
+
+
+def test_nki_profile_as_the_device_decorator_runs_the_kernel_on_the_model():
+    # NKI's form: @nki.profile(working_directory=..., save_neff_name=..., ...) above a kernel,
+    # called with arrays or with nki.typing.tensor[[shape], dtype] placeholders.
+    from trnlab.nki.typing import tensor
+
+    deco = nki.profile(working_directory="/tmp/profiles", save_neff_name="file.neff",
+                       save_trace_name="profile.ntff", profile_nth=2)  # fmt: skip
+    kernel = deco(_exp_rows)
+    x = np.random.default_rng(3).random((250, 512), dtype=np.float32)
+    run = kernel(x)
+    np.testing.assert_allclose(run.outputs["out_tensor"], np.exp(x), rtol=1e-5)
+    timing = kernel(tensor[[250, 512], nl.float32])
+    assert not timing.numerics and timing.latency == pytest.approx(run.latency)
+    with pytest.raises(KernelArgumentError, match="device decorator takes working_directory"):
+        nki.profile(working_dir="/tmp")
+    with pytest.raises(KernelArgumentError, match="needs a kernel"):
+        nki.profile()

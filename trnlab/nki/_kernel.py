@@ -452,15 +452,42 @@ def _run_of(tr: Trace, params: CoreParams, numerics: bool, extra: dict) -> Run:
     return run
 
 
-def profile(kernel, chip=None, numerics: bool | None = None):
+#: The options of NKI's own ``nki.profile`` (a decorator that profiles on a NeuronDevice and
+#: writes the NEFF and NTFF files neuron-profile opens).
+DEVICE_PROFILE_OPTIONS = (
+    "working_directory", "save_neff_name", "save_trace_name", "additional_compile_opt",
+    "overwrite", "profile_nth",
+)  # fmt: skip
+
+
+def profile(kernel=None, chip=None, numerics: bool | None = None, **device):
     """``nki.profile(kernel, chip="trn2")(*args)``: the kernel on one NeuronCore of ``chip``
     as a :class:`trnlab.core.Run` (timeline, latency, busy, occupancy, roofline).
+
+    NKI's device form, ``@nki.profile(working_directory=..., save_neff_name=..., ...)`` on a
+    kernel, runs here too: its options are accepted (:data:`DEVICE_PROFILE_OPTIONS`) but no
+    NEFF or NTFF file is written (trnlab has no device and no compiler); calling the
+    decorated kernel returns the model's ``Run``, whose timeline stands for the trace.
 
     Each argument is a numpy array or an :func:`hbm` placeholder; with any placeholder
     without values the run is timing only (no numerics). ``run.extra["nki"]`` names the NKI
     instruction and source line of every recorded instruction, the rotating buffers each
     tile got and (``"returns"``) the names of the HBM tensors the kernel returned. ``chip`` may be a :class:`trnlab.core.CoreParams` for "what if" figures, e.g.
     ``core.core_params("trn2", compiler_rotating_buffers=2)``."""
+    unknown = sorted(set(device) - set(DEVICE_PROFILE_OPTIONS))
+    if unknown:
+        raise KernelArgumentError(
+            f"nki.profile got {', '.join(unknown)}: trnlab's form is nki.profile(kernel, "
+            f"chip=..., numerics=...)(*args), and NKI's device decorator takes "
+            f"{', '.join(DEVICE_PROFILE_OPTIONS)}"
+        )
+    if kernel is None:
+        if not device:
+            raise KernelArgumentError(
+                "nki.profile needs a kernel: nki.profile(kernel, chip='trn2')(*args), or as "
+                "NKI's decorator, @nki.profile(working_directory=...) above the kernel"
+            )
+        return lambda fn: profile(fn, chip=chip, numerics=numerics)  # the decorator form
     k = _kernel(kernel)
     if numerics is not None:
         flag(numerics, "nki.profile(numerics=...)", KernelArgumentError)
