@@ -73,3 +73,34 @@ def test_the_planner_runs_gpu_clusters_like_any_system():
     assert found.best is not None
     with pytest.raises(fabric.FabricError, match="no EFA bandwidth"):
         fabric.topology(catalog.cluster("gb200-nvl72", 2))
+
+
+@pytest.mark.parametrize(
+    ("system", "encoding", "has"),
+    [
+        ("trn2.48xlarge", "fp8_e4m3fn", False),  # OCP E4M3FN arrives with NeuronCore-v4
+        ("trn2.48xlarge", "fp8_e4m3", True),  # the IEEE-like E4M3 (max 240)
+        ("trn3-ultraserver-gen1", "fp8_e4m3fn", True),
+        ("p5.48xlarge", "fp8_e4m3", False),  # CUDA's E4M3 is OCP's
+        ("p5.48xlarge", "fp8_e4m3fn", True),
+    ],
+)
+def test_an_fp8_encoding_runs_at_the_fp8_rate_only_where_the_chip_has_it(system, encoding, has):
+    sysobj = catalog.system(system)
+    n = sysobj.chips
+
+    def run():
+        return scale.plan("llama3-8b", system, scale.Parallelism(dp=n), global_batch=4 * n,
+                          seq_len=2048, dtype=encoding)  # fmt: skip
+
+    def serve():
+        return scale.inference("llama3-8b", system, batch=1, prompt=128, output=16,
+                               weight_format=encoding)  # fmt: skip
+
+    if has:
+        assert run().step_time > 0 and serve().tpot > 0
+        assert sysobj.chip.matmul_dtype(encoding) == "fp8"
+    else:
+        for call in (run, serve, lambda: sysobj.chip.matmul_dtype(encoding)):
+            with pytest.raises(ValueError, match=f"no {encoding} matmul: its matrix units take"):
+                call()

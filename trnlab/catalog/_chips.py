@@ -262,6 +262,36 @@ class Chip:
         value = self._optional("fp8_encodings")
         return tuple(value) if value else None
 
+    def matmul_dtype(self, dtype: str) -> str:
+        """The catalogue's rate name for ``dtype`` on this chip (``"fp8_e4m3fn"`` -> ``"fp8"``).
+
+        Raises
+        ------
+        CatalogError
+            For an unknown name, or an FP8 encoding this chip's matmul does not take where the
+            catalogue lists its encodings (Trainium2 has no OCP E4M3FN; GPUs no IEEE-like
+            E4M3): an encoding runs at the fp8 rate only where the generation has it.
+        """
+        d = dtype_name(dtype)
+        key = dtype.strip().lower().replace("-", "_")
+        why = self.fp8_refusal(key) if d == "fp8" and key.startswith("fp8_") else None
+        if why:
+            raise CatalogError(why)
+        return d
+
+    def fp8_refusal(self, encoding: str) -> str | None:
+        """Why this chip's matmul cannot take the FP8 ``encoding`` (a trnlab.formats name), or
+        None when it can (or when the catalogue lists no encodings for the chip)."""
+        have = self.fp8_encodings
+        if have is None or encoding in have:
+            return None
+        return (
+            f"{self.name} has no {encoding} matmul: its matrix units take FP8 as "
+            f"{', '.join(have)} ({self.figures['fp8_encodings'].note}). Choose one of those, "
+            f"or a chip that has {encoding} (trnlab's fp8_e4m3 is the IEEE-like E4M3, max 240; "
+            f"fp8_e4m3fn is OCP's, max 448)."
+        )
+
     @property
     def dtypes(self) -> tuple[str, ...]:
         """Data types with a dense peak on record, in catalogue order."""

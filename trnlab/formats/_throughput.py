@@ -75,12 +75,7 @@ def throughput(
     from trnlab import catalog  # imported on use: the catalogue parses its data files
 
     c = catalog.chip(chip)
-    name = spec(fmt).name
-    if dtype == "fp8" and c.fp8_encodings is not None and name not in c.fp8_encodings:
-        raise FormatError(
-            f"{c} has no {name} matmul: its matrix units take FP8 as "
-            f"{', '.join(c.fp8_encodings)} ({c.figures['fp8_encodings'].note}). Choose one of "
-            f"those, or a chip that has {name} (trnlab's fp8_e4m3 is the IEEE-like E4M3, max "
-            f"240; fp8_e4m3fn is OCP's, max 448)."
-        )
+    why = c.fp8_refusal(spec(fmt).name) if dtype == "fp8" else None
+    if why:  # an FP8 encoding the chip's matmul does not take
+        raise FormatError(why)
     return c.peak_flops(dtype, sparse=sparse, pattern=pattern)

@@ -207,6 +207,8 @@ def inference(
         )
     dtype = _compute_dtype(weight_format)
     try:
+        if dtype == "fp8":  # an FP8 encoding only where the chip has it
+            sysobj.chip.matmul_dtype(weight_format)
         sysobj.chip.peak_flops(dtype)
     except CatalogError as err:
         raise WorkloadError(f"{sysobj.chip.name} cannot run {weight_format}: {err}") from None

@@ -650,7 +650,7 @@ def plan(
     s = m.seq_len if seq_len is None else seq_len
     _check_options(global_batch, s, tokens, price_per_chip_hour, watts_per_chip, usable_hbm)
     try:
-        dt = catalog.dtype_name(dtype)
+        dt = sysobj.chip.matmul_dtype(dtype)  # an FP8 encoding only where the chip has it
         sysobj.chip.peak_flops(dt)
     except CatalogError as err:
         raise WorkloadError(f"{sysobj.chip.name} cannot run {dtype!r} matmuls: {err}") from None
