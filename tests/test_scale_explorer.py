@@ -51,6 +51,9 @@ def test_other_chips_at_the_same_count_scale_with_their_matmul_rate(model):
         rows["h100"].energy_mwh is not None and rows["trn2"].energy_mwh is None
     )  # no Trn2 power on record
     assert rows["trn1"].cost is not None
+    # prices on record differ in kind (market estimates, on-demand list prices): each row says
+    assert "market estimate" in rows["h100"].note and "on-demand" in rows["h200"].note
+    assert rows["trn3"].note.startswith("no price on record")
 
 
 @pytest.mark.parametrize(

@@ -325,6 +325,10 @@ class ScaleModel:
             notes = []
             if price is None:
                 notes.append("no price on record")
+            else:  # prices differ in kind: say which this one is
+                basis = chip.figure("price_per_chip_hour").note or ""
+                kind = "on-demand" if "on demand" in basis else "market estimate"
+                notes.append(f"${price:.2f} per chip-hour, {kind}")
             if chip.power is None:
                 notes.append("no power figure on record")
             rows.append(
