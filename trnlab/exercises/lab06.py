@@ -168,8 +168,9 @@ def _mx_scale_exercise(mx_name: str) -> Exercise:
     return Exercise(
         "lab06.mx_scale",
         f"An {label} block of 32 values has largest magnitude {MX_AMAX:g}. OCP MX v1.0 sets the "
-        f"shared scale to 2^(floor(log2(amax)) - emax), with emax = {emax} for {kind}. What is "
-        "the scale (a number, not its exponent)?",
+        f"shared scale to 2^(floor(log2(amax)) - emax), with emax = {emax} for its "
+        f"{element.name.split('_')[-1].upper()} elements (largest value {element.max:g}). What "
+        "is the scale (a number, not its exponent)?",
         close_to(
             lambda: mx_scale_for(MX_AMAX, mx_name),
             what="the scale",
