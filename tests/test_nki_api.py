@@ -510,6 +510,27 @@ def test_activation_registers_accumulate_across_instructions():
     np.testing.assert_allclose(sim(k, x)[:, 0], (x + x * x).sum(1), rtol=1e-5)
 
 
+def test_activation_with_the_default_idle_reduce_cmd_keeps_the_registers_and_says_so():
+    # NKI: reduce_cmd=idle (the default) "does not modify reduce_regs"; reduce_res then reads
+    # the registers as an earlier instruction left them, not this activation's sums.
+    x = rand(8, 16)
+
+    def k(a):
+        t = nl.load(a)
+        y = nl.ndarray((8, 16), dtype=nl.float32, buffer=nl.sbuf)
+        res = nl.ndarray((8, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=y, op=nl.copy, data=t, reduce_op=nl.add,
+                        reduce_cmd=nisa.reduce_cmd.reset_reduce)  # fmt: skip
+        nisa.activation(dst=y, op=nl.square, data=t, reduce_op=nl.add, reduce_res=res)
+        out = nl.ndarray((8, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, res)
+        return out
+
+    with pytest.warns(UserWarning, match="reduce_cmd=idle .* reduction is dropped"):
+        got = sim(k, x)[:, 0]
+    np.testing.assert_allclose(got, x.sum(1), rtol=1e-5)  # the first sum, not the squares'
+
+
 @FAST
 @given(d=st.integers(1, 1500), parts=st.integers(1, 128))
 def test_bn_stats_and_bn_aggr_give_mean_and_variance(d, parts):

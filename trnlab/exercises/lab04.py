@@ -381,7 +381,8 @@ def reference_softmax(x):
     nisa.tensor_reduce(dst=shift, op=nl.maximum, data=rows, axis=1, negate=True)
     e = nl.ndarray((P, C), dtype=nl.float32, buffer=nl.sbuf)
     total = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.activation(dst=e, op=nl.exp, data=rows, bias=shift, reduce_op=nl.add, reduce_res=total)
+    nisa.activation(dst=e, op=nl.exp, data=rows, bias=shift, reduce_op=nl.add, reduce_res=total,
+                    reduce_cmd=nisa.reduce_cmd.reset_reduce)  # fmt: skip
     probs = nl.ndarray((P, C), dtype=x.dtype, buffer=nl.sbuf)
     nisa.tensor_scalar(dst=probs, data=e, op0=nl.divide, operand0=total)
     nisa.dma_copy(dst=out, src=probs)
@@ -439,7 +440,8 @@ softmax = Puzzle(
             "bytes": "Two passes over x: keep the rows in SBUF and compute the max, the exp "
             "and the scaling from the one tile you loaded.",
             "instructions": "nisa.activation can sum what it writes along the free axis "
-            "(reduce_op=nl.add, reduce_res=...), and one tensor_scalar divides a block by a "
+            "(reduce_op=nl.add, reduce_res=..., reduce_cmd=nisa.reduce_cmd.reset_reduce), and "
+            "one tensor_scalar divides a block by a "
             "per-partition value (op0=nl.divide): no separate reduce, no reciprocal.",
         },
     ),
@@ -448,7 +450,9 @@ softmax = Puzzle(
         "Rows on partitions. A row maximum is nisa.tensor_reduce(op=nl.maximum, axis=1); "
         "negate=True gives -max, ready to use as a bias.",
         "nisa.activation(dst=e, op=nl.exp, data=rows, bias=neg_max, reduce_op=nl.add, "
-        "reduce_res=total) computes exp(x - max) and its row sum in one instruction.",
+        "reduce_res=total, reduce_cmd=nisa.reduce_cmd.reset_reduce) computes exp(x - max) and "
+        "its row sum in one instruction (reset_reduce: this activation's sum; the default, "
+        "idle, leaves the engine's sum registers as they were).",
         "nisa.tensor_scalar(dst=probs, data=e, op0=nl.divide, operand0=total): one value "
         "per partition divides its whole row.",
     ),
@@ -474,7 +478,8 @@ def reference_rmsnorm(x, gamma):
         nisa.dma_copy(dst=block, src=x[r0 : r0 + 128])
         squares = nl.ndarray((128, C), dtype=nl.float32, buffer=nl.sbuf)
         ms = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.activation(dst=squares, op=nl.square, data=block, reduce_op=nl.add, reduce_res=ms)
+        nisa.activation(dst=squares, op=nl.square, data=block, reduce_op=nl.add, reduce_res=ms,
+                        reduce_cmd=nisa.reduce_cmd.reset_reduce)  # fmt: skip
         nisa.tensor_scalar(
             dst=ms, data=ms, op0=nl.multiply, operand0=1.0 / C, op1=nl.add, operand1=RMS_EPS
         )
@@ -528,7 +533,8 @@ rmsnorm = Puzzle(
         ),
         advice={
             "bytes": "Load gamma once, before the loop over blocks, and broadcast it on chip once.",
-            "instructions": "nisa.activation(op=nl.square, reduce_op=nl.add, reduce_res=...) "
+            "instructions": "nisa.activation(op=nl.square, reduce_op=nl.add, reduce_res=..., "
+            "reduce_cmd=nisa.reduce_cmd.reset_reduce) "
             "squares and sums in one instruction; nisa.tensor_scalar takes two operators "
             "(multiply by 1/C, then add eps) in one; nisa.activation(op=nl.rsqrt) is "
             "1 / sqrt in one instruction (no sqrt followed by a reciprocal).",
@@ -539,7 +545,8 @@ rmsnorm = Puzzle(
         "Rows on partitions. The per-row statistic is a [128, 1] tile: it multiplies a block "
         "with one tensor_scalar. gamma is per column: like the bias of puzzle 2, broadcast it "
         "to (128, C) once.",
-        "nisa.activation(dst=sq, op=nl.square, data=block, reduce_op=nl.add, reduce_res=ss); "
+        "nisa.activation(dst=sq, op=nl.square, data=block, reduce_op=nl.add, reduce_res=ss, "
+        "reduce_cmd=nisa.reduce_cmd.reset_reduce); "
         "nisa.tensor_scalar(dst=ss, data=ss, op0=nl.multiply, operand0=1.0 / C, op1=nl.add, "
         "operand1=eps); nisa.activation(dst=ss, op=nl.rsqrt, data=ss).",
     ),
@@ -841,7 +848,14 @@ def reference_attention(q_t, k_t, v):
     p = nl.ndarray((S, T), dtype=nl.bfloat16, buffer=nl.sbuf)
     total = nl.ndarray((S, 1), dtype=nl.float32, buffer=nl.sbuf)
     nisa.activation(
-        dst=p, op=nl.exp, data=scores, bias=shift, scale=scale, reduce_op=nl.add, reduce_res=total
+        dst=p,
+        op=nl.exp,
+        data=scores,
+        bias=shift,
+        scale=scale,
+        reduce_op=nl.add,
+        reduce_res=total,
+        reduce_cmd=nisa.reduce_cmd.reset_reduce,
     )
     acc = nl.ndarray((S, d), dtype=nl.float32, buffer=nl.psum)
     for j0 in nl.affine_range(0, T, 128):

@@ -133,7 +133,8 @@ def _attend_block(scores, m, l_sum, acc, v_tile, c_first, rows, ks, dt):
     probs = nl.ndarray(scores.shape, dtype=dt, buffer=nl.sbuf)
     row_sum = nl.ndarray((n, 1), dtype=nl.float32, buffer=nl.sbuf)
     nisa.activation(dst=probs[rows, :ks], op=nl.exp, data=scores[rows, :ks], bias=neg_m[rows],
-                    reduce_op=nl.add, reduce_res=row_sum[rows])  # fmt: skip
+                    reduce_op=nl.add, reduce_res=row_sum[rows],
+                    reduce_cmd=nisa.reduce_cmd.reset_reduce)  # fmt: skip
     corr = nl.ndarray((n, 1), dtype=nl.float32, buffer=nl.sbuf)
     nisa.activation(dst=corr[rows], op=nl.exp, data=m[rows], bias=neg_m[rows])
     nisa.tensor_scalar(dst=l_sum[rows], data=l_sum[rows], op0=nl.multiply,

@@ -37,7 +37,7 @@ def nki_rmsnorm(x, gamma, eps=1e-6):
         squares = nl.ndarray((P, D), dtype=nl.float32, buffer=nl.sbuf)
         ss = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
         nisa.activation(dst=squares[:p], op=nl.square, data=rows[:p], reduce_op=nl.add,
-                        reduce_res=ss[:p])  # fmt: skip
+                        reduce_res=ss[:p], reduce_cmd=nisa.reduce_cmd.reset_reduce)  # fmt: skip
         nisa.tensor_scalar(dst=ss[:p], data=ss[:p], op0=nl.multiply, operand0=1.0 / D,
                            op1=nl.add, operand1=eps)  # fmt: skip
         nisa.activation(dst=ss[:p], op=nl.rsqrt, data=ss[:p])
@@ -101,7 +101,7 @@ def nki_softmax(x):
         e = nl.ndarray((P, D), dtype=nl.float32, buffer=nl.sbuf)
         total = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
         nisa.activation(dst=e[:p], op=nl.exp, data=rows[:p], bias=neg_max[:p], reduce_op=nl.add,
-                        reduce_res=total[:p])  # fmt: skip
+                        reduce_res=total[:p], reduce_cmd=nisa.reduce_cmd.reset_reduce)  # fmt: skip
         inv = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
         nisa.reciprocal(dst=inv[:p], data=total[:p])
         y = nl.ndarray((P, D), dtype=x.dtype, buffer=nl.sbuf)

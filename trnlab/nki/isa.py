@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from enum import Enum
 
 import numpy as np
@@ -849,8 +850,18 @@ def _act_reduce(tr, api, dst, rd, reduce_op, reduce_res, cmd, values):
         return
     if reduce_op is not None:
         N.name_of(reduce_op, {"add": None}, f"nisa.{api} reduce_op")
-    if cmd in (reduce_cmd.idle, None) and reduce_op is not None and reduce_res is not None:
-        cmd = reduce_cmd.reset_reduce  # the common intent: this activation's sum, read out
+    if cmd in (reduce_cmd.idle, None) and reduce_op is not None:
+        # NKI: idle does not modify reduce_regs, so this activation's reduction is dropped and
+        # reduce_res reads the registers as they were. Kept as documented (a kernel that
+        # relied on a silent reset would give wrong sums on the device), but said aloud.
+        warnings.warn(
+            f"nisa.{api}: reduce_op with reduce_cmd=idle (the default) leaves the Scalar "
+            f"engine's reduce registers unchanged, so this activation's reduction is dropped"
+            f"{' and reduce_res reads the registers as they were' if reduce_res is not None else ''}. "
+            f"For this activation's own sums pass reduce_cmd=nisa.reduce_cmd.reset_reduce "
+            f"(nisa.activation_reduce does), or reduce_cmd.reduce to add them to the registers.",
+            stacklevel=4,
+        )
     regs = tr.constants.setdefault("act_regs", np.zeros(tr.pmax, np.float32))
     p0, p1 = rd[0], rd[1]
     if cmd in (reduce_cmd.reset, reduce_cmd.reset_reduce):

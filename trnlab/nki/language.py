@@ -34,6 +34,9 @@ from ._spmd import spmd_dim as spmd_dim
 from ._tensor import MemoryRegion, NkiTensor
 from ._trace import _STACK, current
 
+#: The composite operations' activations sum their own rows (the default, idle, would not).
+_RESET = _isa.reduce_cmd.reset_reduce
+
 # --- dtypes ------------------------------------------------------------------------------------
 bool_ = "bool_"
 int8 = "int8"
@@ -771,7 +774,7 @@ def var(x, axis, dtype=None, keepdims=False) -> NkiTensor:
     _isa.tensor_scalar(dst=d, data=x, op0="subtract", operand0=m.reshape((x.shape[0], 1)))
     sq = ndarray(x.shape, float32, sbuf)
     ss = ndarray((x.shape[0], 1), float32, sbuf)
-    _isa.activation(dst=sq, op="square", data=d, reduce_op=add, reduce_res=ss)
+    _isa.activation(dst=sq, op="square", data=d, reduce_op=add, reduce_res=ss, reduce_cmd=_RESET)
     out = ndarray(shape, dtype or x.dtype, sbuf)
     _isa.tensor_scalar(dst=out, data=ss, op0="multiply", operand0=1.0 / n)
     return out
@@ -887,7 +890,8 @@ def softmax(x, axis=-1, dtype=None) -> NkiTensor:
     _isa.tensor_reduce(dst=neg_max, op="maximum", data=x, axis=1, negate=True)
     out = ndarray(x.shape, dtype or x.dtype, sbuf)
     total = ndarray((p, 1), float32, sbuf)
-    _isa.activation(dst=out, op="exp", data=x, bias=neg_max, reduce_op=add, reduce_res=total)
+    _isa.activation(dst=out, op="exp", data=x, bias=neg_max, reduce_op=add, reduce_res=total,
+                    reduce_cmd=_RESET)  # fmt: skip
     inv = ndarray((p, 1), float32, sbuf)
     _isa.reciprocal(dst=inv, data=total)
     _isa.tensor_scalar(dst=out, data=out, op0="multiply", operand0=inv)
@@ -905,7 +909,7 @@ def rms_norm(x, w, axis, n, epsilon=1e-06, dtype=None, compute_dtype=None) -> Nk
     p = x.shape[0]
     sq = ndarray(x.shape, compute_dtype or float32, sbuf)
     ss = ndarray((p, 1), float32, sbuf)
-    _isa.activation(dst=sq, op="square", data=x, reduce_op=add, reduce_res=ss)
+    _isa.activation(dst=sq, op="square", data=x, reduce_op=add, reduce_res=ss, reduce_cmd=_RESET)
     _isa.tensor_scalar(
         dst=ss, data=ss, op0="multiply", operand0=1.0 / n, op1="add", operand1=float(epsilon)
     )
