@@ -34,7 +34,7 @@ EIGHT_BIT = {"trn1": "fp8", "trn2": "fp8", "trn3": "mxfp8"}
 #: The tile of the SBUF question: [partitions, free elements] in bf16.
 TILE = (128, 2048)
 #: The matmul whose time the learner predicts: A[M x K] @ B[K x N], bf16, on trn2.
-MATMUL = (1024, 2048, 2048)
+MATMUL = (2048, 2048, 2048)
 
 
 def _params(chip: str):
@@ -237,6 +237,6 @@ matmul_us = Prediction(
         "The roofline: time >= max(FLOPs / peak, bytes / bandwidth); a matmul does 2MNK FLOPs.",
         "Peak (bf16, one core) = 78.6 TFLOP/s; DMA = 368 GB/s. Which bound is larger?",
     ),
-    solution_text="t_us = 2 * 1024 * 2048 * 2048 / 78.6e12 * 1e6   # 109 us if compute-bound; "
-    "the model gives about 124 us (pipeline fill, block hand-overs and drain)",
+    solution_text="t_us = 2 * 2048 * 2048 * 2048 / 78.6e12 * 1e6   # 219 us if compute-bound; "
+    "the model gives about 233 us (pipeline fill, block hand-overs and drain)",
 )
