@@ -242,9 +242,10 @@ def _tiled_us_exercise(m: int, k: int, n: int) -> Prediction:
         f"Predict before the stepper runs it: how long does the tiled kernel take on trn1 for "
         f"A[{m} x {k}] @ B[{k} x {n}] in bf16, in microseconds (the kernel body: leave out the "
         "launch overhead the runtime adds around every kernel)? Each matmul streams for about "
-        "0.18 us; each loads a 32 KiB A tile and a 128 KiB B tile, all on one DMA queue (as an "
-        "NKI kernel loads on trn1), which sets up one transfer at a time (0.84 us each, the "
-        "next while the current one streams) and streams at most 102 GB/s.",
+        "0.18 us; each loads a 32 KiB A tile and a 128 KiB B tile, all on one DMA queue (as the "
+        "model takes an NKI kernel to load on trn1), which sets up one transfer at a time (0.84 "
+        "us each in the model, a trn2 figure; the next while the current one streams) and "
+        "streams at most 102 GB/s.",
         lambda: _tiled_us(m, k, n),
         what="the time",
         unit="us",
