@@ -254,7 +254,7 @@ def _call(kernel: Callable, args: list, kind: str = "matmul"):
                 raise
             raise err.__cause__ from None  # the learner's own code raised: say what it raised
     except core.HardwareRuleError as err:
-        return None, f"the NeuronCore refused your kernel: {err}"
+        return None, f"the NeuronCore refused the kernel: {err}"  # the learner's or a library's
     except nki.NotModelledError as err:
         return None, f"your kernel uses NKI that trnlab does not model: {err}"
     except TypeError as err:
