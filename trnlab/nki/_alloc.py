@@ -6,8 +6,8 @@ iteration takes the next buffer, so iteration i + 1 can load its data while iter
 computes (the direct-allocation guide's double buffering). trnlab does the same from the trace:
 
 1. Every SBUF/PSUM tensor belongs to the *site* in the source that declared it (one
-   ``nl.ndarray`` line, or the line of an ``nl`` call that returns a new tile), and to its
-   size: one line of expressions (``(x - mean) * rsqrt(var)``) makes full rows and
+   ``nl.ndarray`` line, or the line of an ``nl`` call that returns a new tile, and which NKI
+   call on that line made it), and to its size: one line of expressions (``(x - mean) * rsqrt(var)``) makes full rows and
    one-column temporaries, and each size gets buffers of its own. A tensor is live from the
    first instruction touching it to the last.
 2. A site whose tensors are never live together needs one buffer per tensor alive at once
