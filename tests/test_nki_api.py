@@ -492,8 +492,9 @@ def test_activation_with_scale_bias_and_reduce(fn):
     np.testing.assert_allclose(total[:, 0], want.sum(axis=1), rtol=1e-4, atol=1e-3)
 
 
-def test_activation_registers_accumulate_across_instructions():
-    x = rand(8, 16)
+def _sum_then_squares(**second):
+    """Two activations on the same rows: a reset_reduce of x, then x^2 read out to reduce_res
+    with the second's ``reduce_cmd`` (``second``; none: NKI's default, idle)."""
 
     def k(a):
         t = nl.load(a)
@@ -501,12 +502,17 @@ def test_activation_registers_accumulate_across_instructions():
         res = nl.ndarray((8, 1), dtype=nl.float32, buffer=nl.sbuf)
         nisa.activation(dst=y, op=nl.copy, data=t, reduce_op=nl.add,
                         reduce_cmd=nisa.reduce_cmd.reset_reduce)  # fmt: skip
-        nisa.activation(dst=y, op=nl.square, data=t, reduce_op=nl.add, reduce_res=res,
-                        reduce_cmd=nisa.reduce_cmd.reduce)  # fmt: skip
+        nisa.activation(dst=y, op=nl.square, data=t, reduce_op=nl.add, reduce_res=res, **second)
         out = nl.ndarray((8, 1), dtype=nl.float32, buffer=nl.shared_hbm)
         nl.store(out, res)
         return out
 
+    return k
+
+
+def test_activation_registers_accumulate_across_instructions():
+    x = rand(8, 16)
+    k = _sum_then_squares(reduce_cmd=nisa.reduce_cmd.reduce)
     np.testing.assert_allclose(sim(k, x)[:, 0], (x + x * x).sum(1), rtol=1e-5)
 
 
@@ -514,20 +520,8 @@ def test_activation_with_the_default_idle_reduce_cmd_keeps_the_registers_and_say
     # NKI: reduce_cmd=idle (the default) "does not modify reduce_regs"; reduce_res then reads
     # the registers as an earlier instruction left them, not this activation's sums.
     x = rand(8, 16)
-
-    def k(a):
-        t = nl.load(a)
-        y = nl.ndarray((8, 16), dtype=nl.float32, buffer=nl.sbuf)
-        res = nl.ndarray((8, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.activation(dst=y, op=nl.copy, data=t, reduce_op=nl.add,
-                        reduce_cmd=nisa.reduce_cmd.reset_reduce)  # fmt: skip
-        nisa.activation(dst=y, op=nl.square, data=t, reduce_op=nl.add, reduce_res=res)
-        out = nl.ndarray((8, 1), dtype=nl.float32, buffer=nl.shared_hbm)
-        nl.store(out, res)
-        return out
-
     with pytest.warns(UserWarning, match="reduce_cmd=idle .* reduction is dropped"):
-        got = sim(k, x)[:, 0]
+        got = sim(_sum_then_squares(), x)[:, 0]
     np.testing.assert_allclose(got, x.sum(1), rtol=1e-5)  # the first sum, not the squares'
 
 
