@@ -7,9 +7,10 @@ computes (the direct-allocation guide's double buffering). trnlab does the same 
 
 1. Every SBUF/PSUM tensor belongs to the *site* in the source that declared it (one
    ``nl.ndarray`` line, or the line of an ``nl`` call that returns a new tile, and which NKI
-   call on that line made it), and to its size: one line of expressions (``(x - mean) * rsqrt(var)``) makes full rows and
-   one-column temporaries, and each size gets buffers of its own. A tensor is live from the
-   first instruction touching it to the last.
+   call on that line made it), and to its size: one line of expressions
+   (``(x - mean) * rsqrt(var)``) makes full rows and one-column temporaries, and each size
+   gets buffers of its own. A tensor is live from the first instruction touching it to the
+   last.
 2. A site whose tensors are never live together needs one buffer per tensor alive at once
    (``W``, its widest overlap) times the rotation depth ``r`` (the catalogue figure
    ``compiler_rotating_buffers``: 2 on Trn1, 3 on Trn2 and Trn3): ``min(count, W * r)``

@@ -89,12 +89,21 @@ def current() -> Trace:
     return _STACK[-1]
 
 
+def user_call(depth: int = 2):
+    """The innermost frame outside trnlab.nki (the kernel's line that called the API) and the
+    code of the NKI function that line called (below the API wrappers), or None."""
+    f = sys._getframe(depth)
+    api = None
+    while f is not None and f.f_globals.get("__name__", "").startswith(_PACKAGE):
+        if not f.f_code.co_filename.endswith("_observe.py"):  # not the API wrapper
+            api = f.f_code
+        f = f.f_back
+    return f, api
+
+
 def user_frame(depth: int = 2):
     """The innermost frame outside trnlab.nki (the kernel's line that called the API)."""
-    f = sys._getframe(depth)
-    while f is not None and f.f_globals.get("__name__", "").startswith(_PACKAGE):
-        f = f.f_back
-    return f
+    return user_call(depth + 1)[0]
 
 
 def location(func: str, filename: str, lineno: int) -> str:
@@ -213,17 +222,12 @@ class Trace:
         that called it (so a helper function called from two places gives two pools)."""
         if self.forced is not None:  # a replayed call (trnlab.course.answers): its recorded site
             return self.forced[0], self.forced[1]
-        f = sys._getframe(depth)
-        api = None  # the NKI call the kernel line made (nl.load, nl.transpose...)
-        while f is not None and f.f_globals.get("__name__", "").startswith(_PACKAGE):
-            if not f.f_code.co_filename.endswith("_observe.py"):  # not the API wrapper
-                api = f
-            f = f.f_back
+        f, api = user_call(depth + 1)
         if f is None:
             return ("?",), Site("?", 0, "tile")
         # one pool per line and per NKI call on it: nl.store(y, nl.transpose(nl.load(x))) makes
         # a load tile and a transpose's copy-out, which the compiler keeps apart
-        key = (*site_key(f), api.f_code if api is not None else None)
+        key = (*site_key(f), api)
         s = self.sites.get(key)
         if s is None:
             s = self.sites[key] = site_of(f)
