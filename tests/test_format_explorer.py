@@ -70,6 +70,41 @@ def test_a_format_the_chip_lacks_has_no_throughput_and_says_why():
     assert "no rate on Trainium2" in m.summary()
 
 
+def test_mx_blocks_take_the_scale_rule_of_the_chosen_chips_quantiser():
+    # Trainium3's nisa.quantize_mx makes MXFP8 with a scale twice OCP's; its MXFP4 comes from
+    # the host (OCP's rule), and a B200 has no quantiser rule in the catalogue.
+    m = FormatComparison(formats=("mxfp8_e4m3", "mxfp4"), distribution="outlier_channels", size=64)
+    x = m.data.astype(np.float64)
+
+    def rms(fmt, rule):
+        q = formats.quantize(m.data, m._spec(fmt), scale_rule=rule).astype(np.float64)
+        return np.linalg.norm(q - x) / np.linalg.norm(x)
+
+    on_trn3 = {r.fmt: r for r in m.rows()}
+    assert on_trn3["mxfp8_e4m3"].rms_rel_error == pytest.approx(rms("mxfp8_e4m3", "trainium3"))
+    assert on_trn3["mxfp4"].rms_rel_error == pytest.approx(rms("mxfp4", "ocp"))
+    assert on_trn3["mxfp8_e4m3"].clipped == 0  # a block's largest value rounds, never clips
+    on_b200 = {r.fmt: r for r in m.set(chip="b200").rows()}
+    assert on_b200["mxfp8_e4m3"].rms_rel_error == pytest.approx(rms("mxfp8_e4m3", "ocp"))
+    assert on_b200["mxfp8_e4m3"].clipped > 0  # OCP's scale leaves 448..512 above E4M3FN's max
+    assert rms("mxfp8_e4m3", "ocp") != pytest.approx(rms("mxfp8_e4m3", "trainium3"))
+    assert (
+        "by OCP MX v1.0's sample rule (the catalogue holds no" in m.summary()
+        and "quantize_mx" not in m.summary()
+    )
+    m.set(chip="trn3")
+    assert "mxfp8_e4m3 scaled as Trainium3's quantiser does" in m.summary()
+    # The ticks (at the median block scale) move up one binade under the scale twice OCP's
+    g3, g_ocp = m.grid("mxfp8_e4m3"), m.set(chip="b200").grid("mxfp8_e4m3")
+    inside = (g3 - 1 >= g_ocp.min()) & (g3 - 1 <= g_ocp.max())
+
+    def on(ticks, grid):
+        return np.abs(ticks[:, None] - grid[None, :]).min(axis=1) < 1e-9
+
+    assert inside.sum() > 20 and on(g3[inside] - 1, g_ocp).all()
+    assert not on(g3[inside], g_ocp).all()
+
+
 def test_grid_ticks_lie_on_the_format_grid(model):
     g = model.grid("fp8_e4m3fn")
     exact = set(np.log2(formats.grid("fp8_e4m3fn")[formats.grid("fp8_e4m3fn") > 0]).tolist())

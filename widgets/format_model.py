@@ -95,9 +95,9 @@ def _spec(fmt: str, block_size: int):
     return s
 
 
-def _clip_threshold(s, q: np.ndarray, x: np.ndarray) -> np.ndarray | float:
+def _clip_threshold(s, x: np.ndarray, rule: str) -> np.ndarray | float:
     """Magnitude above which a value was clipped: the top of the grid plus half its last gap
-    (times the block scale for MX; times the per-tensor scale for int8)."""
+    (times the block scale for MX, set by ``rule``; times the per-tensor scale for int8)."""
     element = s.element if s.kind == "mx" else s
     if element.kind == "float":  # the last gap is one step of the top binade, 2**(emax - m)
         top = element.max + math.ldexp(1.0, element.emax - element.man_bits - 1)
@@ -106,7 +106,7 @@ def _clip_threshold(s, q: np.ndarray, x: np.ndarray) -> np.ndarray | float:
         g = np.unique(np.abs(g[np.isfinite(g)]))
         top = g[-1] + (g[-1] - g[-2]) / 2
     if s.kind == "mx":
-        scales = formats.encode(x, s).scales.astype(np.float64) - 127
+        scales = formats.encode(x, s, scale_rule=rule).scales.astype(np.float64) - 127
         per_value = np.repeat(2.0**scales, s.block_size, axis=-1)[..., : x.shape[-1]]
         return top * per_value
     if s.kind == "int":
@@ -116,25 +116,27 @@ def _clip_threshold(s, q: np.ndarray, x: np.ndarray) -> np.ndarray | float:
 
 @lru_cache(maxsize=256)
 def _errors(
-    fmt: str, block_size: int, distribution: str, size: int, seed: int, rounding: str
+    fmt: str, block_size: int, distribution: str, size: int, seed: int, rounding: str, rule: str
 ) -> dict:
-    """Error metrics of one format on one data set (cached: a chip change reuses them)."""
+    """Error metrics of one format on one data set, MX blocks scaled by ``rule`` (cached: a
+    chip change that keeps the rule reuses them)."""
     x, w = _data(distribution, size, seed)
     s = _spec(fmt, block_size)
-    q = formats.quantize(x, s, rounding=rounding, seed=seed, axis=-1)
+    mx = {"scale_rule": rule} if s.kind == "mx" else {}
+    q = formats.quantize(x, s, rounding=rounding, seed=seed, axis=-1, **mx)
     finite = np.isfinite(q)
     err = np.where(finite, q - x, 0.0).astype(np.float64)
     with blas_threads_for(x.size):
         norm = float(np.linalg.norm(x.astype(np.float64)))
         err_norm = float(np.linalg.norm(err))
-    mm = formats.matmul(x, w, s, rounding=rounding, seed=seed)
+    mm = formats.matmul(x, w, s, rounding=rounding, seed=seed, **mx)
     return {
         "bits_per_value": float(s.bits_per_value),
         "rms_rel_error": err_norm / norm if norm else 0.0,
         "max_abs_error": float(np.abs(err).max()),
         "flushed_to_zero": float(np.mean((q == 0) & (x != 0))),
         "clipped": float(
-            np.mean(finite & (np.abs(x.astype(np.float64)) > _clip_threshold(s, q, x)))
+            np.mean(finite & (np.abs(x.astype(np.float64)) > _clip_threshold(s, x, rule)))
         ),
         "non_finite": float(np.mean(~finite)),
         "matmul_rel_error": float(mm.rel_error),
@@ -151,11 +153,13 @@ def _histogram(distribution: str, size: int, seed: int, bins: int) -> tuple[np.n
 
 
 @lru_cache(maxsize=128)
-def _grid(fmt: str, block_size: int, distribution: str, size: int, seed: int) -> np.ndarray:
+def _grid(
+    fmt: str, block_size: int, distribution: str, size: int, seed: int, rule: str
+) -> np.ndarray:
     x = _data(distribution, size, seed)[0]
     s = _spec(fmt, block_size)
     if s.kind == "mx":
-        scales = formats.encode(x, s).scales.astype(np.int64) - 127
+        scales = formats.encode(x, s, scale_rule=rule).scales.astype(np.int64) - 127
         values = formats.grid(s.element) * 2.0 ** float(np.median(scales))
     elif s.kind == "int":
         values = np.arange(1, 128) * (float(np.abs(x).max()) / 127)
@@ -304,11 +308,24 @@ class FormatComparison:
     def _spec(self, fmt: str):
         return _spec(fmt, self.block_size)
 
+    def scale_rule(self, fmt: str) -> str:
+        """How ``fmt``'s MX blocks are scaled on the chosen chip: ``"trainium3"`` where the
+        chip's own quantiser makes the format (its scale twice OCP's), else ``"ocp"`` (the
+        MX v1.0 sample conversion); ``"ocp"`` for a format without blocks."""
+        fmt = _format_list([fmt])[0]
+        return catalog.chip(self.chip).mx_scale_rule(fmt) if self._spec(fmt).kind == "mx" else "ocp"
+
     def row(self, fmt: str) -> FormatRow:
         """Error and throughput of one format on the current data."""
         fmt = _format_list([fmt])[0]
         errors = _errors(
-            fmt, self.block_size, self.distribution, self.size, self.seed, self.rounding
+            fmt,
+            self.block_size,
+            self.distribution,
+            self.size,
+            self.seed,
+            self.rounding,
+            self.scale_rule(fmt),
         )
         try:
             peak = formats.throughput(fmt, self.chip, sparse=self.sparse)
@@ -328,13 +345,38 @@ class FormatComparison:
     def grid(self, fmt: str) -> np.ndarray:
         """Positive representable magnitudes of ``fmt`` as log2 values, over the data's range.
 
-        For MX formats the element grid is shown at the median block scale of the data; for
+        For MX formats the element grid is shown at the median block scale of the data (by
+        :meth:`scale_rule`); for
         int8 at its per-tensor scale; for fp32, whose 2^32 values no plot can show, at each
         power of two.
         """
+        fmt = _format_list([fmt])[0]
         return _grid(
-            _format_list([fmt])[0], self.block_size, self.distribution, self.size, self.seed
+            fmt, self.block_size, self.distribution, self.size, self.seed, self.scale_rule(fmt)
         )
+
+    def _mx_rule_sentence(self, chip_name: str) -> str:
+        """', MX blocks of 32: ... .' naming the scale rule each MX format gets, or '.'."""
+        mx = [f for f in self.formats if self._spec(f).kind == "mx"]
+        if not mx:
+            return "."
+        own = [f for f in mx if self.scale_rule(f) == "trainium3"]
+        ocp = [f for f in mx if f not in own]
+        said = []
+        if own:
+            said.append(
+                f"{', '.join(own)} scaled as {chip_name}'s quantiser does (nisa.quantize_mx: "
+                f"a scale twice OCP's, so a block's largest value never clips)"
+            )
+        if ocp:
+            why = (
+                f"{chip_name}'s quantiser does not make {'them' if len(ocp) > 1 else 'it'}: "
+                f"such data come quantized from the host"
+                if own
+                else f"the catalogue holds no quantiser rule for {chip_name}"
+            )
+            said.append(f"{', '.join(ocp)} by OCP MX v1.0's sample rule ({why})")
+        return f", MX blocks of {self.block_size}: {'; '.join(said)}."
 
     def summary(self) -> str:
         """Sentences of numbers saying what the charts show."""
@@ -344,14 +386,8 @@ class FormatComparison:
         head = (
             f"{self.distribution.replace('_', ' ')} data ({x.size:,} values, |x| up to "
             f"{float(np.abs(x).max()):.3g}), {self.rounding} rounding"
-            + (
-                f", MX blocks of {self.block_size}"
-                if any(self._spec(f).kind == "mx" for f in self.formats)
-                else ""
-            )
-            + "."
         )
-        parts = [head]
+        parts = [head + self._mx_rule_sentence(chip.name)]
         for r in rows:
             speed = (
                 f"{si(r.throughput, 'FLOP/s')} on {chip.name}{' (sparse)' if self.sparse else ''}"

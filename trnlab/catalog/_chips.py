@@ -262,6 +262,14 @@ class Chip:
         value = self._optional("fp8_encodings")
         return tuple(value) if value else None
 
+    def mx_scale_rule(self, fmt: str) -> str:
+        """The block-scale rule ``fmt``'s MX blocks get on this chip (a trnlab.formats
+        ``scale_rule``): ``"trainium3"`` where the chip's own quantiser makes that format with a
+        scale twice OCP's (catalogue figure ``mx_quantizer``), else ``"ocp"``, the MX v1.0
+        sample conversion a host-side quantiser follows."""
+        made = self._optional("mx_quantizer") or ()
+        return "trainium3" if fmt in made else "ocp"
+
     def matmul_dtype(self, dtype: str) -> str:
         """The catalogue's rate name for ``dtype`` on this chip (``"fp8_e4m3fn"`` -> ``"fp8"``).
 
