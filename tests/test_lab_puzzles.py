@@ -63,6 +63,16 @@ def test_constraints_come_from_the_reference_and_the_rule(puzzle):
     assert c.instructions is not None or c.latency_us is not None
 
 
+@pytest.mark.parametrize("puzzle", pz.PUZZLES, ids=IDS)
+def test_the_statement_keeps_the_references_recipe_for_the_feedback(puzzle):
+    # How the reference spends its budget (a memset of the ones, a copy out of PSUM...) would
+    # answer the puzzle's own question: the statement gives the limits and where the bytes come
+    # from, and only a kernel over a limit is told the recipe.
+    recipe = puzzle.spec.constraint.recipe
+    assert recipe and recipe not in puzzle.question
+    assert puzzle.spec.constraint.why in puzzle.question
+
+
 def test_a_kernel_that_is_not_a_kernel_is_told():
     assert "decorated with @nki.jit" in _says(pz.vector_add, lambda a, b: a + b)
 
@@ -121,6 +131,7 @@ def test_vector_add_slips():
     assert "256 partitions" in m and "blocks of 128" in m
     m = _says(pz.vector_add, add_in_column_halves)
     assert "issues 16 instructions" in m and "the limit is 8" in m
+    assert "The reference spends its budget as per 128-row block two loads, an add" in m
     assert "it is 2a" in _says(pz.vector_add, add_a_twice)
     assert "NaN" in _says(pz.vector_add, add_first_block_only)
 
@@ -562,6 +573,7 @@ def test_double_buffer_slips():
     assert (
         f"the limit is {pz.double_buffer.spec.constraint.latency_us:g} us" in m
         and "inside the nl.affine_range body" in m
+        and "makes each load wait for the matmul before it (about 34 us)" in m
     )
     assert "only the last K tile" in _says(pz.double_buffer, matmul_overwrites)
     m = _says(pz.double_buffer, matmul_stores_every_step)

@@ -36,7 +36,8 @@ class Constraint:
     """What a passing kernel may spend: HBM bytes moved, instructions, latency (us) on a chip.
 
     ``None`` leaves a limit out. ``why`` says where the numbers come from (the statement
-    quotes it).
+    quotes it); ``recipe`` how the reference spends its instructions and time, which would
+    give the puzzle away in the statement, so only a kernel over the limit is told it.
     """
 
     hbm_bytes: int | None = None
@@ -44,6 +45,7 @@ class Constraint:
     latency_us: float | None = None
     chip: str = "trn1"
     why: str = ""
+    recipe: str = ""
 
     def text(self) -> str:
         parts = []
@@ -246,8 +248,14 @@ def _instructions_problem(spec: Spec, run, reference_counts: dict) -> str | None
     return (
         f"correct, but your kernel issues {n} instructions ({', '.join(f'{c} {op}' for op, c in counts.items())}); "
         f"the limit is {limit}. More than the reference: {', '.join(more) or 'none of one kind'}. "
+        + _reference_spends(spec)
         + spec.advice.get("instructions", "")
     ).rstrip()
+
+
+def _reference_spends(spec: Spec) -> str:
+    recipe = spec.constraint.recipe
+    return f"The reference spends its budget as {recipe}. " if recipe else ""
 
 
 def _spent(limit: Constraint, run) -> str:
@@ -276,7 +284,9 @@ def _latency_problem(spec: Spec, run) -> str | None:
     return (
         f"correct, but it takes {us:,.2f} us on {spec.constraint.chip}; the limit is "
         f"{limit:g} us. The busiest is {top['resource']}, {top['busy_s'] * 1e6:,.2f} us over "
-        f"{top['instructions']} instructions. " + spec.advice.get("latency", "")
+        f"{top['instructions']} instructions. "
+        + _reference_spends(spec)
+        + spec.advice.get("latency", "")
     ).rstrip()
 
 

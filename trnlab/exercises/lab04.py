@@ -89,7 +89,8 @@ vector_add = Puzzle(
         constraint=Constraint(
             hbm_bytes=3 * ADD_SHAPE[0] * ADD_SHAPE[1] * F32,
             instructions=8,
-            why="a, b and out cross HBM once each; per 128-row block two loads, an add, a store",
+            why="a, b and out cross HBM once each",
+            recipe="per 128-row block two loads, an add, a store",
         ),
         tolerance=1e-6,
         slips=(Slip(lambda v: 2 * v["a"], "it is 2a: add a to b, not to itself"),),
@@ -148,6 +149,8 @@ bias = Puzzle(
             hbm_bytes=(2 * BIAS_SHAPE[0] + 1) * BIAS_SHAPE[1] * F32,
             instructions=9,
             why="x, out and the bias cross HBM once; the bias reaches the 128 partitions once",
+            recipe="the bias loaded once and broadcast once (a memset of ones and a matmul); "
+            "per block a load, an add that reads the bias where the matmul left it, a store",
         ),
         tolerance=1e-5,
         slips=(
@@ -171,8 +174,10 @@ bias = Puzzle(
         "partition. Your bias is one value per column, so it must be a [128, 512] tile.",
         "Load bias into a (1, 512) SBUF tile once, before the row loop; "
         "nl.broadcast_to(row, (128, 512)) makes it a 128-partition tile on chip (one matmul "
-        "with a row of ones, one partition by 128, as the stationary operand). Then one "
-        "tensor_tensor add per block.",
+        "with a row of ones, one partition by 128, as the stationary operand: how the NKI "
+        "compiler lowers this call is not published, and trnlab charges it as the matmul a "
+        "hand-written kernel would issue, an assumption). Then one tensor_tensor add per "
+        "block.",
     ),
     solution_text="Bias row loaded once, broadcast to 128 partitions once, one add per block.",
 )
@@ -207,7 +212,8 @@ row_sums = Puzzle(
         constraint=Constraint(
             hbm_bytes=(ROWS_SHAPE[0] * ROWS_SHAPE[1] + ROWS_SHAPE[0]) * F32,
             instructions=6,
-            why="x read once, the sums written once; per block a load, one reduce, a store",
+            why="x read once, the sums written once",
+            recipe="per block a load, one reduce, a store",
         ),
         tolerance=1e-5,
         slips=(
@@ -270,8 +276,9 @@ column_sums = Puzzle(
         constraint=Constraint(
             hbm_bytes=COLS_SHAPE[0] * COLS_SHAPE[1] * BF16 + COLS_SHAPE[1] * F32,
             instructions=7,
-            why="x read once, the sums written once; a load, a memset of the ones, one "
-            "matmul and one copy per PSUM bank of 512 columns, a store",
+            why="x read once, the sums written once",
+            recipe="a load, a memset of the ones, one matmul and one copy per PSUM bank of "
+            "512 columns, a store",
         ),
         tolerance=1e-4,
         forbidden=("gpsimd",),
@@ -331,10 +338,10 @@ transpose = Puzzle(
             hbm_bytes=2 * T_SHAPE[0] * T_SHAPE[1] * F32,
             instructions=8,
             latency_us=6.5,
-            why="x read once and y written once; per 128-row block a load, a transpose, a "
-            "copy out of PSUM and a store; the time is the reference's 5.3 us plus about 20% "
-            "(a DMA that transposes on the way moves every element as a packet of its own: "
-            "over 200 us)",
+            why="x read once and y written once; the time is the reference's 5.3 us plus "
+            "about 20% (a DMA that transposes on the way moves every element as a packet of "
+            "its own: over 200 us)",
+            recipe="per 128-row block a load, a transpose, a copy out of PSUM and a store",
         ),
         tolerance=1e-6,
         slips=(
@@ -417,9 +424,10 @@ softmax = Puzzle(
         constraint=Constraint(
             hbm_bytes=2 * SOFTMAX_SHAPE[0] * SOFTMAX_SHAPE[1] * F32,
             instructions=6,
-            why="one pass: x read once, out written once; a load, a max, an exp that also "
-            "sums (the model counts its row sum as a second Scalar instruction, listed as a "
-            "copy), a divide by the per-row sum, a store",
+            why="one pass: x read once, out written once",
+            recipe="a load, a max, an exp that also sums (the model counts its row sum as a "
+            "second Scalar instruction, listed as a copy), a divide by the per-row sum, a "
+            "store",
         ),
         tolerance=1e-5,
         slips=(
@@ -515,9 +523,10 @@ rmsnorm = Puzzle(
         constraint=Constraint(
             hbm_bytes=(2 * RMS_SHAPE[0] + 1) * RMS_SHAPE[1] * F32,
             instructions=19,
-            why="x, out and gamma cross HBM once; gamma loaded and broadcast once (a load, a "
-            "memset of ones, a matmul); per block a load, a square-and-sum (two Scalar "
-            "instructions), a mean + eps, an rsqrt, two multiplies and a store",
+            why="x, out and gamma cross HBM once; gamma reaches the 128 partitions once",
+            recipe="gamma loaded and broadcast once (a load, a memset of ones, a matmul); per "
+            "block a load, a square-and-sum (two Scalar instructions), a mean + eps, an "
+            "rsqrt, two multiplies and a store",
         ),
         tolerance=1e-4,
         slips=(
@@ -606,8 +615,8 @@ linear_silu = Puzzle(
         constraint=Constraint(
             hbm_bytes=(LIN_K * LIN_N + LIN_K * LIN_M) * BF16 + LIN_N * F32 + LIN_N * LIN_M * F32,
             instructions=6,
-            why="each operand read once, y_t written once; three loads, one matmul, one "
-            "instruction out of PSUM, one store",
+            why="each operand read once, y_t written once",
+            recipe="three loads, one matmul, one instruction out of PSUM, one store",
         ),
         tolerance=2e-3,
         slips=(
@@ -680,9 +689,9 @@ double_buffer = Puzzle(
         constraint=Constraint(
             hbm_bytes=(MM_K * MM_M + MM_K * MM_N) * BF16 + MM_M * MM_N * F32,
             latency_us=25.0,
-            why="a_t, b and c cross HBM once; the time is the reference's 20.8 us plus about "
-            "20%: a single buffer per operand makes each load wait for the matmul before it "
-            "(about 34 us)",
+            why="a_t, b and c cross HBM once; the time is the reference's 20.8 us plus about 20%",
+            recipe="a single buffer per operand makes each load wait for the matmul before "
+            "it (about 34 us); tiles declared inside the K loop rotate, so the loads run ahead",
         ),
         tolerance=1e-3,
         slips=(
@@ -903,6 +912,10 @@ attention = Puzzle(
             latency_us=12.5,
             why="q, k and v read once and out written once, no score in HBM; the time is the "
             "reference's 10.4 us plus about 20%",
+            recipe="one matmul for the scores into one PSUM bank; the max and the exp (which "
+            "also sums the rows) read PSUM directly; per 128 keys a load of v, a transpose of "
+            "P, its copy out of PSUM and a matmul accumulating P V; the reciprocal of the row "
+            "sums and one multiply at the end",
         ),
         tolerance=1e-2,
         slips=(
