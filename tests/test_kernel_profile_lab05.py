@@ -139,7 +139,18 @@ def test_a_slow_kernel_is_told_where_its_time_goes():
     msg = _message(lab05.correct_matmul, small_n_tiles)
     assert "slow" in msg and "reference tiled kernel" in msg
     assert "a_t" in msg and "times over" in msg  # 64-wide N tiles reload A 16 times
-    assert "Where the time goes: DMA q" in msg and "cost per transfer" in msg
+    assert "Where the time goes: DMA q" in msg and "The set-up per transfer bounds" in msg
+    # 24 KiB transfers: one queue's 102 GB/s moves them in a third of the set-up
+    assert "fewer, larger transfers" in msg
+
+
+def test_the_diagnosis_weighs_one_queues_rate_not_the_cores():
+    # The reference tiled kernel's 80 KiB transfers (32 and 128 KiB alternating): the set-up
+    # (0.84 us) and one queue's bytes (0.80 us) are close; the core's full DMA bandwidth,
+    # 0.30 us, is out of one queue's reach and must not be offered as the bound.
+    text = lab05.diagnose(lab05.profile(lab05.reference_tiled, (512, 512, 1024)), (512, 512, 1024))
+    assert "The two bounds are close" in text and "load each byte of A and B once" in text
+    assert "which one queue does not reach" in text and "bounds the kernel" not in text
 
 
 # --- SBUF fit -------------------------------------------------------------------------------------

@@ -445,6 +445,46 @@ def _hbm_diagnosis(run, sizes: dict[str, float]) -> tuple[str, bool]:
     return text, bool(again)
 
 
+def _dma_diagnosis(run, top: dict, reread: bool) -> str:
+    """What bounds the busiest DMA queue: each transfer's set-up, or its bytes at the rate one
+    queue of static descriptors streams (never the core's full DMA bandwidth, which one queue
+    does not reach), and the way out of it."""
+    p = run.params
+    n = top["instructions"]
+    per, size = top["busy_s"] / n, top["bytes"] / n
+    what = ", ".join(top["tensors"]) or "its tensors"
+    text = (
+        f" carrying {what}: {n:,} transfers averaging {size / 1024:,.0f} KiB, "
+        f"{per * 1e6:.2f} us each"
+    )
+    setup, stream = p.dma_queue_interval, size / p.dma_static_queue_bandwidth
+    full = size / p.dma_bandwidth
+    if per <= 1.5 * full:
+        return text
+    text += (
+        f" (a queue sets up one transfer every {setup * 1e6:.2f} us and streams at most "
+        f"{p.dma_static_queue_bandwidth / 1e9:.0f} GB/s on {p.chip}, {stream * 1e6:.2f} us for "
+        f"these bytes; the core's full DMA bandwidth, which one queue does not reach, would "
+        f"move them in {full * 1e6:.2f} us). "
+    )
+    fewer_bytes = (
+        "load each byte of A and B once"
+        if reread
+        else "each byte is already loaded once, so start the matmuls while the loads stream"
+    )
+    if stream >= 1.25 * setup:
+        return text + f"The queue's bytes bound the kernel: {fewer_bytes}"
+    if stream <= 0.8 * setup:
+        return text + (
+            f"The set-up per transfer bounds the kernel: fewer, larger transfers (up to about "
+            f"{setup * p.dma_static_queue_bandwidth / 1024:,.0f} KiB each, where the bytes "
+            f"take over), or re-using what is loaded"
+        )
+    return text + (
+        f"The two bounds are close, so larger transfers would meet the queue's bytes: {fewer_bytes}"
+    )
+
+
 def _time_diagnosis(run, reread: bool = True) -> str:
     """Which engine or DMA queue is busy the longest, and why (set-up per transfer or bytes).
     ``reread``: whether the kernel loads an operand more than once (the advice differs)."""
@@ -457,35 +497,7 @@ def _time_diagnosis(run, reread: bool = True) -> str:
         f"{run.latency * 1e6:,.1f} us"
     )
     if top["resource"].startswith("DMA"):
-        n = top["instructions"]
-        per = top["busy_s"] / n
-        moving = top["bytes"] / n / run.params.dma_bandwidth
-        what = ", ".join(top["tensors"]) or "its tensors"
-        text += (
-            f" carrying {what}: {n:,} transfers of {top['bytes'] / n / 1024:,.0f} KiB, "
-            f"{per * 1e6:.2f} us each"
-        )
-        streaming = top["bytes"] / n / run.params.dma_static_queue_bandwidth
-        if per > 1.5 * moving and streaming >= run.params.dma_queue_interval:
-            text += (
-                f" (the bytes alone would take {moving * 1e6:.2f} us at the core's DMA "
-                f"bandwidth, but one queue of static descriptors streams at most "
-                f"{run.params.dma_static_queue_bandwidth / 1e9:.0f} GB/s on {run.params.chip}, "
-                f"{streaming * 1e6:.2f} us: the queue's bytes bound the kernel; "
-                + (
-                    "load each byte of A and B once)"
-                    if reread
-                    else "each byte is already loaded once, so start the matmuls while the "
-                    "loads stream)"
-                )
-            )
-        elif per > 1.5 * moving:
-            text += (
-                f" (the bytes alone would take {moving * 1e6:.2f} us at the core's DMA "
-                f"bandwidth: the queue's cost per transfer bounds the kernel; fewer, larger "
-                f"transfers, or re-using what is loaded, are the way out)"
-            )
-        text += "."
+        text += _dma_diagnosis(run, top, reread) + "."
     else:
         text += f" ({top['instructions']:,} instructions)."
     others = [
