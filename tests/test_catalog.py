@@ -6,6 +6,7 @@ here independently of the data file, with the tolerance their printing implies.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -216,6 +217,30 @@ def test_errors_name_what_exists(call, words):
         call()
     for w in words:
         assert w in str(err.value)
+
+
+def test_every_price_says_whether_it_is_a_list_price_or_an_estimate():
+    from trnlab.catalog._chips import PRICE_BASES
+
+    priced = [c for c in catalog.chips() if c.price_per_chip_hour is not None]
+    assert {c.key for c in priced} >= {"trn2", "h100", "h200"}
+    assert {c.price_basis for c in priced} == set(PRICE_BASES)  # both kinds are on record
+    # the basis agrees with what the source note says (an instance's on-demand list price)
+    for c in priced:
+        on_demand = "on demand" in c.figure("price_per_chip_hour").note
+        assert (c.price_basis == "on-demand") == on_demand, c.key
+    unmarked = dataclasses.replace(
+        catalog.chip("h200"),
+        figures={
+            **catalog.chip("h200").figures,
+            "price_per_chip_hour": dataclasses.replace(
+                catalog.chip("h200").figure("price_per_chip_hour"), extra={}
+            ),
+        },
+    )
+    with pytest.raises(catalog.CatalogError, match="must say which of"):
+        _ = unmarked.price_basis
+    assert catalog.chip("trn3").price_basis is None  # no price, nothing to mark
 
 
 def test_names_and_aliases():

@@ -326,9 +326,7 @@ class ScaleModel:
             if price is None:
                 notes.append("no price on record")
             else:  # prices differ in kind: say which this one is
-                basis = chip.figure("price_per_chip_hour").note or ""
-                kind = "on-demand" if "on demand" in basis else "market estimate"
-                notes.append(f"${price:.2f} per chip-hour, {kind}")
+                notes.append(f"${price:.2f} per chip-hour, {chip.price_basis}")
             if chip.power is None:
                 notes.append("no power figure on record")
             rows.append(

@@ -18,7 +18,10 @@ from trnlab._checks import flag, short
 from ._dtypes import DTYPES, dtype_name
 from ._figures import Alternative, CatalogError, Figure
 
-__all__ = ["Chip", "NeuronCoreSpec"]
+__all__ = ["PRICE_BASES", "Chip", "NeuronCoreSpec"]
+
+#: The kinds of chip-hour price the catalogue holds (each price says which it is).
+PRICE_BASES = ("on-demand", "market estimate")
 
 
 def _need(owner: str, figures: Mapping[str, Figure], name: str, what_to_do: str = "") -> Any:
@@ -247,8 +250,32 @@ class Chip:
 
     @property
     def price_per_chip_hour(self) -> float | None:
-        """A market estimate in USD per chip-hour where a source gives one, else None."""
+        """USD per chip-hour where a source gives one (of the kind :attr:`price_basis` names),
+        else None."""
         return self._optional("price_per_chip_hour")
+
+    @property
+    def price_basis(self) -> str | None:
+        """What :attr:`price_per_chip_hour` is: ``"on-demand"`` (an instance's list price over
+        its chips) or ``"market estimate"`` (what providers charge, from an analyst); None
+        without a price.
+
+        Raises
+        ------
+        CatalogError
+            For a price whose catalogue entry does not say which it is.
+        """
+        fig = self.figures.get("price_per_chip_hour")
+        if fig is None:
+            return None
+        basis = fig.extra.get("basis")
+        if basis not in PRICE_BASES:
+            raise CatalogError(
+                f"{self}: its price_per_chip_hour gives basis {basis!r}; the catalogue must say "
+                f"which of {PRICE_BASES} it is, so that prices of different kinds are never "
+                f"compared unmarked"
+            )
+        return basis
 
     @property
     def formats(self) -> tuple[str, ...]:
