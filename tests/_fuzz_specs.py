@@ -1466,6 +1466,17 @@ target(
     ),
 )
 
+target(
+    "trnlab.nki.trace",  # the older editions' decorator: nki.jit's arguments, checked alike
+    lambda fn, mode: nki.trace(fn, mode=mode),
+    fn=Arg(
+        st.sampled_from([lambda a: a, kernels.nki_softmax.fn]),
+        st.sampled_from([5, "abc", object(), np.ones(3)]),
+        ("kernel", "function"),
+    ),
+    mode=F.choice([None, "simulation"], [5, 1.5, object(), ["simulation"]], ("mode",)),
+)
+
 
 def _nki_run(simulate: bool):
     def call(rows, cols, kernel, chip, numerics):

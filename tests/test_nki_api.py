@@ -610,7 +610,219 @@ def test_tensor_tensor_scan_is_the_documented_recurrence(t, p, reverse):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+_RUNNING = {
+    "add": (nl.add, np.add, 0.0),
+    "subtract": (nl.subtract, np.subtract, 0.0),
+    "multiply": (nl.multiply, np.multiply, 1.0),
+    "maximum": (nl.maximum, np.maximum, -np.inf),
+    "minimum": (nl.minimum, np.minimum, np.inf),
+}
+
+
+@FAST
+@given(
+    t=st.integers(1, 96),
+    p=st.integers(1, 64),
+    op1=st.sampled_from(sorted(_RUNNING)),
+    start=st.sampled_from(["reset_reduce", "load_reduce", "after_a_fold"]),
+    vector_imm=st.booleans(),
+)
+def test_tensor_scalar_cumulative_is_the_documented_running_operation(t, p, op1, start,
+                                                                      vector_imm):  # fmt: skip
+    # reg = op1(op0(src[i], imm0), reg), dst[i] = reg, element by element in fp32, from op1's
+    # identity (reset_reduce), from imm1 (load_reduce), or from what the Vector engine's last
+    # accumulating instruction left in its registers (reduce after a tensor_scalar_reduce).
+    x = rand(p, t, lo=-1.5, hi=1.5)
+    imm0 = rand(p, 1, lo=-0.5, hi=0.5) if vector_imm else np.float32(0.25)
+    imm1, fold_in = rand(p, 1), rand(p, 8)
+    nl_op, np_op, identity = _RUNNING[op1]
+
+    def k(a, i0, i1, f):
+        src, i1t = nl.load(a), nl.load(i1)
+        imm = nl.load(i0) if vector_imm else imm0
+        dst = nl.ndarray((p, t), dtype=nl.float32, buffer=nl.sbuf)
+        cmd = nisa.reduce_cmd.reset_reduce
+        if start == "load_reduce":
+            cmd = nisa.reduce_cmd.load_reduce
+        elif start == "after_a_fold":  # leaves sum(f) in the registers
+            folded = nl.ndarray((p, 8), dtype=nl.float32, buffer=nl.sbuf)
+            res = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.tensor_scalar_reduce(dst=folded, data=nl.load(f), op0=nl.add, operand0=0.0,
+                                      reduce_op=nl.add, reduce_res=res)  # fmt: skip
+            cmd = nisa.reduce_cmd.reduce
+        nisa.tensor_scalar_cumulative(dst=dst, src=src, op0=nl.multiply, op1=nl_op, imm0=imm,
+                                      imm1=i1t, reduce_cmd=cmd)  # fmt: skip
+        out = out_like(a)
+        nl.store(out, dst)
+        return out
+
+    got = sim(k, x, imm0 if vector_imm else np.zeros((p, 1), np.float32), imm1, fold_in)
+    reg = {
+        "reset_reduce": np.full(p, identity, np.float32),
+        "load_reduce": imm1[:, 0],
+        "after_a_fold": fold_in.sum(axis=1, dtype=np.float32),
+    }[start]
+    want = np.empty_like(x)
+    scaled = (x * (imm0 if vector_imm else np.float32(imm0))).astype(np.float32)
+    for j in range(t):
+        reg = np_op(scaled[:, j], reg).astype(np.float32)
+        want[:, j] = reg
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_tensor_scalar_cumulative_refuses_what_the_isa_cannot_do():
+    def k(a, op1=nl.add, dtype=nl.float32, **kw):
+        src = nl.load(a)
+        dst = nl.ndarray(a.shape, dtype=dtype, buffer=nl.sbuf)
+        nisa.tensor_scalar_cumulative(dst=dst, src=src, op0=nl.add, op1=op1, imm0=0.0, **kw)
+        return _store_all(dst)
+
+    x = rand(8, 16)
+    with pytest.raises(core.KernelArgumentError, match="add, subtract, multiply, maximum"):
+        sim(k, x, op1=nl.bitwise_and)
+    with pytest.raises(core.KernelArgumentError, match="starts the accumulator from imm1"):
+        sim(k, x, reduce_cmd=nisa.reduce_cmd.load_reduce)
+    with pytest.raises(nki.NotModelledError, match="reset_reduce, reduce and load_reduce"):
+        sim(k, x, reduce_cmd=nisa.reduce_cmd.idle)
+    with pytest.raises(core.FormatNotSupportedError, match="no 32-bit integers"):
+        sim(k, x, dtype=nl.int32)
+
+
+def test_older_editions_trace_decorator_and_value_returning_partition_reduce():
+    # The API reference's partition-reduce example, as its file writes it: @nki.trace,
+    # tensor_partition_reduce(op, data) returning a new tile, outputs passed to simulate_kernel.
+    @nki.trace
+    def par_reduce(a_tensor, b_tensor):
+        a = nl.load(a_tensor[0:128, 0:32, 0:4])
+        b = nisa.tensor_partition_reduce(np.add, a)
+        nl.store(b_tensor[0:1, 0:32, 0:4], b)
+
+    a = rand(128, 32, 4)
+    b = np.zeros((1, 32, 4), np.float32)
+    nki.simulate_kernel(par_reduce, a, b)
+    np.testing.assert_allclose(b, a.sum(axis=0, keepdims=True), rtol=1e-5)
+
+
 # --- the Tensor Engine --------------------------------------------------------------------------
+@pytest.mark.parametrize("chip", ["trn1", "trn2"])
+def test_nc_matmul_transpose_mode_is_bit_accurate_from_neuroncore_v3(chip):
+    # The Trainium2 guide: transpose mode (v3+) moves NaN and Inf through; on v2 the same call
+    # is a matmul by the identity, where they spread along the accumulation.
+    x = rand(4, 6)
+    x[1, 2], x[0, 5] = np.inf, np.nan
+
+    def k(a, dtype=nl.float32, moving=None):
+        t = nl.load(a)
+        ident = moving if moving is not None else nl.shared_identity_matrix(4, dtype=nl.float32)
+        out = nl.ndarray((6, 4), dtype=dtype, buffer=nl.psum)
+        nisa.nc_matmul(dst=out, stationary=t, moving=ident, is_transpose=True)
+        s = nl.ndarray((6, 4), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=s, src=out)
+        return _store_all(s)[0]
+
+    with np.errstate(invalid="ignore"):
+        got = sim(k, x, chip=chip)
+    if chip == "trn2":
+        np.testing.assert_array_equal(got, x.T)  # NaN in the same place, Inf kept
+        run = nki.profile(k, chip=chip)(x)
+        assert run.program.counts().get("transpose") == 1 and "matmul" not in run.program.counts()
+        with pytest.raises(core.FormatNotSupportedError, match="own dtype"):
+            sim(k, x, chip=chip, dtype=nl.bfloat16)
+    else:
+        # inf x 0 and nan x 0 are NaN: the Inf's row keeps only its own place, the NaN's none
+        assert np.isnan(got[5]).all() and np.isinf(got[2, 1])
+        assert np.isnan(np.delete(got[2], 1)).all()
+        np.testing.assert_array_equal(got[[0, 3, 4]], x.T[[0, 3, 4]])
+
+
+def test_tensor_reduce_takes_every_legal_reduction_of_the_alu_table():
+    x = np.array([[10, 1, 2, 3], [0, 0, 1, 0], [5, 5, 0, 1]], np.float32)
+
+    def k(a, op):
+        r = nl.ndarray((a.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_reduce(dst=r, op=op, data=nl.load(a), axis=1)
+        return _store_all(r)[0]
+
+    want = {
+        nl.subtract: x[:, 0] - x[:, 1] - x[:, 2] - x[:, 3],  # a left fold
+        nl.bitwise_xor: np.bitwise_xor.reduce(x.astype(np.int64), axis=1),
+        nl.logical_and: (x != 0).all(axis=1),
+        nl.logical_or: (x != 0).any(axis=1),
+        nl.logical_xor: (x != 0).sum(axis=1) % 2 == 1,
+    }
+    for op, w in want.items():
+        np.testing.assert_array_equal(sim(k, x, op)[:, 0], np.asarray(w, np.float32))
+    with pytest.raises(core.KernelArgumentError):
+        sim(k, x, nl.left_shift)  # not a legal reduction
+
+
+def test_hardware_dge_needs_v3_and_moves_bytes_without_a_cast():
+    def k(a, dtype, mode):
+        t = nl.ndarray(a.shape, dtype=dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a, dge_mode=mode)
+        return _store_all(t)[0]
+
+    x = rand(4, 8)
+    hw, sw = nisa.dge_mode.hwdge, nisa.dge_mode.swdge
+    np.testing.assert_array_equal(sim(k, x, nl.float32, hw, chip="trn2"), x)
+    with pytest.raises(core.HardwareRuleError, match="moves raw bytes and never casts"):
+        sim(k, x, nl.bfloat16, hw, chip="trn2")
+    with pytest.raises(core.HardwareRuleError, match="NeuronCore-v3 or newer"):
+        sim(k, x, nl.float32, hw, chip="trn1")
+    cast = sim(k, x, nl.bfloat16, sw, chip="trn2")  # software DGE casts
+    np.testing.assert_array_equal(cast, x.astype(BF16).astype(np.float32))
+
+
+def test_newer_nki_refusals_the_older_editions_accepted_are_said_aloud():
+    def fill(a):
+        t = nl.ndarray((4, 4), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.memset(dst=t, value=2.0)
+        return _store_all(t)[0]
+
+    with pytest.warns(UserWarning, match="NKI 0.3 and later refuse a value"):
+        assert (sim(fill, rand(4, 4)) == 2).all()
+
+    def private_out(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.hbm)
+        nl.store(out, nl.load(a))
+        return out
+
+    with pytest.warns(UserWarning, match="outputs are nl.shared_hbm"):
+        sim(private_out, rand(4, 4))
+
+
+def test_nki_classes_behave_as_the_language_guide_says():
+    from dataclasses import dataclass
+
+    @dataclass
+    class C(nl.NKIObject):
+        x: int
+        y: bool = False
+
+        def toggle(self):
+            self.y = not self.y
+
+    class D(nl.NKIObject):  # no decorator: the compiler makes __init__(x=None, y=False)
+        x: int
+        y: bool = False
+
+        def __post_init__(self):
+            self.twice = None if self.x is None else 2 * self.x
+
+    c = C(1)
+    c.toggle()
+    assert (c.x, c.y) == (1, True)
+    d = D(3)
+    assert (d.x, d.y, d.twice) == (3, False, 6) and D().x is None
+    with pytest.raises(core.KernelArgumentError, match="nothing else"):
+        type("E", (nl.NKIObject, dict), {})
+
+    def scaled(a, cfg):
+        return _store_all(nisa.tensor_scalar(nl.load(a), op0=nl.multiply, operand0=cfg.x))[0]
+
+    np.testing.assert_allclose(sim(scaled, np.ones((2, 2), np.float32), D(3)), 3.0)
+
+
 def test_nc_matmul_accumulate_semantics():
     a, b = rand(128, 64), rand(128, 256)
 
@@ -1871,4 +2083,5 @@ def test_an_spmd_launch_refuses_to_return_a_per_program_hbm_tensor():
         core.KernelArgumentError, match=r"buffer=nl\.shared_hbm, not buffer=a\.buffer"
     ):
         nki.simulate(nki.jit(k)[2])(rand(16, 8))
-    np.testing.assert_array_equal(nki.simulate(k)(x := rand(8, 8)), x)  # one program: its own
+    with pytest.warns(UserWarning, match="NKI 0.3 and later refuse"):  # older editions' form
+        np.testing.assert_array_equal(nki.simulate(k)(x := rand(8, 8)), x)  # one program

@@ -32,6 +32,12 @@ from ._kernel import HBMArg, Kernel, hbm, jit, profile, record_into, simulate
 from ._tensor import NkiTensor
 
 
+def trace(fn=None, **kwargs):
+    """``@nki.trace`` of older editions (the API reference's examples still use it with
+    ``nki.simulate_kernel``): the same kernel as :func:`jit`."""
+    return jit(fn, **kwargs)
+
+
 def simulate_kernel(kernel, *args, **kwargs):
     """``nki.simulate_kernel(kernel, *args)`` of older editions: ``nki.simulate(kernel)(*args)``
     (numpy arrays in, the kernel's outputs as numpy arrays out)."""
@@ -51,12 +57,14 @@ __all__ = [
     "record_into",
     "simulate",
     "simulate_kernel",
+    "trace",
 ]
 
 _MODELLED = (
     "jit",
     "simulate",
     "simulate_kernel",
+    "trace",
     "profile (trnlab)",
     "hbm (trnlab)",
     "language",
@@ -64,7 +72,7 @@ _MODELLED = (
     "typing",
 )
 # (nki.compiler is a stub module: trnlab.nki.compiler, whose every directive raises.)
-_KNOWN = frozenset({"benchmark", "baremetal", "trace", "collectives", "kernels", "tensor"})
+_KNOWN = frozenset({"benchmark", "baremetal", "collectives", "kernels", "tensor"})
 
 
 def __getattr__(name: str):

@@ -23,6 +23,7 @@ import inspect
 import itertools
 import math
 import numbers
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -304,7 +305,23 @@ def _launch(kernel: Kernel, args, kwargs, params: CoreParams, numerics: bool, bi
         traces.append(tr)
     if sum(len(p) for p in cores) > 1:
         _shared_results(kernel, result)
+    elif _private_results(result):
+        warnings.warn(
+            f"kernel {kernel.__name__} returns {', '.join(_private_results(result))}, made "
+            f"with buffer=nl.hbm: NKI 0.3 and later refuse that at compile time (outputs are "
+            f"nl.shared_hbm); older editions, and trnlab for one program, accept it",
+            stacklevel=3,
+        )
     return traces, result
+
+
+def _private_results(result) -> list[str]:
+    """Names of the nl.hbm (private_hbm) tensors a kernel made and returns."""
+    return [
+        repr(t._s.name)
+        for t in (result if isinstance(result, tuple | list) else (result,))
+        if type(t) is NkiTensor and t._s.buffer is MemoryRegion.private_hbm and not t._s.input
+    ]
 
 
 def _shared_results(kernel: Kernel, result) -> None:

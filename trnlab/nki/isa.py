@@ -305,6 +305,22 @@ def _dma_sbuf_side(x: NkiTensor, what: str, api: str) -> tuple:
     return r
 
 
+def _hwdge_rules(tr, dst, src, api: str) -> None:
+    """Hardware DGE: NeuronCore-v3 and newer, and no cast (it moves raw bytes)."""
+    if tr.gen < 3:
+        raise HardwareRuleError(
+            f"nisa.{api}: dge_mode=hwdge needs the hardware DGE of NeuronCore-v3 or newer; "
+            f"{tr.params.chip} has none: leave dge_mode unset, or use none or swdge"
+        )
+    if dst.dtype != src.dtype:
+        raise HardwareRuleError(
+            f"nisa.{api}: {src.dtype} -> {dst.dtype} with dge_mode=hwdge: the hardware DGE "
+            f"moves raw bytes and never casts (NKI enforces matching types since 0.3). "
+            f"Reinterpret with .view(...) if the bytes are already right, or use dge_mode "
+            f"swdge or none for a cast"
+        )
+
+
 def dma_copy(dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode.unknown,
              engine=engine.unknown, name=None):  # fmt: skip
     """Copy ``src`` to ``dst`` with the DMA engines (HBM -> SBUF, SBUF -> HBM, SBUF -> SBUF
@@ -318,6 +334,8 @@ def dma_copy(dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode
         raise option(api, "priority (DMA quality of service)", "every DMA has one priority")
     if dge_mode not in _DGE:
         raise KernelArgumentError(f"nisa.{api}: dge_mode must be a nisa.dge_mode, not {dge_mode!r}")
+    if dge_mode is globals()["dge_mode"].hwdge:
+        _hwdge_rules(tr, dst, src, api)
     d_chip, s_chip = dst._s.on_chip, src._s.on_chip
     if dst.size != src.size:
         raise HardwareRuleError(
@@ -502,6 +520,9 @@ def nc_matmul(dst=None, stationary=None, moving=None, is_stationary_onezero=Fals
                      "every matmul uses the whole PE array")  # fmt: skip
     if perf_mode not in (matmul_perf_mode.none, None, "none"):
         raise option(api, "perf_mode double_row (FP8 double-row mode)", "perf_mode none is")
+    if is_transpose and tr.gen >= 3:  # on NeuronCore-v2 the flag only labels the profile
+        _transpose_mode(tr, dst, stationary, moving, accumulate, api)
+        return ret
     dst, st, mv, rd, rs, rm = _matmul_operands(tr, dst, stationary, moving, api)
     _check_matmul_dtypes(tr, st, mv, api)
     if dst.dtype != "float32" and not (tr.gen >= 4 and dst.dtype == "bfloat16"):
@@ -511,13 +532,49 @@ def nc_matmul(dst=None, stationary=None, moving=None, is_stationary_onezero=Fals
         )
     acc = _psum_written(dst._s, rd) if accumulate is None else bool(accumulate)
     if tr.numerics:
-        prod = _flat(st).T.astype(np.float32) @ _flat(mv).astype(np.float32)
+        with np.errstate(invalid="ignore", over="ignore"):  # NaN and Inf spread, as on v2
+            prod = _flat(st).T.astype(np.float32) @ _flat(mv).astype(np.float32)
         old = _flat(dst) if acc else 0.0
         _put(dst, old + prod)
     _mark(dst._s, rd)
     tr.add(("matmul", _ref(dst, rd), _ref(st, rs), _ref(mv, rm), acc, 1, ()), api,
            dst._s, st._s, mv._s, sig=None if acc else _layout(dst, st, mv))  # fmt: skip
     return ret
+
+
+def _transpose_mode(tr, dst, stationary, moving, accumulate, api: str) -> None:
+    """``nc_matmul(..., is_transpose=True)`` on NeuronCore-v3+: the Tensor Engine's transpose
+    mode passes ``stationary`` through to ``dst`` transposed, bit for bit (NaN and Inf kept),
+    ``moving`` the identity that selects it (Trainium2 architecture guide): the same
+    instruction as ``nc_transpose(engine=tensor)``, with its timing."""
+    st = _tensor(stationary, "stationary", api)
+    mv = _tensor(moving, "moving", api)
+    rs = _where(st, _SBUF, "stationary", api)
+    rm = _where(mv, _SBUF, "moving", api)
+    k = rs[1] - rs[0]
+    if rm[1] - rm[0] != k or rm[4] != k:
+        raise HardwareRuleError(
+            f"nisa.{api}(is_transpose=True): moving {mv.shape} must be the [{k}, {k}] identity "
+            f"that transposes a stationary tile of {k} partitions"
+        )
+    if tr.numerics and not np.array_equal(_flat(mv), np.eye(k)):
+        raise KernelArgumentError(
+            f"nisa.{api}(is_transpose=True): moving is not an identity matrix; transpose mode "
+            f"passes stationary through, so use nl.shared_identity_matrix({k}) (or a plain "
+            f"matmul, is_transpose=False)"
+        )
+    if accumulate:
+        raise KernelArgumentError(
+            f"nisa.{api}(is_transpose=True) writes the transpose; it does not accumulate"
+        )
+    dst = _tensor(dst, "dst", api)
+    if dst.dtype != st.dtype:
+        raise FormatNotSupportedError(
+            f"nisa.{api}(is_transpose=True): dst is {dst.dtype}, stationary {st.dtype}; "
+            f"transpose mode writes the stationary tile's own dtype (a bf16 transpose gives "
+            f"bf16 PSUM, the Trainium2 architecture guide): make dst {st.dtype}"
+        )
+    nc_transpose(dst=dst, data=st, engine=engine.tensor)
 
 
 def _retargets(dst: NkiTensor, out) -> bool:
@@ -832,6 +889,13 @@ def memset(dst=None, value=None, *rest, engine=None, name=None, shape=None, dtyp
         raise KernelArgumentError(f"nisa.{api}: value must be a number, not {value!r}")
     if dst._s.dtype.packed > 1 and value != 0:
         raise KernelArgumentError(f"nisa.{api}: x4-packed types take value=0 only")
+    if dst._s.dtype.kind == "int" and not isinstance(value, numbers.Integral):
+        warnings.warn(
+            f"nisa.{api}: value {value!r} into a {dst.dtype} tile: NKI 0.3 and later refuse a "
+            f"value that does not match the tile's dtype (pass an integer, {int(value)!r}); "
+            f"older editions cast it, as trnlab does",
+            stacklevel=2,
+        )
     if tr.numerics:
         a = dst._arr()
         a[...] = round_to(np.full(a.shape, value, np.float32), dst._s.dtype)
@@ -1032,6 +1096,8 @@ def tensor_scalar(dst=None, data=None, op0=None, operand0=None, reverse0=False, 
 
 
 _RESET_REDUCE = reduce_cmd.reset_reduce
+_REDUCE = reduce_cmd.reduce
+_LOAD_REDUCE = reduce_cmd.load_reduce
 _FOLD = {
     "add": np.sum,
     "multiply": np.prod,
@@ -1080,9 +1146,102 @@ def tensor_scalar_reduce(dst=None, data=None, op0=None, operand0=None, reduce_op
         )
     if tr.numerics:
         v = _FOLD[fold](_flat(out).astype(np.float32), axis=1)
+        _vector_regs(tr)[rd[0] : rd[1]] = v  # the fold stays in the accumulators
         _put(res, -v if reduce_res_negate else v)
     _record(tr, "copy", "vector", res, rr, [(out, rd)], api, elements=1)  # the read-out
     return ret
+
+
+#: The accumulator's start under reset_reduce, by the cumulative operation (API reference).
+_CUMULATIVE_START = {
+    "add": 0.0,
+    "subtract": 0.0,
+    "multiply": 1.0,
+    "maximum": -np.inf,
+    "minimum": np.inf,
+}
+
+
+def _vector_regs(tr) -> np.ndarray:
+    """The Vector engine's accumulator registers, one per partition (shared by its
+    accumulating instructions; the Scalar engine's are separate)."""
+    return tr.constants.setdefault("vector_regs", np.zeros(tr.pmax, np.float32))
+
+
+def tensor_scalar_cumulative(dst=None, src=None, op0=None, op1=None, imm0=None, imm1=None,
+                             reduce_cmd=reduce_cmd.reset_reduce, name=None):  # fmt: skip
+    """Vector engine, along the free axes of each partition: ``reg = op1(op0(src[i], imm0),
+    reg); dst[i] = reg`` (a running sum, product, max or min after one tensor_scalar stage),
+    ``reg`` the engine's accumulator register: reset to op1's identity (``reset_reduce``),
+    loaded from ``imm1`` (``load_reduce``), or carried on from the Vector instruction before
+    (``reduce``). Charged as a one-input Vector instruction (N cycles): its cost is not
+    published, an assumption."""
+    api = "tensor_scalar_cumulative"
+    tr = current()
+    if dst is None or src is None or op0 is None or op1 is None or imm0 is None:
+        raise KernelArgumentError(f"nisa.{api} needs dst, src, op0, op1 and imm0")
+    dst, src = _tensor(dst, "dst", api), _tensor(src, "src", api)
+    rd = _where(dst, _ON_CHIP, "dst", api)
+    r = _where(src, _ON_CHIP, "src", api)
+    _same_partitions(dst, rd, src, r, api, "dst", "src")
+    _same_elements(rd, r, api, "dst", "src")
+    for t, w in ((dst, "dst"), (src, "src")):
+        if t.dtype in ("int32", "uint32"):
+            raise FormatNotSupportedError(
+                f"nisa.{api}: {w} is {t.dtype}; the instruction takes bf16, fp16, fp32, fp8, "
+                f"uint8, uint16, int8 or int16 (no 32-bit integers: an ISA limit)"
+            )
+    n0 = N.name_of(op0, N.ALU, f"nisa.{api} op0")
+    if n0.startswith(("bitwise_", "logical_", "left_shift", "right_shift")):
+        raise KernelArgumentError(f"nisa.{api}: op0 must be an arithmetic operator, not {n0}")
+    n1 = N.name_of(op1, N.ALU, f"nisa.{api} op1")
+    if n1 not in _CUMULATIVE_START:
+        raise KernelArgumentError(
+            f"nisa.{api}: op1 is the running operation: add, subtract, multiply, maximum or "
+            f"minimum, not {n1}"
+        )
+    cmd = reduce_cmd
+    if cmd not in (_RESET_REDUCE, _REDUCE, _LOAD_REDUCE):
+        raise option(f"nisa.{api}", f"reduce_cmd={cmd}",
+                     "reduce_cmd.reset_reduce, reduce and load_reduce are")  # fmt: skip
+    v0, t0, r0 = _scalar_or_vector(imm0, r, "imm0", api)
+    ins = [(src, r)] + ([(t0, r0)] if t0 is not None else [])
+    v1 = t1 = None
+    if cmd is _LOAD_REDUCE:
+        if imm1 is None:
+            raise KernelArgumentError(
+                f"nisa.{api}: reduce_cmd=load_reduce starts the accumulator from imm1; give imm1"
+            )
+        v1, t1, r1 = _scalar_or_vector(imm1, r, "imm1", api)
+        if t1 is not None:
+            ins.append((t1, r1))
+    elif imm1 is not None:  # read only by load_reduce (the API reference's own chained
+        _scalar_or_vector(imm1, r, "imm1", api)  # example passes it to every call)
+    regs = _vector_regs(tr)
+    p0, p1 = r[0], r[1]
+    if tr.numerics:
+        x = _flat(src).astype(np.float32)
+        if cmd is _RESET_REDUCE:
+            reg = np.full(p1 - p0, _CUMULATIVE_START[n1], np.float32)
+        elif cmd is _LOAD_REDUCE:
+            reg = (
+                np.full(p1 - p0, v1, np.float32)
+                if t1 is None
+                else _flat(t1)[:, 0].astype(np.float32)
+            )
+        else:
+            reg = regs[p0:p1].copy()
+        out = np.empty_like(x)
+        f0, f1 = N.ALU[n0], N.ALU[n1]
+        o = _vals(v0, t0, True)
+        with np.errstate(all="ignore"):
+            t = np.asarray(f0(x, o), np.float32)
+            for j in range(x.shape[1]):
+                reg = np.asarray(f1(t[:, j], reg), np.float32)
+                out[:, j] = reg
+        regs[p0:p1] = reg
+        _put(dst, out)
+    _record(tr, "reduce", "vector", dst, rd, ins, api)
 
 
 def _axes(x: NkiTensor, axis, api: str) -> tuple[int, ...]:
@@ -1099,11 +1258,38 @@ def _axes(x: NkiTensor, axis, api: str) -> tuple[int, ...]:
     return ax
 
 
+def _fold_left(fn, cast=None):
+    """A reduction over the last ``len(axis)`` axes that folds element by element from the
+    left (the order matters for subtract): ``x0 op x1 op x2 ...``."""
+
+    def reduce(x, axis, keepdims=False):
+        ax = (axis,) if isinstance(axis, numbers.Integral) else tuple(axis)
+        lead = x.shape[: x.ndim - len(ax)]
+        v = x.reshape(*lead, -1)
+        v = v if cast is None else cast(v)
+        out = fn.reduce(v, axis=-1)
+        return out.astype(np.float32) if out.dtype == bool else out
+
+    return reduce
+
+
+#: tensor_reduce's operators beyond the shared reductions: NKI's ALU table marks these
+#: legal reduction ops too (nki.api.shared, "Legal Reduction op").
+_MORE_REDUCTIONS = {
+    "subtract": _fold_left(np.subtract),
+    "bitwise_xor": _fold_left(np.bitwise_xor, lambda v: np.nan_to_num(v).astype(np.int64)),
+    "logical_and": _fold_left(np.logical_and, lambda v: v != 0),
+    "logical_or": _fold_left(np.logical_or, lambda v: v != 0),
+    "logical_xor": _fold_left(np.logical_xor, lambda v: v != 0),
+}
+_TENSOR_REDUCE = {**N.REDUCE, **_MORE_REDUCTIONS}
+
+
 def tensor_reduce(dst=None, op=None, data=None, axis=None, negate=False, keepdims=False, name=None,
                   dtype=None):  # fmt: skip
-    """Reduce ``data`` along its last free axes on the Vector engine (add, maximum, minimum,
-    multiply, bitwise and/or), optionally negated. Older form: ``tensor_reduce(op, data,
-    axis)`` returns a new tile."""
+    """Reduce ``data`` along its last free axes on the Vector engine (add, subtract (a left
+    fold), maximum, minimum, multiply, average, bitwise and/or/xor, logical and/or/xor),
+    optionally negated. Older form: ``tensor_reduce(op, data, axis)`` returns a new tile."""
     api = "tensor_reduce"
     tr = current()
     ret = None
@@ -1121,7 +1307,7 @@ def tensor_reduce(dst=None, op=None, data=None, axis=None, negate=False, keepdim
         dst = ret = _new(shape, dtype or d0.dtype, MemoryRegion.sbuf)
     dst = _tensor(dst, "dst", api)
     data = _tensor(data, "data", api)
-    oname = N.name_of(op, N.REDUCE, f"nisa.{api} op")
+    oname = N.name_of(op, _TENSOR_REDUCE, f"nisa.{api} op")
     ax = _axes(data, axis, api)
     rd = _where(dst, _ON_CHIP, "dst", api)
     r = _where(data, _ON_CHIP, "data", api)
@@ -1133,19 +1319,28 @@ def tensor_reduce(dst=None, op=None, data=None, axis=None, negate=False, keepdim
             f"partition; dst {dst.shape} holds {rd[4]}"
         )
     if tr.numerics:
-        v = N.REDUCE[oname](data._arr(), axis=ax)
+        with np.errstate(all="ignore"):
+            v = _TENSOR_REDUCE[oname](data._arr(), axis=ax)
         _put(dst, -v if negate else v)
     _record(tr, "reduce", "vector", dst, rd, [(data, r)], api, elements=r[4])
     return ret
 
 
-def tensor_partition_reduce(dst, op, data, name=None):
-    """Reduce across partitions on GpSimd: ``data [P, F] -> dst [1, F]`` (add, average,
-    maximum, bitwise or/and)."""
+def tensor_partition_reduce(dst=None, op=None, data=None, name=None, dtype=None):
+    """Reduce across partitions on GpSimd: ``data [P, F...] -> dst [1, F...]`` (add, average,
+    maximum, bitwise or/and). Older form: ``tensor_partition_reduce(op, data)`` returns a new
+    one-partition SBUF tile."""
     api = "tensor_partition_reduce"
     tr = current()
-    dst = _tensor(dst, "dst", api)
+    ret = None
+    if data is None and type(dst) is not NkiTensor:  # older: (op, data[, dtype=])
+        dst, op, data = None, dst, op
+    if data is None or op is None:
+        raise KernelArgumentError(f"nisa.{api} needs op and data (and dst, or the older form)")
     data = _tensor(data, "data", api)
+    if dst is None:
+        dst = ret = _new((1, *data.shape[1:]), dtype or data.dtype, MemoryRegion.sbuf, depth=5)
+    dst = _tensor(dst, "dst", api)
     oname = N.name_of(op, N.REDUCE, f"nisa.{api} op")
     if oname in ("minimum", "multiply"):
         raise KernelArgumentError(
@@ -1161,6 +1356,7 @@ def tensor_partition_reduce(dst, op, data, name=None):
     if tr.numerics:
         _put(dst, N.REDUCE[oname](_flat(data), axis=0, keepdims=True))
     _record(tr, "gpsimd", "gpsimd", dst, rd, [(data, r)], api, elements=r[4])
+    return ret
 
 
 def reciprocal(dst=None, data=None, name=None, dtype=None):
@@ -1521,6 +1717,7 @@ _MODELLED = (
     "tensor_partition_reduce",
     "tensor_reduce",
     "tensor_scalar",
+    "tensor_scalar_cumulative",
     "tensor_scalar_reduce",
     "tensor_tensor",
     "tensor_tensor_scan",
@@ -1530,7 +1727,6 @@ _KNOWN = frozenset(
     {
         "tensor_copy_predicated",
         "dma_transpose",
-        "tensor_scalar_cumulative",
         "activate2",
         "local_gather",
         "nc_n_gather",

@@ -29,6 +29,7 @@ from ._errors import NotModelledError, missing
 from ._index import arange as arange  # older editions' index expressions
 from ._index import mgrid as mgrid
 from ._mask import Overhang, apply_mask, check_mask, give_masks
+from ._object import NKIObject as NKIObject
 from ._spmd import nc as nc  # older editions' placement of a grid axis on the cores
 from ._spmd import spmd_dim as spmd_dim
 from ._tensor import MemoryRegion, NkiTensor
@@ -352,7 +353,8 @@ def program_id(axis=0) -> int:
 
 
 def num_programs(axes=None) -> int:
-    """Programs along ``axes`` of the launch grid (all of them when None)."""
+    """Programs along ``axes`` of the launch grid (all of them when None: the older editions'
+    default, whose N-D grids are the only launches where NKI 0.6's default, axis 0, differs)."""
     tr = current()
     if axes is None:
         return math.prod(tr.grid)
@@ -1023,7 +1025,6 @@ _KNOWN = frozenset(
         "prelu",
         "NkiTensor",
         "MemoryRegion",
-        "NKIObject",
         "loop_reduce",
         "atomic_rmw",
         "store_transpose2d",
