@@ -105,6 +105,30 @@ def test_mx_blocks_take_the_scale_rule_of_the_chosen_chips_quantiser():
     assert not on(g3[inside], g_ocp).all()
 
 
+def test_a_format_that_overflows_is_never_ranked_as_accurate_by_its_finite_values():
+    # E3M4 tops out at 15.5: on the outlier channels 1% of values become Inf, and the RMS of
+    # the rest (0.3%) would make it look seven times better than E4M3 (2.4%).
+    m = FormatComparison(formats=("fp8_e3m4", "fp8_e4m3", "bf16"), chip="trn1", size=128)
+    rows = {r.fmt: r for r in m.rows()}
+    assert rows["fp8_e3m4"].non_finite > 0 and not np.isfinite(rows["fp8_e3m4"].matmul_snr_db)
+    text = m.summary()
+    assert "on the values that stayed finite" in text and "the matmul overflowed" in text
+    assert "Most accurate matmul: bf16" in text
+    view = FormatExplorer(formats=("fp8_e3m4", "fp8_e4m3", "bf16"), chip="trn1", size=128)
+    assert "not drawn: fp8_e3m4" in view.trade.layout.title.text
+    assert [t.visible for t in view.trade.data[:3]] == [False, True, True]
+    assert "(finite values)" in view.table.value and "overflowed" in view.table.value
+
+
+def test_tied_peaks_are_named_together_not_the_first_one():
+    trn3 = catalog.chip("trn3")
+    assert trn3.peak_flops("mxfp8_e4m3") == trn3.peak_flops("mxfp4")  # the tie in question
+    text = FormatComparison(formats=("bf16", "mxfp8_e4m3", "mxfp4"), size=32).summary()
+    assert "Fastest on Trainium3: mxfp8_e4m3 and mxfp4" in text
+    text = FormatComparison(formats=("fp8_e4m3", "bf16"), chip="trn1", size=32).summary()
+    assert "On Trainium every format runs at" in text
+
+
 def test_grid_ticks_lie_on_the_format_grid(model):
     g = model.grid("fp8_e4m3fn")
     exact = set(np.log2(formats.grid("fp8_e4m3fn")[formats.grid("fp8_e4m3fn") > 0]).tolist())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 
 import pytest
@@ -66,6 +67,7 @@ def test_other_chips_at_the_same_count_scale_with_their_matmul_rate(model):
         {"tp": 3},  # does not divide 16 chips
         {"global_batch": 0},
         {"tokens": -1.0},
+        {"tokens": 1e300},  # 300-digit days and dollars are not an answer
         {"colour": "red"},
     ],
 )
@@ -94,6 +96,43 @@ def test_view_draws_memory_step_and_chips_and_explains_infeasible_plans():
     e.seq_len.value = 16384  # a valid question whose answer is "does not fit"
     assert "cannot run" in e.message.value and "GiB per chip" in e.message.value
     assert len(e.chips.data[0].x) == 0
+
+
+def test_a_split_that_does_not_divide_the_system_names_splits_that_do():
+    m = ScaleModel(model="llama3-8b", system="trn2.48xlarge", tp=4, pp=1, global_batch=512)
+    with pytest.raises(ValueError) as err:
+        m.set(system="trn3-ultraserver-gen2", tp=8, pp=4)  # 32 does not divide 144
+    said = str(err.value)
+    for pp in (2, 3, 6, 9, 18):  # 8 x pp divides 144 for exactly these
+        assert 144 % (8 * pp) == 0 and f"{pp}" in said.split("with pp")[1]
+    assert "best split" in said
+    m.set(system="trn3-ultraserver-gen2", tp=8, pp=9)  # one the advice names: it plans
+    assert m.result.parallel.pp == 9
+
+
+def test_the_chip_table_says_when_plain_fp8_misses_a_chips_mx_rate():
+    rows = {r.chip: r for r in ScaleModel(dtype="fp8").compare_chips()}
+    trn3 = catalog.chip("trn3")
+    ratio = trn3.peak_flops("mxfp8") / trn3.peak_flops("fp8")
+    assert f"mxfp8 gets its {ratio:.2g}x" in rows["trn3"].note
+    assert "mxfp8" not in rows["trn2"].note and "mxfp8" not in rows["b200"].note
+
+
+def test_the_summary_says_small_budgets_in_units_that_read():
+    m = ScaleModel(model="llama3-8b", system="trn2.48xlarge", tp=4, pp=1, global_batch=64)
+    m.set(tokens=1e6)
+    assert re.search(r"1M tokens take [\d.]+ s, about \$0\.\d\d", m.summary())
+    m.set(tokens=15.6e12)
+    assert "15.6T tokens take" in m.summary() and "days" in m.summary()
+
+
+def test_typed_counts_out_of_range_are_refused_aloud_not_clamped():
+    e = ScaleExplorer(model="llama3-8b", system="trn2.48xlarge", tp=4, pp=1, global_batch=64)
+    e.global_batch.value = 0
+    assert "global_batch = 0 is out of range" in e.message.value
+    assert e.model.global_batch == 64 and e.global_batch.value == 64
+    e.count.value = 10**7  # 160 million chips
+    assert "up to 1,000,000 chips" in e.message.value and e.model.count == 1
 
 
 def test_the_search_runs_on_a_worker_thread_and_can_be_cancelled():

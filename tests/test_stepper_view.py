@@ -116,6 +116,25 @@ def test_a_refused_change_shows_why_and_keeps_the_view(stepper):
     assert stepper.message.value == "" and _bars(stepper)["matmul / transpose"] == 32
 
 
+def test_switching_to_a_fixed_tile_variant_takes_its_tiles_instead_of_refusing(stepper):
+    stepper.variant.value = "tiled"
+    stepper.tiles["tile_k"].value = 64
+    assert stepper.model.tile_k == 64
+    stepper.variant.value = "blocked_mnk"  # built from 128 x 128 x 512 tiles
+    assert stepper.model.variant == "blocked_mnk" and stepper.message.value == ""
+    assert [w.value for w in stepper.tiles.values()] == [128, 128, 512]
+    assert all(w.disabled for w in stepper.tiles.values())
+
+
+@pytest.mark.parametrize("typed", [0, -5, 100_000])
+def test_a_typed_size_out_of_range_is_refused_aloud_not_clamped(stepper, typed):
+    # A bounded box would turn 0 into 1 or 100,000 into 65,536 without a word.
+    m = stepper.model.m
+    stepper.sizes["m"].value = typed
+    assert f"M = {typed:,} is out of range" in stepper.message.value
+    assert stepper.model.m == m and stepper.sizes["m"].value == m
+
+
 def test_every_control_has_a_description_and_tooltip(stepper):
     controls = [
         stepper.chip,

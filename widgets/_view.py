@@ -166,6 +166,7 @@ class Dashboard(ABC):
     def set(self, **changes):
         """Change settings from code (the model's names), then redraw."""
         self.model.set(**changes)
+        self.message.value = ""  # a refusal shown earlier no longer describes what is drawn
         self._sync()
         self.redraw()
         return self

@@ -12,9 +12,10 @@ from __future__ import annotations
 import html
 
 import ipywidgets as W
+import numpy as np
 import plotly.graph_objects as go
 
-from trnlab import formats
+from trnlab import catalog, formats
 from trnlab.units import si
 
 from ._html import table
@@ -175,15 +176,22 @@ class FormatExplorer(Dashboard):
         with self.trade.batch_update():
             for i, trace in enumerate(self.trade.data):
                 r = rows[i] if i < len(rows) else None
-                trace.visible = bool(r and r.throughput)
-                if r and r.throughput:
+                drawn = bool(r and r.throughput and np.isfinite(r.matmul_snr_db))
+                trace.visible = drawn
+                if drawn:
                     trace.x, trace.y = [r.throughput], [r.matmul_snr_db]
                     trace.text, trace.name = [r.fmt], r.fmt
                     trace.hovertext = [
                         f"<b>{r.fmt}</b><br>{r.bits_per_value:g} bits/value<br>"
                         f"SNR {r.matmul_snr_db:.1f} dB<br>{si(r.throughput, 'FLOP/s')}"
                     ]
-            self.trade.layout.title.text = f"Accuracy against throughput on {m.chip}"
+            overflowed = [r.fmt for r in rows if not np.isfinite(r.matmul_snr_db)]
+            chip = catalog.chip(m.chip).name
+            self.trade.layout.title.text = f"Accuracy against throughput on {chip}" + (
+                f"<br><sup>not drawn: {', '.join(overflowed)} (the matmul overflowed)</sup>"
+                if overflowed
+                else ""
+            )
         self.summary.value = f"<p>{html.escape(m.summary())}</p>"
         self.table.value = _table(rows)
 
@@ -205,11 +213,11 @@ def _table(rows) -> str:
             (
                 r.fmt,
                 f"{r.bits_per_value:g}",
-                f"{r.rms_rel_error:.2%}",
+                f"{r.rms_rel_error:.2%}" + (" (finite values)" if r.non_finite > 0 else ""),
                 f"{r.clipped:.2%}",
                 f"{r.flushed_to_zero:.2%}",
                 f"{r.non_finite:.2%}",
-                f"{r.matmul_snr_db:.1f} dB",
+                f"{r.matmul_snr_db:.1f} dB" if np.isfinite(r.matmul_snr_db) else "overflowed",
                 si(r.throughput, "FLOP/s") if r.throughput else "n/a",
             )
             for r in rows

@@ -401,16 +401,28 @@ class FormatComparison:
                 extra += f", {r.non_finite:.1%} became Inf/NaN"
             if r.flushed_to_zero > 0.01:
                 extra += f", {r.flushed_to_zero:.1%} flushed to zero"
-            parts.append(
-                f"{r.fmt}: {r.bits_per_value:g} bits/value, {r.rms_rel_error:.2%} RMS error{extra}, "
-                f"matmul SNR {r.matmul_snr_db:.1f} dB, {speed}."
+            rms = f"{r.rms_rel_error:.2%} RMS error" + (
+                " on the values that stayed finite" if r.non_finite > 0 else ""
             )
-        ok = [r for r in rows if np.isfinite(r.matmul_snr_db)]
+            snr = (
+                f"matmul SNR {r.matmul_snr_db:.1f} dB"
+                if np.isfinite(r.matmul_snr_db)
+                else "the matmul overflowed (SNR -inf)"
+            )
+            parts.append(f"{r.fmt}: {r.bits_per_value:g} bits/value, {rms}{extra}, {snr}, {speed}.")
+        ok = [r for r in rows if np.isfinite(r.matmul_snr_db) and r.non_finite == 0]
         if ok:
             best = max(ok, key=lambda r: r.matmul_snr_db)
             parts.append(f"Most accurate matmul: {best.fmt}.")
         fast = [r for r in rows if r.throughput]
         if fast:
-            top = max(fast, key=lambda r: r.throughput)
-            parts.append(f"Fastest on {chip.name}: {top.fmt}.")
+            top = max(r.throughput for r in fast)
+            tied = [r.fmt for r in fast if r.throughput == top]
+            if len(tied) == 1:
+                parts.append(f"Fastest on {chip.name}: {tied[0]}.")
+            elif len(tied) == len(rows):
+                parts.append(f"On {chip.name} every format runs at {si(top, 'FLOP/s')}.")
+            else:
+                names = f"{', '.join(tied[:-1])} and {tied[-1]}"
+                parts.append(f"Fastest on {chip.name}: {names} ({si(top, 'FLOP/s')} each).")
         return " ".join(parts)

@@ -17,6 +17,7 @@ import ipywidgets as W
 from ._view import Dashboard
 from .stepper_charts import GanttChart, HBMChart, MemoryMap, RooflineChart, counters_table
 from .stepper_model import (
+    DEFAULT_TILE,
     FORMATS,
     TILE_K_OPTIONS,
     TILE_M_OPTIONS,
@@ -82,10 +83,10 @@ class MatmulStepper(Dashboard):
             ("k", "the contraction: columns of A, rows of B"),
             ("n", "columns of B and C"),
         ):
-            self.sizes[dim] = W.BoundedIntText(
+            # IntText, not BoundedIntText: a bounded box would clamp 0 to 1 or 100000 to
+            # 65536 without a word; the model refuses such a size and says its limit.
+            self.sizes[dim] = W.IntText(
                 value=getattr(m, dim),
-                min=1,
-                max=65536,
                 step=128,
                 description=dim.upper(),
                 tooltip=tip,
@@ -182,12 +183,16 @@ class MatmulStepper(Dashboard):
         if change["owner"] is self.position:
             self.model.set(position=self.position.value)
             return
+        tiles = {k: w.value for k, w in self.tiles.items()}
+        if change["owner"] is self.variant and self.variant.value not in TILE_VARIANTS:
+            # a variant built from fixed tiles: take them, rather than refuse the switch
+            tiles = dict(zip(("tile_k", "tile_m", "tile_n"), DEFAULT_TILE, strict=True))
         self.model.set(
             chip=self.chip.value,
             variant=self.variant.value,
             dtype=self.dtype.value,
             **{k: w.value for k, w in self.sizes.items()},
-            **{k: w.value for k, w in self.tiles.items()},
+            **tiles,
         )
 
     def _next_matmul(self) -> None:

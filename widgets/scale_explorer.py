@@ -73,10 +73,10 @@ class ScaleExplorer(Dashboard):
         self.controls: dict[str, W.ValueWidget] = {
             "model": pick("model", m.models(), "Model", "a preset transformer", "260px"),
             "system": pick("system", m.systems(), "System", "an instance or UltraServer", "320px"),
-            "count": W.BoundedIntText(
+            # IntText, not BoundedIntText: the model refuses a bad number and says why; a
+            # bounded box would clamp it silently
+            "count": W.IntText(
                 value=m.count,
-                min=1,
-                max=100_000,
                 description="x count",
                 style=style,
                 tooltip="UltraCluster: how many of the system, joined by EFA",
@@ -96,9 +96,24 @@ class ScaleExplorer(Dashboard):
                 indent=False,
                 tooltip="ignore the split below and use the search's best plan",
             ),
-            "tp": pick("tp", [1, 2, 4, 8, 16, 32, 64], "tp", "tensor parallel degree", "120px"),
+            # degrees with factors of 3 too: inf2.48xlarge has 12 chips, a Trn3 Gen2
+            # UltraServer 144 (splits of 9 or 18 are the only ones that leave a
+            # power-of-two data-parallel degree)
+            "tp": pick(
+                "tp",
+                [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64],
+                "tp",
+                "tensor parallel degree",
+                "120px",
+            ),
             "cp": pick("cp", [1, 2, 4, 8], "cp", "context (sequence) parallel degree", "120px"),
-            "pp": pick("pp", [1, 2, 4, 5, 8, 10, 16], "pp", "pipeline stages", "120px"),
+            "pp": pick(
+                "pp",
+                [1, 2, 3, 4, 5, 6, 8, 9, 10, 12, 16, 18, 24, 32],
+                "pp",
+                "pipeline stages",
+                "120px",
+            ),
             "ep": pick("ep", [1, 2, 4, 8], "ep", "expert parallel degree (MoE)", "120px"),
             "zero": pick("zero", [0, 1, 2, 3], "ZeRO", "optimizer-state sharding stage", "130px"),
             "micro_batch": pick(
@@ -113,10 +128,8 @@ class ScaleExplorer(Dashboard):
                 style=style,
                 layout={"width": "190px"},
             ),
-            "global_batch": W.BoundedIntText(
+            "global_batch": W.IntText(
                 value=m.global_batch,
-                min=1,
-                max=10_000_000,
                 description="global batch",
                 tooltip="sequences per optimizer step",
                 style=style,

@@ -64,6 +64,71 @@ class SearchJob:
         return self._done.wait(timeout)
 
 
+#: The largest token budget taken: 1e16, about 600 times Llama 3's 15.6 trillion.
+MAX_TOKENS = 1e16
+
+
+def _tokens_text(tokens: float) -> str:
+    """A token count as people say it: 15.6T, 300B, 40M, 1,000 tokens."""
+    for unit, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M")):
+        if tokens >= unit:
+            return f"{tokens / unit:,.3g}{suffix} tokens"
+    return f"{tokens:,.0f} tokens"
+
+
+def _duration_text(seconds: float) -> str:
+    """A training time in the unit that reads best: days, hours, minutes or seconds."""
+    if seconds >= 2 * 86400:
+        return f"{seconds / 86400:,.1f} days"
+    if seconds >= 2 * 3600:
+        return f"{seconds / 3600:,.1f} hours"
+    if seconds >= 120:
+        return f"{seconds / 60:,.1f} minutes"
+    return f"{seconds:,.3g} s"
+
+
+def _energy_text(joules: float) -> str:
+    """Energy in MWh, or kWh below one MWh."""
+    mwh = joules / 3.6e9
+    return (
+        f"{mwh:,.0f} MWh"
+        if mwh >= 10
+        else f"{mwh:,.2g} MWh"
+        if mwh >= 1
+        else f"{mwh * 1e3:,.3g} kWh"
+    )
+
+
+def _faster_format(chip, dtype: str) -> list[str]:
+    """A note where the chosen format misses the chip's faster one: plain FP8 on a chip whose
+    FP8 rate is its BF16 rate but whose MXFP8 rate is higher (Trainium3)."""
+    if catalog.dtype_name(dtype) != "fp8":
+        return []
+    try:
+        fp8, bf16, mx = (chip.peak_flops(d) for d in ("fp8", "bf16", "mxfp8"))
+    except CatalogError:
+        return []
+    if fp8 <= bf16 and mx > fp8:
+        return [f"plain FP8 runs at its BF16 rate: mxfp8 gets its {mx / fp8:.2g}x"]
+    return []
+
+
+def _split_advice(st: dict, chips: int, name: str) -> str:
+    """Why a hand-picked split does not fit the system, and splits that would."""
+    tp, cp, pp = st["tp"], st["cp"], st["pp"]
+    divisors = [d for d in range(1, min(chips, 64) + 1) if chips % d == 0]
+    head = (
+        f"tp x cp x pp = {tp * cp * pp} does not divide the {chips:,} chips of {name}; data "
+        f"parallelism takes the rest, so tp x cp x pp must be one of {', '.join(map(str, divisors))}"
+        f"{'...' if chips > 64 else ''}"
+    )
+    if chips % (tp * cp) == 0:
+        fits = [d for d in divisors if (chips // (tp * cp)) % d == 0 and d > 1][:6]
+        if fits:
+            head += f": keep tp {tp} and cp {cp} with pp {', '.join(map(str, fits))}"
+    return head + ", or tick 'best split (search)'"
+
+
 class ScaleModel:
     """A training job and its plan.
 
@@ -218,8 +283,9 @@ class ScaleModel:
         for name in ("tp", "cp", "pp", "ep", "micro_batch", "global_batch", "seq_len", "count"):
             st[name] = whole(st[name], name, 1, None, SettingError)
         st["tokens"] = number(
-            st["tokens"], "tokens (the token budget)", 0, None, lo_open=True, error=SettingError
-        )
+            st["tokens"], "tokens (the token budget)", 0, MAX_TOKENS, lo_open=True,
+            error=SettingError,
+        )  # fmt: skip
         st["auto"] = flag(st["auto"], "auto (search every split)", SettingError)
         st["dtype"] = choose(st["dtype"], DTYPES, "format (dtype)", SettingError)
         if isinstance(st["zero"], bool) or st["zero"] not in (0, 1, 2, 3):
@@ -237,10 +303,7 @@ class ScaleModel:
         except CatalogError as err:
             raise SettingError(str(err)) from None
         if not st["auto"] and sysobj.chips % (st["tp"] * st["cp"] * st["pp"]):
-            raise SettingError(
-                f"tp x cp x pp = {st['tp'] * st['cp'] * st['pp']} does not divide the {sysobj.chips:,} chips of "
-                f"{sysobj.name}; data parallelism takes the rest, so pick divisors"
-            )
+            raise SettingError(_split_advice(st, sysobj.chips, sysobj.name))
         return st, sysobj
 
     def _plan(self, st: dict, sysobj: System, progress=None, cancel=None) -> PlanResult:
@@ -322,7 +385,7 @@ class ScaleModel:
             price = chip.price_per_chip_hour
             cost = seconds / 3600 * n * price if price is not None else None
             energy = seconds * n * chip.power / 3.6e9 if chip.power is not None else None
-            notes = []
+            notes = _faster_format(chip, r.dtype)
             if price is None:
                 notes.append("no price on record")
             else:  # prices differ in kind: say which this one is
@@ -348,11 +411,17 @@ class ScaleModel:
             return head + " Not possible: " + "; ".join(r.problems) + "."
         parts = sorted(r.step.items(), key=lambda kv: -kv[1])
         biggest = ", ".join(f"{k} {v / r.step_time:.0%}" for k, v in parts if v > 0)
-        money = f", about ${r.cost:,.0f}" if r.cost is not None else " (no price on record)"
-        energy = f" and {r.energy / 3.6e9:,.0f} MWh" if r.energy is not None else ""
+        money = (
+            " (no price on record)"
+            if r.cost is None
+            else f", about ${r.cost:,.0f}"
+            if r.cost >= 100
+            else f", about ${r.cost:,.2f}"
+        )
+        energy = f" and {_energy_text(r.energy)}" if r.energy is not None else ""
         return (
             f"{head} Memory {r.memory.total / gib:,.1f} of {r.capacity / gib:,.1f} GiB per chip. "
             f"Step {r.step_time:,.2f} s ({biggest}); MFU {r.mfu:.1%}; "
-            f"{si(r.tokens_per_second, 'tokens/s')}; {r.tokens / 1e9:,.0f}B tokens take "
-            f"{r.time_to_train / 86400:,.1f} days{money}{energy}."
+            f"{si(r.tokens_per_second, 'tokens/s')}; {_tokens_text(r.tokens)} take "
+            f"{_duration_text(r.time_to_train)}{money}{energy}."
         )
