@@ -2214,6 +2214,9 @@ def _option(w, pick: int):
     if hasattr(w, "options"):
         opts = [o[1] if isinstance(o, tuple) else o for o in w.options]
         return opts[pick % len(opts)]
+    if not hasattr(w, "min"):  # an unbounded number box: whatever a learner may type
+        typed = [1, 2, 16, 64, 128, 256, 384, 512, 1000, 4096, 0, -1, -512, 100_000, 10**9]
+        return typed[pick % len(typed)]
     lo, hi = w.min, min(w.max, w.min + 4096)
     return lo + pick % (hi - lo + 1)
 
@@ -2319,16 +2322,19 @@ chip_settings = dict(
         st.sampled_from(["trn2", ("trn2", "nope"), 5, ("trn2", "TRN2"), [None]]),
         ("items", "chip", "system"),
     ),
-    metric=F.name(["peak.bf16", "hbm_bandwidth", "hbm_bytes"], ("metric",)),
-    x_metric=F.name(["hbm_bandwidth", "peak.fp8"], ("x_metric",)),
+    # Overlapping names: the same figure on both axes of a scatter must be refused or moved.
+    metric=F.name(["peak.bf16", "hbm_bandwidth", "hbm_bytes", "peak.mxfp8"], ("metric",)),
+    x_metric=F.name(["hbm_bandwidth", "peak.fp8", "peak.mxfp8"], ("x_metric",)),
     chart=F.name(["bar", "scatter"], ("chart",)),
 )
-model_target(
-    "trnlab.widgets.ChipComparison",
-    widgets.ChipComparison,
-    lambda m: [m.rows(), m.summary(), m.sources_table()],
-    **chip_settings,
-)
+
+
+def _read_chips(m):
+    assert m.chart != "scatter" or m.metric != m.x_metric, f"a scatter of {m.metric} on itself"
+    return [m.rows(), m.summary(), m.sources_table(), m.rows(m.x_metric)]
+
+
+model_target("trnlab.widgets.ChipComparison", widgets.ChipComparison, _read_chips, **chip_settings)
 view_targets("trnlab.widgets.ChipExplorer", widgets.ChipExplorer, chip_settings)
 
 # MatmulStepper / MatmulStepperModel / KernelProfile / RunCursor

@@ -703,6 +703,88 @@ def test_older_editions_trace_decorator_and_value_returning_partition_reduce():
     np.testing.assert_allclose(b, a.sum(axis=0, keepdims=True), rtol=1e-5)
 
 
+def _first_unclaimed(row, val, claimed):
+    for j, x in enumerate(row):
+        if x == val and j not in claimed:
+            claimed.add(j)
+            return j
+    return None
+
+
+@FAST
+@given(p=st.integers(1, 16), f=st.integers(8, 64), seed=st.integers(0, 2**16))
+def test_top8_instructions_follow_the_api_reference(p, f, seed):
+    # Few distinct values, so ties and repeated maxima are the rule, not the exception.
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 6, (p, f)).astype(np.float32)
+    # each partition's 8 vals drawn from its own row, plus 99, never in the data (all ones)
+    vals = np.stack([rng.choice(np.append(row, 99.0), 8) for row in x]).astype(np.float32)
+
+    def k(a, v):
+        data, want = nl.load(a), nl.load(v)
+        top = nl.ndarray((p, 8), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.max8(dst=top, src=data)
+        idx = nl.ndarray((p, 8), dtype=nl.uint16, buffer=nl.sbuf)
+        nisa.nc_find_index8(dst=idx, data=data, vals=want)
+        rep = nl.ndarray((p, f), dtype=nl.float32, buffer=nl.sbuf)
+        ridx = nl.ndarray((p, 8), dtype=nl.uint16, buffer=nl.sbuf)
+        nisa.nc_match_replace8(dst=rep, data=data, vals=want, imm=-1.0, dst_idx=ridx)
+        return _store_all(top, idx, rep, ridx)
+
+    top, idx, rep, ridx = sim(k, x, vals)
+    np.testing.assert_array_equal(top, np.sort(x, axis=1)[:, ::-1][:, :8])
+    for r in range(p):
+        claimed, want_idx = set(), []
+        for v in vals[r]:  # ascending: equal vals take successive occurrences
+            j = _first_unclaimed(x[r], v, claimed)
+            want_idx.append(0xFFFF if j is None else j)
+        np.testing.assert_array_equal(idx[r], want_idx)
+        claimed, want_ridx = set(), [0] * 8
+        for i in range(7, -1, -1):  # match_replace8 takes the vals from the last
+            j = _first_unclaimed(x[r], vals[r, i], claimed)
+            want_ridx[i] = 0xFFFF if j is None else j
+        np.testing.assert_array_equal(ridx[r], want_ridx)
+        want_rep = x[r].copy()
+        want_rep[sorted(claimed)] = -1.0
+        np.testing.assert_array_equal(rep[r], want_rep)
+
+
+def test_match_replace8_pairs_duplicate_vals_as_the_api_reference_example_does():
+    data = np.array([[1, 2, 3, 4, 8, 8, 8, 8, 8, 8, 8]], np.float32)
+    vals = np.array([[3, 8, 8, 8, 8, 8, 8, 8]], np.float32)
+
+    def k(a, v):
+        idx = nl.ndarray((1, 8), dtype=nl.uint32, buffer=nl.sbuf)
+        out = nisa.nc_match_replace8(data=nl.load(a), vals=nl.load(v), imm=0.0, dst_idx=idx)
+        return _store_all(out, idx)
+
+    out, idx = sim(k, data, vals)
+    np.testing.assert_array_equal(idx[0], [2, 10, 9, 8, 7, 6, 5, 4])
+    np.testing.assert_array_equal(out[0], [1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0])
+
+
+def test_top8_instructions_refuse_inputs_outside_their_range():
+    def k(a):
+        return _store_all(nisa.max8(src=nl.load(a)))[0]
+
+    with pytest.raises(core.HardwareRuleError, match="8 to 16,384"):
+        sim(k, rand(4, 7))
+
+
+def test_rand_is_uniform_on_0_1_repeatable_and_drawn_on_gpsimd():
+    def k(a):
+        t = nl.rand((64, 512), dtype=nl.float32)
+        return _store_all(t)[0]
+
+    x = rand(1, 1)
+    a, b = sim(k, x), sim(k, x)
+    np.testing.assert_array_equal(a, b)  # a run repeats; hardware's values would not
+    assert a.min() >= 0 and a.max() < 1 and abs(a.mean() - 0.5) < 0.01
+    assert len(np.unique(a)) > 30_000
+    run = nki.profile(k, chip="trn2")(x)
+    assert run.program.counts().get("gpsimd") == 1
+
+
 # --- the Tensor Engine --------------------------------------------------------------------------
 @pytest.mark.parametrize("chip", ["trn1", "trn2"])
 def test_nc_matmul_transpose_mode_is_bit_accurate_from_neuroncore_v3(chip):

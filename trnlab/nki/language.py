@@ -270,6 +270,24 @@ def full(shape, fill_value, dtype, buffer=sbuf, name: str = "") -> NkiTensor:
     return _filled(shape, fill_value, dtype, buffer, name)
 
 
+def rand(shape, dtype="float32", buffer=sbuf, name: str = "") -> NkiTensor:
+    """A new tensor of values drawn uniformly from [0, 1) (NKI marks it experimental).
+
+    An on-chip tile is filled by one GpSimd instruction (its random-number generator; the
+    cost of one GpSimd pass is an assumption). trnlab draws from a generator seeded afresh for
+    every run of a kernel, so a run repeats exactly; hardware's values differ run to run."""
+    t = _new_tensor(shape, dtype, buffer, name)
+    tr = current()
+    rng = tr.constants.setdefault("rand", np.random.default_rng(0x7E1AB))
+    if t._s.data is not None:
+        values = rng.random(t.shape, dtype=np.float64).astype(np.float32)
+        _isa._put(t, np.minimum(values, np.nextafter(np.float32(1), np.float32(0))))
+    if buffer in (sbuf, psum):
+        r = _isa._where(t, _isa._ON_CHIP, "the tile", "nl.rand")
+        _isa._record(tr, "gpsimd", "gpsimd", t, r, [], "rand")
+    return t
+
+
 def _declared_shape(x: NkiTensor) -> tuple:
     """``x``'s shape as declared: with the ``nl.par_dim`` marker where block dimensions come
     before the partitions of an on-chip tensor."""
@@ -961,6 +979,7 @@ _MODELLED = tuple(
             "zeros",
             "ones",
             "full",
+            "rand",
             "zeros_like",
             "empty_like",
             "shared_constant",
@@ -1007,7 +1026,6 @@ _MODELLED = tuple(
 )
 _KNOWN = frozenset(
     {
-        "rand",
         "random_seed",
         "dropout",
         "no_reorder",
