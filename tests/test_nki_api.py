@@ -771,6 +771,80 @@ def test_top8_instructions_refuse_inputs_outside_their_range():
         sim(k, rand(4, 7))
 
 
+@FAST
+@given(p=st.integers(1, 32), f=st.integers(1, 96), start=st.integers(-50, 50),
+       chained=st.booleans())  # fmt: skip
+def test_range_select_masks_by_column_index_and_keeps_the_running_max(p, f, start, chained):
+    # A causal window: keep column j where start + j >= lo[p] and start + j < hi[p]; the row
+    # max is in the Vector accumulators, carried over a second call with reduce_cmd.reduce.
+    x, lo = rand(p, f), np.round(rand(p, 1, lo=-60, hi=60))
+    hi = lo + np.round(rand(p, 1, lo=0, hi=80))
+    fmin = np.finfo(np.float32).min
+
+    def k(a, b0, b1):
+        src, t0, t1 = nl.load(a), nl.load(b0), nl.load(b1)
+        out = nl.ndarray((p, f), dtype=nl.float32, buffer=nl.sbuf)
+        mx = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.sbuf)
+        first = nisa.range_select(dst=out, on_true_tile=src, comp_op0=nl.greater_equal,
+                                  comp_op1=np.less, bound0=t0, bound1=t1, range_start=start,
+                                  reduce_res=None if chained else mx,
+                                  on_false_value=nl.fp32.min)  # fmt: skip
+        if chained:  # the same columns again, shifted by f: the max runs across both
+            again = nl.ndarray((p, f), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.range_select(dst=again, on_true_tile=src, comp_op0=nl.greater_equal,
+                              comp_op1=nl.less, bound0=t0, bound1=t1, range_start=start + f,
+                              reduce_cmd=nisa.reduce_cmd.reduce, reduce_res=mx,
+                              on_false_value=nl.fp32.min)  # fmt: skip
+        assert first is None
+        return _store_all(out, mx)
+
+    out, mx = sim(k, x, lo, hi)
+    j = start + np.arange(f)[None, :]
+    want = np.where((j >= lo) & (j < hi), x, fmin)
+    np.testing.assert_array_equal(out, want)
+    if chained:
+        j2 = j + f
+        want = np.maximum(want, np.where((j2 >= lo) & (j2 < hi), x, fmin))
+    np.testing.assert_array_equal(mx[:, 0], want.max(axis=1))
+
+
+def test_range_select_rules():
+    def k(a, b, **kw):
+        t, bt = nl.load(a), nl.load(b)
+        out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        opts = dict(comp_op0=nl.greater_equal, comp_op1=nl.less, on_false_value=nl.fp32.min)
+        nisa.range_select(dst=out, on_true_tile=t, bound0=bt, bound1=bt, **{**opts, **kw})
+        return _store_all(out)[0]
+
+    x, b = rand(4, 16), rand(4, 1)
+    with pytest.raises(core.HardwareRuleError, match="NeuronCore-v3"):
+        sim(k, x, b, chip="trn1")
+    with pytest.raises(core.HardwareRuleError, match="most negative value"):
+        sim(k, x, b, on_false_value=-1e30)
+    with pytest.raises(core.KernelArgumentError, match="a comparison must be one of"):
+        sim(k, x, b, comp_op0=nl.add)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_select_reduce_picks_by_predicate_and_accumulates_the_max(reverse):
+    x, pred = rand(8, 32), (RNG.random((8, 32)) < 0.5).astype(np.uint8)
+    fill = rand(8, 1)
+
+    def k(a, p_, f_):
+        out = nl.ndarray((8, 32), dtype=nl.float32, buffer=nl.sbuf)
+        mx = nl.ndarray((8, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.select_reduce(dst=out, predicate=nl.load(p_), on_true=nl.load(a), on_false=nl.load(f_),
+                           reduce_cmd=nisa.reduce_cmd.reset_reduce, reduce_res=mx,
+                           reduce_op=nl.max, reverse_pred=reverse)  # fmt: skip
+        return _store_all(out, mx)
+
+    out, mx = sim(k, x, pred, fill)
+    keep = (pred == 0) if reverse else (pred != 0)
+    want = np.where(keep, x, fill)
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(mx[:, 0], want.max(axis=1))
+
+
 def test_rand_is_uniform_on_0_1_repeatable_and_drawn_on_gpsimd():
     def k(a):
         t = nl.rand((64, 512), dtype=nl.float32)

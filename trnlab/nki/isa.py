@@ -1839,6 +1839,159 @@ def nc_match_replace8(dst=None, data=None, vals=None, imm=None, dst_idx=None, na
     return ret
 
 
+# --- selects with the Vector engine's accumulators --------------------------------------------
+_FP32_MIN = float(np.finfo(np.float32).min)
+_RANGE_COMPARISONS = ("equal", "less", "less_equal", "greater", "greater_equal")
+
+
+def _max_accumulate(tr, api, rows, values, cmd, reduce_res, reduce_op, idle_ok: bool):
+    """The running max of a select, kept in the Vector engine's accumulator registers
+    (``reset_reduce`` starts them at -inf, ``reduce`` carries them on, ``idle`` leaves them)
+    and read out to ``reduce_res`` when one is given: a short Vector instruction."""
+    if reduce_op is not None:
+        N.name_of(reduce_op, {"maximum": None}, f"nisa.{api} reduce_op (only max)")
+    allowed = (_RESET_REDUCE, _REDUCE) + ((reduce_cmd.idle,) if idle_ok else ())
+    if cmd not in allowed:
+        raise option(f"nisa.{api}", f"reduce_cmd={cmd}",
+                     " and ".join(str(c).split(".")[-1] for c in allowed) + " are")  # fmt: skip
+    regs = _vector_regs(tr)
+    p0, p1 = rows
+    if values is not None and cmd is not reduce_cmd.idle:
+        m = values.max(axis=1)
+        regs[p0:p1] = m if cmd is _RESET_REDUCE else np.maximum(regs[p0:p1], m)
+    if reduce_res is None:
+        return None
+    res = _tensor(reduce_res, "reduce_res", api)
+    rr = _where(res, _ON_CHIP, "reduce_res", api)
+    if rr[4] != 1 or rr[1] - rr[0] != p1 - p0:
+        raise HardwareRuleError(
+            f"nisa.{api}: reduce_res must be [{p1 - p0}, 1] (one value per partition); got "
+            f"{res.shape}"
+        )
+    if not res._s.dtype.is_float:
+        raise FormatNotSupportedError(f"nisa.{api}: reduce_res is {res.dtype}; it must be a float")
+    if tr.numerics:
+        _put(res, regs[p0:p1])
+    return res, rr
+
+
+def range_select(dst=None, on_true_tile=None, comp_op0=None, comp_op1=None, bound0=None,
+                 bound1=None, reduce_cmd=reduce_cmd.reset_reduce, reduce_res=None,
+                 reduce_op=None, range_start=0, on_false_value=_FP32_MIN, name=None,
+                 dtype=None):  # fmt: skip
+    """Vector engine, NeuronCore-v3+: keep ``on_true_tile[p, i]`` where
+    ``comp_op0(range_start + i, bound0[p]) & comp_op1(range_start + i, bound1[p])`` (in fp32),
+    ``on_false_value`` (which must be fp32's most negative finite value) elsewhere, and the
+    row maxima in the accumulators (``reduce_res`` reads them out): a causal or windowed mask
+    and the softmax's max in one pass. Older form: no ``dst``, returns a new tile. Timed as a
+    one-input Vector pass and a short read-out (its cost is not published: an assumption)."""
+    api = "range_select"
+    tr = current()
+    if tr.gen < 3:
+        raise HardwareRuleError(
+            f"nisa.{api} arrives with NeuronCore-v3 (trn2); this kernel is traced for "
+            f"{tr.params.chip}"
+        )
+    if on_true_tile is None or bound0 is None or bound1 is None:
+        raise KernelArgumentError(f"nisa.{api} needs on_true_tile, bound0 and bound1")
+    src = _tensor(on_true_tile, "on_true_tile", api)
+    ret = None
+    if dst is None:
+        dst = ret = _new(src.shape, dtype or src.dtype, MemoryRegion.sbuf, depth=5)
+    dst = _tensor(dst, "dst", api)
+    if not src._s.dtype.is_float:
+        raise FormatNotSupportedError(
+            f"nisa.{api}: on_true_tile is {src.dtype}; it must be a float"
+        )
+    if float(on_false_value) != _FP32_MIN:
+        raise HardwareRuleError(
+            f"nisa.{api}: on_false_value must be fp32's most negative value (nl.fp32.min, "
+            f"{_FP32_MIN:.7g}), a hardware constraint; got {on_false_value!r}"
+        )
+    if not isinstance(range_start, numbers.Integral) or isinstance(range_start, bool):
+        raise KernelArgumentError(
+            f"nisa.{api}: range_start must be an integer, not {range_start!r}"
+        )
+    ops = [
+        N.name_of(o, N.ALU, f"nisa.{api} {w}")
+        for o, w in ((comp_op0, "comp_op0"), (comp_op1, "comp_op1"))
+    ]
+    for o in ops:
+        if o not in _RANGE_COMPARISONS:
+            raise KernelArgumentError(
+                f"nisa.{api}: a comparison must be one of {', '.join(_RANGE_COMPARISONS)}, not {o}"
+            )
+    rd = _where(dst, _ON_CHIP, "dst", api)
+    r = _where(src, _ON_CHIP, "on_true_tile", api)
+    _same_partitions(dst, rd, src, r, api, "dst", "on_true_tile")
+    _same_elements(rd, r, api, "dst", "on_true_tile")
+    (_, b0, r0), (_, b1, r1) = (
+        _scalar_or_vector(b, r, w, api) for b, w in ((bound0, "bound0"), (bound1, "bound1"))
+    )
+    if b0 is None or b1 is None:
+        raise KernelArgumentError(f"nisa.{api}: bound0 and bound1 are [P, 1] tiles")
+    values = None
+    if tr.numerics:
+        x = _flat(src).astype(np.float32)
+        i = np.float32(range_start) + np.arange(x.shape[1], dtype=np.float32)[None, :]
+        keep = (N.ALU[ops[0]](i, _flat(b0)) != 0) & (N.ALU[ops[1]](i, _flat(b1)) != 0)
+        values = np.where(keep, x, np.float32(_FP32_MIN)).astype(np.float32)
+        _put(dst, values)
+    ins = [(src, r), (b0, r0), (b1, r1)]
+    _record(tr, "reduce", "vector", dst, rd, ins, api)
+    out = _max_accumulate(tr, api, (r[0], r[1]), values, reduce_cmd, reduce_res, reduce_op, False)
+    if out is not None:
+        _record(tr, "copy", "vector", out[0], out[1], [(dst, rd)], api, elements=1)
+    return ret
+
+
+def select_reduce(dst=None, predicate=None, on_true=None, on_false=None, reduce_res=None,
+                  reduce_cmd=reduce_cmd.idle, reduce_op=None, reverse_pred=False, name=None):  # fmt: skip
+    """Vector engine: ``dst = where(predicate (inverted by reverse_pred), on_true, on_false)``,
+    ``on_false`` a number or a ``[P, 1]`` tile, ``predicate`` an 8- or 16-bit integer tile;
+    with ``reduce_cmd`` reset_reduce / reduce the row maxima go to the accumulators
+    (``reduce_res`` reads them out). Timed as a two-input Vector instruction (tensor_tensor's
+    cost) and a short read-out (an assumption)."""
+    api = "select_reduce"
+    tr = current()
+    if dst is None or predicate is None or on_true is None or on_false is None:
+        raise KernelArgumentError(f"nisa.{api} needs dst, predicate, on_true and on_false")
+    dst, pred, src = (
+        _tensor(dst, "dst", api),
+        _tensor(predicate, "predicate", api),
+        _tensor(on_true, "on_true", api),
+    )
+    if pred.dtype not in ("bool_", "int8", "uint8", "int16", "uint16"):
+        raise FormatNotSupportedError(
+            f"nisa.{api}: predicate is {pred.dtype}; it must be an 8- or 16-bit integer (bool_, "
+            f"int8, uint8, int16 or uint16)"
+        )
+    if src.dtype in ("tfloat32", "int32", "uint32"):
+        raise FormatNotSupportedError(f"nisa.{api}: on_true cannot be {src.dtype}")
+    rd = _where(dst, _ON_CHIP, "dst", api)
+    rp = _where(pred, _ON_CHIP, "predicate", api)
+    r = _where(src, _ON_CHIP, "on_true", api)
+    if pred._s.buffer is MemoryRegion.psum and src._s.buffer is MemoryRegion.psum:
+        raise OperandPlacementError(f"nisa.{api}: predicate and on_true cannot both be in PSUM")
+    for x, rx, w in ((pred, rp, "predicate"), (src, r, "on_true")):
+        _same_partitions(dst, rd, x, rx, api, "dst", w)
+        _same_elements(rd, rx, api, "dst", w)
+    fv, ft, fr = _scalar_or_vector(on_false, r, "on_false", api)
+    values = None
+    if tr.numerics:
+        keep = _flat(pred) != 0
+        keep = ~keep if reverse_pred else keep
+        values = np.where(keep, _flat(src).astype(np.float32), _vals(fv, ft, True)).astype(
+            np.float32
+        )
+        _put(dst, values)
+    ins = [(pred, rp), (src, r)] + ([(ft, fr)] if ft is not None else [])
+    _record(tr, "tensor_tensor", "vector", dst, rd, ins, api)
+    out = _max_accumulate(tr, api, (r[0], r[1]), values, reduce_cmd, reduce_res, reduce_op, True)
+    if out is not None:
+        _record(tr, "copy", "vector", out[0], out[1], [(dst, rd)], api, elements=1)
+
+
 def get_nc_version() -> nc_version:
     """The NeuronCore generation the kernel is traced for."""
     return nc_version(current().gen)
@@ -1871,7 +2024,9 @@ _MODELLED = (
     "nc_matmul_mx",
     "nc_transpose",
     "quantize_mx",
+    "range_select",
     "reciprocal",
+    "select_reduce",
     "tensor_copy",
     "tensor_partition_reduce",
     "tensor_reduce",
@@ -1901,8 +2056,6 @@ _KNOWN = frozenset(
         "scalar_tensor_tensor",
         "core_barrier",
         "dma_compute",
-        "range_select",
-        "select_reduce",
         "sendrecv",
         "register_alloc",
         "register_move",

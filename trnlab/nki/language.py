@@ -17,6 +17,9 @@ import builtins
 import math
 import numbers
 
+# ml_dtypes registers bfloat16 and the float8 names with numpy, so host code may write
+# np.zeros(shape, dtype=nl.bfloat16) as it does with NKI's dtypes.
+import ml_dtypes  # noqa: F401
 import numpy as np
 
 from trnlab.core import KernelArgumentError
