@@ -228,3 +228,102 @@ def test_fewer_ring_chips_clamp_the_step():
     m.set(ring_chips=3)
     assert m.step == 4
     assert m.nbytes in DRAW_SIZES
+
+
+# Review fixes: auto's regimes, the bidirectional ring on a switch, copies, small rates, names.
+
+
+def _calibrated():
+    fig = catalog.table("collectives")
+    return fig["op_overhead"].value, fig["neuronlink_efficiency"].value
+
+
+def test_auto_regimes_describe_the_algorithm_auto_runs_at_the_drawn_size():
+    # 64 MiB all-reduce on the Trn3 Gen2 UltraServer: above the runtime's RDH band (56 MB) and
+    # 144 chips (no RDH anyway), so the runtime runs a ring. Its fixed part, by hand: T_op +
+    # 2 x 143 steps x 2 us (1 us software + 2 x 0.5 us switch hops); its bytes 2 x 143/144 S
+    # at the port's 2.56 TB/s / 2 x the achieved share. 64 MiB is latency-bound there.
+    op, eff = _calibrated()
+    port = catalog.system("trn3-ultraserver-gen2").chip.figures["neuronlink_bandwidth"].value
+    B3 = port / 2 * eff
+    lat = op + 286 * 2e-6
+    per_byte = 286 / (144 * B3)
+    m = CollectiveModel(system="trn3-ultraserver-gen2")
+    reg = m.regimes()
+    assert reg.algorithm in ("ring", "bidirectional_ring")
+    assert reg.algorithm == fabric.collective("all_reduce", 64 * MiB, m.topology).algorithm
+    assert reg.latency == pytest.approx(lat, rel=1e-3)
+    assert reg.per_byte == pytest.approx(per_byte, rel=1e-3)
+    assert reg.crossover == pytest.approx(lat / per_byte, rel=1e-3)
+    text = m.summary()
+    assert "auto's pick at 64 MiB" in text and "64 MiB is latency-bound" in text
+    assert m.set(algorithm="ring").regimes().latency == pytest.approx(lat, rel=1e-3)
+    # trn2.48xlarge: auto runs the torus algorithm at 64 MiB, 12 steps of 1.5 us (not the
+    # mesh's fixed cost at 1 byte); at 1 KiB it runs the mesh, and the regimes follow.
+    t = CollectiveModel(system="trn2.48xlarge")
+    assert t.regimes().algorithm == "torus"
+    assert t.regimes().latency == pytest.approx(op + 12 * ALPHA, rel=1e-3)
+    t.set(nbytes=1024)
+    assert t.regimes().algorithm == "direct"
+    assert t.regimes().latency < op + 12 * ALPHA
+
+
+def test_bidirectional_ring_on_a_switch_is_the_one_way_ring():
+    # Each chip has one NeuronSwitch port: both directions share it, so the sweep must show
+    # no gain; on a torus each neighbour has its own link and the bytes halve.
+    for key in ("trn3-ultraserver-gen1", "trn3-ultraserver-gen2"):
+        sw = CollectiveModel(system=key, params=PURE).sweep()
+        np.testing.assert_allclose(sw.time["bidirectional_ring"], sw.time["ring"], rtol=1e-12)
+        assert sw.kind["bidirectional_ring"] == "exact"
+    sw = CollectiveModel(system="trn2.48xlarge", params=PURE).sweep()
+    big = 2 * (N - 1) * (ALPHA + sw.sizes[-1] / (2 * N * B))  # S/(2n) each way
+    assert sw.time["bidirectional_ring"][-1] == pytest.approx(big, rel=1e-9)
+
+
+def test_copies_are_offered_only_where_the_catalogue_has_efa():
+    m = CollectiveModel()
+    for key in ("inf2.48xlarge", "gb200-nvl72"):
+        assert catalog.system(key).network_bandwidth is None
+        assert m.parts_options(key) == [("alone", 1)]
+        assert key not in m.joinable()
+        with pytest.raises(ValueError) as err:
+            CollectiveModel(system=key, parts=2)
+        msg = str(err.value)
+        assert "parts = 2" in msg and "EFA" in msg and "trn2-ultraserver" in msg
+    # Every system offered copies can be drawn as a cluster.
+    offered = [k for _, k in m.systems() if len(m.parts_options(k)) > 1]
+    assert {"trn2.48xlarge", "trn3-ultraserver-gen2", "p5.48xlarge"} <= set(offered)
+    for key in offered:
+        c = CollectiveModel(system=key, parts=2, nbytes=1024)
+        assert c.topology.kind == "cluster" and c.summary()
+    # A system change that cannot keep the copies goes back to one, and says so.
+    m.set(parts=4)
+    m.set(system="inf2.48xlarge")
+    assert m.parts == 1 and "copies went back to 1" in m.note
+    assert "copies went back to 1" in m.summary()
+    before = tuple(getattr(m, k) for k in m.SETTINGS)
+    with pytest.raises(ValueError):
+        m.set(parts=2)
+    assert tuple(getattr(m, k) for k in m.SETTINGS) == before
+
+
+def test_small_bus_bandwidths_keep_their_digits():
+    # A 1 KiB ring all-reduce on trn2.48xlarge: 30 steps of (1.5 us + 64 B / 128 GB/s), and
+    # busbw = S / t x 2(n-1)/n = 42.7 MB/s (nccl-tests), which used to print as 0.0 GB/s.
+    m = CollectiveModel(algorithm="ring", nbytes=1024, params=PURE)
+    t = 30 * (ALPHA + 1024 / N / B)
+    busbw = 1024 / t * 30 / 16
+    assert f"{busbw / 1e6:.1f} MB/s" == "42.7 MB/s"
+    text = m.summary()
+    assert "bus bandwidth 42.7 MB/s" in text and "0.0 GB/s" not in text
+    from trnlab.widgets.collective_model import rate
+
+    assert rate(6.25e7) == "62.5 MB/s" and rate(1.28e12) == "1.28 TB/s"
+    assert rate(41.6e9) == "41.6 GB/s"
+
+
+def test_systems_are_listed_by_name_with_keys_as_values():
+    options = dict(CollectiveModel.systems())
+    assert options["Trn2 UltraServer, 64 chips"] == "trn2-ultraserver"
+    assert options["Trn3 UltraServer Gen2, 144 chips"] == "trn3-ultraserver-gen2"
+    assert all(catalog.system(k).name in label for label, k in options.items())

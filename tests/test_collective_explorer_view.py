@@ -129,3 +129,51 @@ def test_every_control_has_a_description_and_a_tooltip(explorer):
         if isinstance(c, W.HTML):
             continue
         assert c.description and c.tooltip, c
+
+
+def test_algorithm_tooltip_says_auto_is_the_runtimes_choice_not_the_fastest(explorer):
+    tip = explorer.algorithm.tooltip
+    assert "fastest closed form" not in tip
+    assert "Neuron runtime" in tip and "1 MB" in tip and "56 MB" in tip
+
+
+def test_under_auto_the_shading_follows_the_algorithm_auto_runs(explorer):
+    # On the Trn3 Gen2 UltraServer auto runs a ring at 64 MiB: 286 steps of 2 us plus the
+    # fixed cost is the latency line, not the mesh's ~10 us at 1 byte.
+    op = catalog.table("collectives")["op_overhead"].value
+    explorer.set(system="trn3-ultraserver-gen2", algorithm="auto")
+    lat = _trace(explorer.sweep_fig, "latency term")
+    assert lat.y[0] == pytest.approx(op + 286 * 2e-6, rel=1e-3)
+    assert "ring" in lat.name
+    assert "auto's pick at 64 MiB" in explorer.sweep_fig.layout.title.text
+    assert "64 MiB is latency-bound" in explorer.summary.value
+
+
+def test_copies_are_offered_only_for_systems_with_efa(explorer):
+    explorer.parts.value = 4
+    assert explorer.model.parts == 4
+    explorer.system.value = "inf2.48xlarge"  # no EFA bandwidth in the catalogue
+    assert explorer.message.value == ""
+    assert explorer.model.parts == 1 and explorer.parts.value == 1
+    assert [v for _, v in explorer.parts.options] == [1] and explorer.parts.disabled
+    assert "copies went back to 1" in explorer.summary.value
+    with pytest.raises(ValueError, match="EFA"):
+        explorer.set(parts=2)
+    assert explorer.model.parts == 1
+    explorer.system.value = "gb200-nvl72"
+    assert [v for _, v in explorer.parts.options] == [1]
+    explorer.system.value = "trn2-ultraserver"
+    assert [v for _, v in explorer.parts.options] == [1, 2, 4] and not explorer.parts.disabled
+    explorer.parts.value = 2
+    assert explorer.message.value == "" and "over EFA" in explorer.summary.value
+
+
+def test_small_bus_bandwidths_show_their_digits_and_systems_their_names(explorer):
+    explorer.size.value = 1024
+    star = explorer.sweep_fig.data[-1]
+    assert "MB/s" in star.hovertext[0] and "0.0 GB/s" not in explorer.summary.value
+    ring_bw = explorer.sweep_fig.data[2 * NAMES.index("ring") + 1]
+    assert "MB/s" in ring_bw.hovertext[0]
+    labels = dict(explorer.system.options)
+    assert labels["Trn2 UltraServer, 64 chips"] == "trn2-ultraserver"
+    assert explorer.system.label == "trn2.48xlarge, 16 chips"

@@ -58,6 +58,30 @@ def test_ring_reduce_scatter_all_gather_all_to_all_on_a_ring_by_hand():
     )
 
 
+def test_bidirectional_ring_through_one_switch_port_gains_nothing_by_hand():
+    # On the NeuronSwitch every chip has one port, B3 each way. A bidirectional ring sends
+    # S/(2n) to each neighbour per step, both through that port, in step with each other:
+    # the two alphas run side by side and the port carries 2 x S/(2n) = S/n, so a step is
+    # alpha + S/(nB), the one-way ring's. 144 chips: 2 x 143 steps of (2 us + S/144/B3).
+    S = 64 * 2**20
+    by_hand = 2 * 143 * (A2 + S / 144 / B3)
+    for alg in ("ring", "bidirectional_ring"):
+        r = cf("all_reduce", S, "trn3-ultraserver-gen2", alg)
+        assert r.time == pytest.approx(by_hand, rel=1e-12), alg
+        assert r.closed_form.exact
+    rs = cf("reduce_scatter", S, "trn3-ultraserver-gen1", "bidirectional_ring")
+    assert rs.time == pytest.approx(63 * (A2 + S / 64 / B3), rel=1e-12)
+    # A ring of two: both directions lead to the one neighbour over one link.
+    pair = fabric.ring(2, 100e9, latency=1e-6, message_overhead=1e-6)
+    two = cf("all_reduce", S, pair, "bidirectional_ring")
+    assert two.time == pytest.approx(2 * (2e-6 + S / 2 / 100e9), rel=1e-12)
+    # Where each neighbour has its own link (a ring of 8) the two directions do halve the bytes.
+    ring8 = fabric.ring(8, 100e9, latency=1e-6, message_overhead=1e-6)
+    assert cf("all_reduce", S, ring8, "bidirectional_ring").time == pytest.approx(
+        14 * (2e-6 + S / 16 / 100e9)
+    )
+
+
 def test_torus_all_reduce_on_trn2_by_hand():
     # Two shards of S/2, one per axis. Per shard: reduce-scatter along its first axis (3 steps
     # of S/2 / (2 x 4) = S/16 each way), then along the other (3 steps of S/64), then the

@@ -21,7 +21,7 @@ from trnlab.units import binary
 
 from ._style import CIVIDIS_STEPS, DASHES, base_layout, colour, symbol
 from ._view import Dashboard
-from .collective_model import DRAW_SIZES, PARTS, RING_CHIPS, CollectiveModel, duration
+from .collective_model import DRAW_SIZES, RING_CHIPS, CollectiveModel, duration, rate
 
 __all__ = ["CollectiveExplorer"]
 
@@ -69,9 +69,9 @@ class CollectiveExplorer(Dashboard):
             style=style,
         )  # fmt: skip
         self.parts = W.Dropdown(
-            options=[("alone", 1), *[(f"{p} joined by EFA", p) for p in PARTS[1:]]],
-            value=m.parts, description="Copies",
-            tooltip="one system, or an UltraCluster of several joined by EFA (scale-out)",
+            options=m.parts_options(), value=m.parts, description="Copies",
+            tooltip="one system, or an UltraCluster of several joined by EFA (scale-out); "
+                    "offered only for systems whose EFA bandwidth the catalogue has",
             style=style,
         )  # fmt: skip
         self.op = W.Dropdown(
@@ -82,8 +82,9 @@ class CollectiveExplorer(Dashboard):
         )  # fmt: skip
         self.algorithm = W.Dropdown(
             options=m.algorithms(), value=m.algorithm, description="Algorithm",
-            tooltip="auto picks the fastest closed form at each size; only algorithms that fit "
-                    "this fabric are listed",
+            tooltip="auto picks what the Neuron runtime would at each size (mesh below about "
+                    "1 MB, recursive doubling to 56 MB, rings above; hierarchical across EFA), "
+                    "not the fastest; only algorithms that fit this fabric are listed",
             style=style,
         )  # fmt: skip
         self.size = W.SelectionSlider(
@@ -216,8 +217,12 @@ class CollectiveExplorer(Dashboard):
     # Controls -> model ----------------------------------------------------------------------
     def _apply(self, change) -> None:
         owner = change["owner"]
-        if owner in (self.system, self.parts, self.op):
-            self.model.set(system=self.system.value, parts=self.parts.value, op=self.op.value)
+        if owner is self.system:  # copies and algorithm follow the model's rules for a system
+            self.model.set(system=self.system.value)
+        elif owner is self.parts:
+            self.model.set(parts=self.parts.value)
+        elif owner is self.op:
+            self.model.set(op=self.op.value)
         elif owner is self.algorithm:
             self.model.set(algorithm=self.algorithm.value)
         elif owner is self.size:
@@ -229,7 +234,12 @@ class CollectiveExplorer(Dashboard):
 
     def _sync_controls(self) -> None:
         m = self.model
-        self.system.value, self.parts.value, self.op.value = m.system, m.parts, m.op
+        self.system.value, self.op.value = m.system, m.op
+        copies = tuple(m.parts_options())
+        if tuple(self.parts.options) != copies:
+            self.parts.options = copies
+        self.parts.value = m.parts
+        self.parts.disabled = len(copies) == 1
         self.algorithm.options = m.algorithms()
         self.algorithm.value = m.algorithm
         self.size.value, self.ring_chips.value = m.nbytes, m.ring_chips
@@ -266,8 +276,7 @@ class CollectiveExplorer(Dashboard):
                 label = name + (" (lower bound)" if sw.kind[name] == "bound" else "")
                 width = 4 if name == chosen else 1.5
                 picks = sw.auto_picks if name == "auto" else [name] * len(x)
-                for tr, y, fmt in ((t_tr, sw.time[name], duration),
-                                   (b_tr, sw.busbw[name], lambda v: f"{v / 1e9:,.1f} GB/s")):  # fmt: skip
+                for tr, y, fmt in ((t_tr, sw.time[name], duration), (b_tr, sw.busbw[name], rate)):
                     tr.x, tr.y, tr.name = x, y, label
                     tr.line.width = width
                     tr.opacity = 1.0 if name == chosen else 0.55
@@ -275,12 +284,12 @@ class CollectiveExplorer(Dashboard):
                                     for s, v, p in zip(x, y, picks, strict=True)]  # fmt: skip
             lat, bw = self.sweep_fig.data[2 * len(NAMES)], self.sweep_fig.data[2 * len(NAMES) + 1]
             lat.x, lat.y = [x[0], x[-1]], [reg.latency, reg.latency]
-            lat.name = f"latency term {duration(reg.latency)}"
+            lat.name = f"latency term {duration(reg.latency)} ({reg.algorithm})"
             bw.x, bw.y = x, x * reg.per_byte
             res, _ = m.result()
             stars = self.sweep_fig.data[2 * len(NAMES) + 2 :]
             for tr, y, text in ((stars[0], res.time, duration(res.time)),
-                                (stars[1], res.busbw, f"{res.busbw / 1e9:,.1f} GB/s")):  # fmt: skip
+                                (stars[1], res.busbw, rate(res.busbw))):  # fmt: skip
                 tr.x, tr.y = [m.nbytes], [y]
                 tr.hovertext = [f"drawn: {binary(m.nbytes)}, {res.algorithm}: {text}"]
             self.sweep_fig.layout.shapes = [
@@ -289,9 +298,12 @@ class CollectiveExplorer(Dashboard):
                  "opacity": 0.12, "line": {"width": 0}, "layer": "below"}
                 for c in (1, 2)
             ]  # fmt: skip
+            whose = reg.algorithm + (
+                f", auto's pick at {binary(m.nbytes)}" if m.algorithm == "auto" else ""
+            )
             self.sweep_fig.layout.title.text = (
-                f"{m.op.replace('_', '-')} on {m.topology.name}: latency-bound (shaded) below "
-                f"{binary(reg.crossover)}"
+                f"{m.op.replace('_', '-')} on {m.topology.name}: {whose}, latency-bound "
+                f"(shaded) below {binary(reg.crossover)}"
             )
         self.summary.value = f"<p>{html.escape(m.summary())}</p>"
 

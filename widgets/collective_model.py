@@ -25,7 +25,7 @@ import numpy as np
 from trnlab import catalog, fabric
 from trnlab._checks import choose, short, whole
 from trnlab.fabric import CollectiveResult, FabricError, FabricParams, Topology
-from trnlab.units import binary
+from trnlab.units import binary, si
 
 from ._errors import SettingError
 
@@ -40,6 +40,7 @@ __all__ = [
     "RingAnimation",
     "Sweep",
     "duration",
+    "rate",
 ]
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
@@ -63,8 +64,10 @@ def duration(seconds: float) -> str:
     return f"{s * 1e9:.3g} ns" if s > 0 else "0 s"
 
 
-def _rate(bps: float) -> str:
-    return f"{bps / 1e9:,.1f} GB/s"
+def rate(bps: float) -> str:
+    """``6.25e7 -> "62.5 MB/s"``: bytes per second with a decimal prefix, three digits, so that
+    a latency-bound collective's small bus bandwidth does not print as 0.0 GB/s."""
+    return si(float(bps), "B/s")
 
 
 # Cached computations (module level: shared by every model object) ----------------------------
@@ -155,18 +158,21 @@ class Sweep:
 
 @dataclass(frozen=True)
 class Regimes:
-    """Where the chosen algorithm stops being latency-bound.
+    """Where one algorithm stops being latency-bound.
 
     With t(S) = latency + S x per_byte (the alpha-beta form), the two terms are equal at
     ``crossover`` = latency / per_byte, where bus bandwidth reaches half of ``peak_busbw``.
     ``latency`` is t at 1 byte; ``crossover`` is found on the closed form itself (t = 2 x
-    latency), so it also holds where the form is not a straight line.
+    latency), so it also holds where the form is not a straight line. ``algorithm`` is the
+    algorithm described: the chosen one, or under ``auto`` the one auto picks at the drawn
+    size (auto switches algorithm with size, so its own curve has no single fixed cost).
     """
 
     latency: float
     per_byte: float
     crossover: float
     peak_busbw: float
+    algorithm: str = ""
 
 
 @dataclass(frozen=True)
@@ -288,8 +294,27 @@ class CollectiveModel:
     # Options ----------------------------------------------------------------------------------
     @staticmethod
     def systems() -> list[tuple[str, str]]:
-        """(label, key) of the catalogue systems with more than one chip."""
-        return [(f"{s.key} ({s.chips} chips)", s.key) for s in catalog.systems() if s.chips > 1]
+        """(label, key) of the catalogue systems with more than one chip: the label is the
+        system's name and its chips, the value its catalogue key."""
+        return [(f"{s.name}, {s.chips} chips", s.key) for s in catalog.systems() if s.chips > 1]
+
+    @staticmethod
+    def joinable() -> list[str]:
+        """Keys of the systems whose copies can be joined into an UltraCluster: those with a
+        scale-out (EFA) bandwidth in the catalogue."""
+        return [s.key for s in catalog.systems() if s.chips > 1 and s.network_bandwidth is not None]
+
+    def parts_options(self, system: str | None = None) -> list[tuple[str, int]]:
+        """(label, parts) the Copies control offers for ``system`` (default: the current one):
+        the system alone, and clusters of it only where the catalogue has its EFA bandwidth."""
+        key = self.system if system is None else system
+        if key not in self.joinable():
+            return [("alone", 1)]
+        sysobj = catalog.system(key)
+        net = "EFA" if sysobj.chip.kind == "neuron" or "efa" in sysobj.fabric.lower() else (
+            "the network"
+        )  # fmt: skip
+        return [("alone", 1), *[(f"{p} joined by {net}", p) for p in PARTS[1:]]]
 
     def algorithms(self, op: str | None = None) -> list[str]:
         """``"auto"`` and the algorithms that can run ``op`` on the current fabric."""
@@ -329,9 +354,23 @@ class CollectiveModel:
             new["op"] = fabric.collective(new["op"], 0, "trn2.48xlarge").op  # normalise names
         except FabricError as err:
             raise SettingError(str(err)) from None
-        topo = _topology(new["system"], new["parts"], self.params)
-        fits = ["auto", *fabric.algorithms(new["op"], topo, self.params)]
         note = ""
+        if new["parts"] > 1 and new["system"] not in self.joinable():
+            name = catalog.system(new["system"]).name
+            if "parts" in changes:
+                raise SettingError(
+                    f"parts = {new['parts']}: {name} has no EFA bandwidth in the catalogue, so "
+                    f"copies of it cannot be joined into an UltraCluster; use parts = 1, or "
+                    f"one of {', '.join(self.joinable())}"
+                )
+            note = (f"{name} has no EFA bandwidth in the catalogue, so copies went back to "
+                    "1 (the system alone)")  # fmt: skip
+            new["parts"] = 1
+        try:
+            topo = _topology(new["system"], new["parts"], self.params)
+        except (FabricError, catalog.CatalogError) as err:  # a system the fabric cannot model
+            raise SettingError(f"system = {new['system']}: {err}") from None
+        fits = ["auto", *fabric.algorithms(new["op"], topo, self.params)]
         if "algorithm" in changes:
             alg = new["algorithm"]
             if isinstance(alg, str) and alg.strip().lower() in set(fabric.ALGORITHMS) - set(fits):
@@ -341,8 +380,10 @@ class CollectiveModel:
                 alg, fits, f"algorithm for {new['op']} on {topo.name}", SettingError
             )
         elif new["algorithm"] not in fits:
-            note = (f"{new['algorithm']} does not run {new['op']} on {topo.name}, so the "
-                    "algorithm went back to auto")  # fmt: skip
+            note = (note + "; " if note else "") + (
+                f"{new['algorithm']} does not run {new['op']} on {topo.name}, so the "
+                "algorithm went back to auto"
+            )
             new["algorithm"] = "auto"
         steps = 2 * (new["ring_chips"] - 1)
         if "step" in changes:
@@ -376,23 +417,33 @@ class CollectiveModel:
         kind = {k: raw[k][1] for k in names}
         return Sweep(SWEEP_SIZES, time, busbw, kind, raw["auto picks"], self.algorithm)
 
-    def _time(self, nbytes: float) -> float:
-        return fabric.closed_form(self.op, int(nbytes), self.topology, self.algorithm,
-                                  self.params).time  # fmt: skip
+    def regime_algorithm(self) -> str:
+        """The algorithm :meth:`regimes` describes: the chosen one, or under ``auto`` the one
+        auto picks (the Neuron runtime's choice) at the drawn size."""
+        if self.algorithm != "auto":
+            return self.algorithm
+        return fabric.runtime_choice(self.op, self.nbytes, self.topology)
+
+    def _time(self, nbytes: float, alg: str) -> float:
+        return fabric.closed_form(self.op, int(nbytes), self.topology, alg, self.params).time
 
     def regimes(self) -> Regimes:
-        """Latency, per-byte cost and the latency/bandwidth crossover of the chosen algorithm."""
-        key = ("regimes", self.system, self.parts, self.op, self.algorithm, self.params)
+        """Latency, per-byte cost and the latency/bandwidth crossover of one algorithm: the
+        chosen one, or under ``auto`` the one auto picks at the drawn size (auto's own curve
+        changes algorithm with size: at 1 byte it is the mesh, whose fixed cost is not that of
+        the ring it may run at the drawn size)."""
+        alg = self.regime_algorithm()
+        key = ("regimes", self.system, self.parts, self.op, alg, self.params)
         if key not in _REGIMES:
-            lat = self._time(1)
+            lat = self._time(1, alg)
             big = float(SWEEP_SIZES[-1])
-            per_byte = (self._time(big) - lat) / big
+            per_byte = (self._time(big, alg) - lat) / big
             lo, hi = 1.0, 2.0**40
             for _ in range(60):  # bisection on log size: t(S) = 2 t(1 byte)
                 mid = np.sqrt(lo * hi)
-                lo, hi = (mid, hi) if self._time(mid) < 2 * lat else (lo, mid)
-            peak = big * fabric.bus_factor(self.op, self.topology.chips) / self._time(big)
-            _REGIMES[key] = Regimes(lat, per_byte, float(hi), float(peak))
+                lo, hi = (mid, hi) if self._time(mid, alg) < 2 * lat else (lo, mid)
+            peak = big * fabric.bus_factor(self.op, self.topology.chips) / self._time(big, alg)
+            _REGIMES[key] = Regimes(lat, per_byte, float(hi), float(peak), alg)
         return _REGIMES[key]
 
     def result(self) -> tuple[CollectiveResult, str]:
@@ -453,7 +504,7 @@ class CollectiveModel:
         parts = [
             f"{self.op.replace('_', '-')} of {binary(self.nbytes)} on {topo.name}"
             f"{'' if 'chips' in topo.name else f' ({topo.chips:,} chips)'} with {res.algorithm}: {duration(res.time)} ({how}), "
-            f"bus bandwidth {_rate(res.busbw)}."
+            f"bus bandwidth {rate(res.busbw)}."
         ]
         if res.simulated and res.closed_form.time > 0:
             gap = res.time / res.closed_form.time - 1
@@ -467,10 +518,15 @@ class CollectiveModel:
             )
         if reg.latency > 0:
             side = "latency-bound" if self.nbytes < reg.crossover else "bandwidth-bound"
+            whose = (
+                f"For {reg.algorithm}, auto's pick at {binary(self.nbytes)}, below"
+                if self.algorithm == "auto"
+                else f"For {reg.algorithm}, below"
+            )
             parts.append(
-                f"Below about {binary(reg.crossover)} the fixed cost of "
+                f"{whose} about {binary(reg.crossover)} the fixed cost of "
                 f"{duration(reg.latency)} dominates (latency-bound); above it bytes do "
-                f"(bandwidth-bound, bus bandwidth towards {_rate(reg.peak_busbw)}). "
+                f"(bandwidth-bound, bus bandwidth towards {rate(reg.peak_busbw)}). "
                 f"{binary(self.nbytes)} is {side}."
             )
         if res.link_utilisation is not None and res.link_utilisation.size:
@@ -493,7 +549,7 @@ class CollectiveModel:
             return (
                 f"Ring all-reduce of {binary(a.nbytes)} on {n} chips, cut into {n} chunks of "
                 f"{piece}; {a.steps} steps of alpha + S/(nB) = {duration(a.alpha)} + "
-                f"{piece} / {_rate(a.bandwidth)}. Press play or move the step slider."
+                f"{piece} / {rate(a.bandwidth)}. Press play or move the step slider."
             )
         done = int((a.held[k] == n).sum())
         return (

@@ -111,6 +111,29 @@ def _shared_port(t: Topology) -> float:
     return 0.0
 
 
+def _port_classes(t: Topology, classes: np.ndarray, directions: int) -> np.ndarray:
+    """Hop classes as each direction of a ring sees them when both leave through one port.
+
+    Where each neighbour has its own link (a torus of 3 or more along the ring) nothing
+    changes. On a shared port (:func:`_shared_port`) the two directions run in step: both
+    start together and each step waits for that step's arrivals, so a step's two messages
+    pay their alphas side by side and then share the port: alpha + 2 m / B, which is the
+    one-way ring's step for the same data (m = S/(2n) each way against S/n one way). Neither
+    direction's overhead hides under the other's bytes: that needs the two half a step out of
+    phase, and nothing puts them there. The hops through the shared port therefore count at
+    B / directions; a cluster's EFA hops between switched parts have their own link."""
+    port = _shared_port(t)
+    if directions < 2 or not port:
+        return classes
+    out = classes.copy()
+    shared = np.ones(len(out), bool)
+    if t.kind == "cluster" and t.part.kind == "switch":  # the EFA hop is not the switch port
+        efa = (t.efa_bandwidth, t.message_overhead + 2 * t.efa_latency)
+        shared = ~((out[:, 0] == efa[0]) & (out[:, 1] == efa[1]))
+    out[shared, 0] /= directions
+    return out
+
+
 def _pieces(S: float, n: int, cls: np.ndarray) -> int:
     """Pieces of a pipelined chain broadcast: sqrt((n-2) S / (B alpha)), clamped to 1..64
     (Thakur et al. 2005: the optimum of (n - 2 + P)(alpha + S/(P B)))."""

@@ -6,10 +6,12 @@ broadcast); nccl-tests ``doc/PERFORMANCE.md`` (the 2(n-1)/n and (n-1)/n factors)
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import _plan as P
-from ._base import OPS, Algorithm, Estimate, _chain, _pieces, _ring_classes, _shared_port
+from ._base import OPS, Algorithm, Estimate, _chain, _pieces, _port_classes, _ring_classes
 
 __all__ = ["BidirectionalRing", "Ring", "ring_plan"]
 
@@ -55,58 +57,64 @@ class Ring(Algorithm):
 
     def closed_form(self, op, S, t):
         n, d = t.chips, self.directions
-        cls = _ring_classes(t)
-        # On a switch both directions leave through the chip's one port: no gain from d = 2.
-        port_bw = _shared_port(t)
-        port = d if port_bw else 1
-        kind = "exact" if len(cls) == 1 and port == 1 else "estimate"
-        caveat = (
-            ""
-            if kind == "exact"
-            else (
-                "an estimate: the ring's hops differ (see _chain)"
-                if len(cls) > 1
-                else "an estimate: both directions share each chip's one port"
+        # Each direction carries S/d. Where both directions leave through one port (a switch,
+        # EFA for one-chip parts, a ring of two) they share it step by step, so the hops
+        # through it count at B/d (see _port_classes): no gain over the one-way ring.
+        ring = _ring_classes(t)
+        cls = _port_classes(t, ring, d)
+        shared = cls is not ring
+        if len(cls) > 1:
+            kind, caveat = "estimate", "an estimate: the ring's hops differ (see _chain)"
+        elif shared and op == "broadcast" and n > 2:
+            kind = "estimate"
+            caveat = (
+                "an estimate: the two chains share each chip's one port only while both pass it"
             )
-        )
+        else:
+            kind, caveat = "exact", ""
 
         def c(m):
-            # On a shared port the two directions' steps overlap each other's overheads, but
-            # the port carries both messages: max(alpha + m/B, 2 m/B).
-            m = np.asarray(m, float)
-            return np.maximum(_chain(cls, m), port * m / port_bw) if port > 1 else _chain(cls, m)
-
-        def first(m):
-            # On a shared port the first step starts both directions together: alpha + 2m/B.
-            if port == 1:
-                return 0.0
-            return max(0.0, cls[:, 1].min() + port * m / port_bw - float(c(m)[0]))
+            return _chain(cls, np.asarray(m, float))
 
         if op == "all_reduce":
             # Thakur et al. 2005: 2(n-1) steps of S/n: 2(n-1) alpha + 2 (n-1)/n S/B
-            m = S / (d * n)
-            t_ = 2 * (n - 1) * c(m)[0] + first(m)
+            t_ = 2 * (n - 1) * c(S / (d * n))[0]
             return Estimate(t_, "2(n-1)·(alpha + S/(nB))", kind, caveat)
         if op in ("reduce_scatter", "all_gather"):
             # (n-1) alpha + (n-1)/n S/B
-            m = S / (d * n)
-            return Estimate((n - 1) * c(m)[0] + first(m), "(n-1)·(alpha + S/(nB))", kind, caveat)
+            t_ = (n - 1) * c(S / (d * n))[0]
+            return Estimate(t_, "(n-1)·(alpha + S/(nB))", kind, caveat)
         if op == "all_to_all":
             # Relay: step k carries (n-1-k) S/n; sum = (n-1) alpha + (n-1) S/(2B)
             k = np.arange(1, n)
-            t_ = float(c(k * S / (d * n)).sum()) + first((n - 1) * S / (d * n))
+            t_ = float(c(k * S / (d * n)).sum())
             return Estimate(t_, "(n-1)·alpha + (n-1)·S/(2B)", kind, caveat)
         # Broadcast, pipelined chain of P pieces of m = S/P: the last piece leaves the root
         # after P transmissions and crosses n-1 hops; the sends' overheads overlap the
         # transmissions of earlier pieces: (n-1)(alpha + m/B) + (P-1) m/B.
-        pieces = _pieces(S / d, n, cls)
+        pieces = _pieces(S / d, n, ring)
         m = S / (d * pieces)
-        B = min(cls[:, 0].min(), port_bw / port if port > 1 else np.inf)
-        # The chain crosses every hop once: the mean hop cost, not the slowest, times n - 1.
-        per_hop = float((cls[:, 2] * (cls[:, 1] + m / cls[:, 0])).sum())
-        if port > 1:
-            per_hop = max(per_hop, port * m / port_bw)
-        t_ = (n - 1) * per_hop + (pieces - 1) * m / B + first(m)
+        B = cls[:, 0].min()
+
+        def hop(k):  # the chain crosses every hop once: the mean hop cost, not the slowest
+            return float((k[:, 2] * (k[:, 1] + m / k[:, 0])).sum())
+
+        free = hop(ring)
+        t_ = (n - 1) * free + (pieces - 1) * m / B
+        if shared:
+            # Two chains leave the root together, so each streams at the root's shared rate,
+            # one piece per m/B' (B' = B/2), for W = (P-1) m/B'. Chain A's last piece (and
+            # chain B's, the mirror image) crosses n - 1 hops; it shares a chip's port with
+            # the other chain at the root and at chip q (which forwards both chains when
+            # 2 <= q <= n-2) only while B's stream, which reaches q after n - q hops and lasts
+            # W, is passing: from q = (n - W/h)/2 (h: one hop) to the middle. Each shared hop
+            # costs the other chain's bytes once more.
+            span = (pieces - 1) * m / B / max(free, 1e-300)
+            lo = math.ceil((n - span) / 2 - 1e-9)
+            hops = set(range(max(2, lo), min(n // 2, n - 2) + 1))  # q sends both chains
+            hops |= set(range(max(1, lo - 1), n // 2))  # q + 1 receives both chains
+            k = 1 + len(hops)
+            t_ += k * (hop(cls) - free)
         return Estimate(t_, "(n-1)·(alpha + S/(PB)) + (P-1)·S/(PB)", kind, caveat)
 
     def plan(self, op, S, t):
@@ -124,4 +132,7 @@ class Ring(Algorithm):
 class BidirectionalRing(Ring):
     name = "bidirectional_ring"
     directions = 2
-    summary = "half the data each way round the ring: both directions of every link"
+    summary = (
+        "half the data each way round the ring: both directions of every link (no gain where"
+        " both leave through one switch port)"
+    )

@@ -52,8 +52,8 @@ _TP16 = (
 
 _MCORE = (
     "too fast: Megatron-Core on H100 (2024) reaches 41-49% MFU; the model predicts 47-62%: "
-    "1.30-1.32x for the 1.7B and 7.1B models, whose layers are small, 1.24x for the 16B, "
-    "1.13-1.22x for the larger ones (the 177B at 1.22, outside the band). In the "
+    "1.30-1.32x for the 1.7B and 7.1B models, whose layers are small, 1.23x for the 16B, "
+    "1.11-1.21x for the larger ones (the 177B at 1.21, outside the band). In the "
     "model, each from its source: the loss as Megatron-LM's eager cross-entropy, a PyTorch "
     "kernel per step over the FP32 logits, 52 bytes per logit against a fused kernel's 12 "
     "(an assumption: that the runs kept Megatron-LM's default loss; the fused one came on 14 "
@@ -89,7 +89,7 @@ _MCORE = (
     "data-parallel traffic is smallest beside the compute (the 1.7B's, reduced mostly over "
     "NVLink inside each node, takes 0.05 s against 0.35 s of compute and memory-bound "
     "kernels: 1.30x; the 32B's 0.46 s against 0.57 s: 1.14x). The Llama "
-    "3 405B runs on the same GPUs land at 0.93-1.16 because the plans that fit them recompute "
+    "3 405B runs on the same GPUs land at 0.92-1.16 because the plans that fit them recompute "
     "every layer."
 )
 
