@@ -169,6 +169,9 @@ def test_sparse_peaks_follow_the_sparsity_rules():
         catalog.chip("trn1").peak_flops("bf16", sparse=True)
     with pytest.raises(CatalogError, match="fp16, bf16, tf32"):
         catalog.chip("trn3").peak_flops("mxfp8", sparse=True)
+    with pytest.raises(CatalogError, match="no published structured-sparsity rate") as err:
+        catalog.chip("h200").peak_flops("bf16", sparse=True)
+    assert "Trainium2" not in str(err.value)  # a GPU is not told about NeuronCore-v3
 
 
 def test_trainium3_plain_fp8_runs_at_the_bf16_rate_and_keeps_the_chip_page_reading():

@@ -460,14 +460,15 @@ class Chip:
     def _sparse_peak(self, d: str, dense: Figure) -> Figure:
         speedup, sparse_dtypes = self._sparsity()
         if speedup is None:
-            why = (
-                "N:M sparsity arrived with NeuronCore-v3 (Trainium2)"
+            what = (
+                f"{self} has no structured sparsity: N:M sparsity arrived with NeuronCore-v3 "
+                f"(Trainium2)"
                 if self.kind == "neuron"
-                else "the catalogue holds no published sparse rate for it"
+                else f"{self}: the catalogue holds no published structured-sparsity rate for it"
             )
             raise CatalogError(
-                f"{self} has no structured-sparsity rate: {why}. Ask for sparse=False, or pick "
-                f"a chip that has one (trn2, trn3, h100, b200)."
+                f"{what}. Ask for sparse=False, or pick a chip that has one (trn2, trn3, h100, "
+                f"b200)."
             )
         if d not in sparse_dtypes:
             raise CatalogError(
