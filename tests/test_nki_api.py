@@ -845,6 +845,51 @@ def test_select_reduce_picks_by_predicate_and_accumulates_the_max(reverse):
     np.testing.assert_array_equal(mx[:, 0], want.max(axis=1))
 
 
+@FAST
+@given(rows=st.integers(2, 200), p=st.integers(1, 64), f=st.integers(1, 300),
+       seed=st.integers(0, 2**16))  # fmt: skip
+def test_indirect_dma_gathers_and_scatters_rows_by_an_index_tile(rows, p, f, seed):
+    rng = np.random.default_rng(seed)
+    table = rand(rows, f)
+    idx = rng.integers(0, rows, (p, 1)).astype(np.int32)
+    uniq = rng.permutation(rows)[: min(p, rows)]  # distinct rows for the scatter
+
+    def k(t, i, u):
+        i_f = nl.arange(f)[None, :]
+        got = nl.load(t[nl.load(i), i_f])  # row idx[q] into partition q
+        out = nl.ndarray((rows, f), dtype=nl.float32, buffer=nl.shared_hbm)
+        ut = nl.load(u)
+        nl.store(out[ut, i_f], value=got[0 : u.shape[0]])  # partition q to row u[q]
+        return _store_all(got)[0], out
+
+    u = uniq[:, None].astype(np.int32)
+    got, out = sim(k, table, idx, u)
+    np.testing.assert_array_equal(got, table[idx[:, 0]])
+    np.testing.assert_array_equal(out[uniq], table[idx[: len(uniq), 0]])
+
+
+def test_indirect_dma_bounds_skip_and_timing():
+    table, idx = rand(128, 512), (3 * np.arange(64)[:, None]).astype(np.int32)  # up to 189
+
+    def k(t, i, mode):
+        ix, iy = nl.mgrid[0:64, 0:512]
+        tile = nl.ndarray((64, 512), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=tile, value=-1.0)
+        nisa.dma_copy(src=t[nl.load(i), iy], dst=tile[ix, iy], oob_mode=mode)
+        return _store_all(tile)[0]
+
+    with pytest.raises(IndexError, match=r"asks for row 129 of 't', which has rows 0..127"):
+        sim(k, table, idx, nisa.oob_mode.error)
+    got = sim(k, table, idx, nisa.oob_mode.skip)
+    inside = idx[:, 0] < 128
+    np.testing.assert_array_equal(got[inside], table[idx[inside, 0]])
+    assert (got[~inside] == -1).all()  # skipped rows keep what the tile held
+    run = nki.profile(k, chip="trn2")(table, idx, nisa.oob_mode.skip)
+    moved = core.hbm_traffic(run)["t"]["loaded"]
+    assert moved == inside.sum() * 512 * 4  # the rows gathered, not the box they lie in
+    assert run.program.counts().get("gpsimd") == 1  # the index tile read before the DMA
+
+
 def test_rand_is_uniform_on_0_1_repeatable_and_drawn_on_gpsimd():
     def k(a):
         t = nl.rand((64, 512), dtype=nl.float32)
@@ -1954,7 +1999,7 @@ def test_unmodelled_options_and_forms_raise():
             ),
             r"two grid axes.*affine_select",
         ),
-        (lambda a: a[a], r"nl.arange / nl.mgrid"),
+        (lambda a: nl.load(a)[nl.load(a[0:4, 0:1])], r"on-chip tile .* \.indirect"),
         (lambda a: nl.load(a).view(nl.int32), r"reinterpret of SBUF/PSUM bits"),
         (lambda a: nl.ndarray((2, 2), nl.float32, address=(0, 0)), r"manual allocation"),
         (lambda a: a.ap([[1, 2]], vector_offset=a), r"indirect"),
@@ -1962,6 +2007,8 @@ def test_unmodelled_options_and_forms_raise():
     for fn, pattern in cases:
         with pytest.raises(nki.NotModelledError, match=pattern):
             sim(fn, rand(128, 512))
+    with pytest.raises(core.KernelArgumentError, match=r"must be an on-chip \[P, 1\] tile"):
+        sim(lambda a: a[a], rand(128, 512))  # indices straight from HBM: load them first
     with pytest.raises(nki.NotModelledError, match=r"nki.benchmark.*nki.profile"):
         nki.benchmark  # noqa: B018
     with pytest.raises(nki.NotModelledError, match="mode and platform_target are"):

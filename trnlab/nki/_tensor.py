@@ -247,6 +247,10 @@ class NkiTensor:
     def _index(self, key) -> NkiTensor:
         from ._index import IndexExpr, index_view
 
+        if key and type(key[0]) is NkiTensor:  # rows chosen by a tile's values
+            from ._indirect import IndirectView
+
+            return IndirectView(self, key[0], key[1:])
         if any(type(k) is IndexExpr for k in key):  # nl.arange / nl.mgrid (older editions)
             return index_view(self, key)
         on_chip = self._s.on_chip

@@ -29,6 +29,7 @@ from trnlab.core import (
     HardwareRuleError,
     KernelArgumentError,
     OperandPlacementError,
+    TileIndexError,
     TileTooLargeError,
 )
 
@@ -37,6 +38,7 @@ from . import _observe
 from ._dtypes import dtype_info, round_to
 from ._errors import NotModelledError, missing, option
 from ._index import IndexExpr
+from ._indirect import IndirectView
 from ._mask import Mask, Overhang, check_mask, give_masks, whole_grid_only
 from ._tensor import MemoryRegion, NkiTensor
 from ._trace import current
@@ -84,7 +86,8 @@ class dge_mode(Enum):
 
 
 class oob_mode(Enum):
-    """Out-of-bounds handling of indirect DMAs (indirect DMAs are not modelled)."""
+    """Out-of-bounds handling of indirect DMAs: an index outside the tensor is an error, or
+    its row is skipped."""
 
     error = 0
     skip = 1
@@ -321,6 +324,94 @@ def _hwdge_rules(tr, dst, src, api: str) -> None:
         )
 
 
+def _indirect_dma(tr, dst, src, oob, dge, api: str) -> None:
+    """A gather (``src`` an :class:`IndirectView`) or scatter (``dst`` one): partition ``p`` of
+    the on-chip tile moves to or from row ``idx[p]`` of the HBM tensor.
+
+    Timing: one DMA of ``P`` row transfers on a software-DGE queue (GpSimd makes its
+    descriptors from the index values, as the Trainium2 guide says hardware DGE cannot do
+    indirect DMAs), the HBM side recorded as the box of the rows it touches with the bytes it
+    moves; a one-element GpSimd step reads the index tile first, so the DMA waits for the
+    indices (an assumption: how long descriptor making takes per row is not published)."""
+    load = isinstance(src, IndirectView)
+    if isinstance(dst, IndirectView) and load:
+        raise NotModelledError(f"nisa.{api}: an indirect DMA from HBM rows to HBM rows")
+    view = src if load else dst
+    tile = _tensor(dst if load else src, "dst" if load else "src", api)
+    if not tile._s.on_chip:
+        raise NotModelledError(
+            f"nisa.{api}: an indirect DMA between HBM tensors; gather into an SBUF tile first"
+        )
+    if dge == "hw":
+        raise HardwareRuleError(
+            f"nisa.{api}: the hardware DGE does not make indirect DMAs (Trainium2 guide); leave "
+            f"dge_mode unset or use swdge"
+        )
+    rt = _dma_sbuf_side(tile, "the on-chip side", api)
+    idx = view.idx
+    ri = _where(idx, _SBUF, "the index tile", api)
+    parts = rt[1] - rt[0]
+    if ri[1] - ri[0] != parts or ri[4] != 1:
+        raise HardwareRuleError(
+            f"nisa.{api}: the index tile {idx.shape} must hold one row index per partition of "
+            f"the {tile.shape} tile ([{parts}, 1])"
+        )
+    if view.row_elements != rt[4]:
+        raise HardwareRuleError(
+            f"nisa.{api}: each row of {view.name} holds {view.row_elements} elements and each "
+            f"partition of {tile.shape} {rt[4]}; they must match"
+        )
+    n_rows = view.base.shape[0]
+    rows = np.arange(parts)  # timing only: which rows is unknown; the cost is the same
+    moved = parts
+    if tr.numerics:
+        v = _flat(idx)[:, 0].astype(np.float64)
+        if not np.all(np.isfinite(v)) or np.any(v != np.round(v)):
+            raise KernelArgumentError(
+                f"nisa.{api}: the index tile {idx.name!r} holds values that are not whole "
+                f"numbers (NaN where it was never written?); an indirect DMA needs row indices"
+            )
+        rows = v.astype(np.int64)
+        out = (rows < 0) | (rows >= n_rows)
+        if out.any() and oob is not oob_mode.skip:  # an IndexError too, as NKI raises
+            raise TileIndexError(
+                f"nisa.{api}: partition {int(np.flatnonzero(out)[0])} asks for row "
+                f"{int(rows[out][0])} of {view.base.name!r}, which has rows 0..{n_rows - 1} "
+                f"(oob_mode=error, the default; oob_mode=nisa.oob_mode.skip leaves such rows out)"
+            )
+        keep = np.flatnonzero(~out)
+        if load:
+            values = _flat(tile).astype(np.float32).copy()
+            for p in keep:
+                values[p] = round_to(view.row(rows[p])._arr().reshape(-1).astype(np.float32),
+                                     tile._s.dtype)  # fmt: skip
+            _put(tile, values)
+        else:
+            values = _flat(tile)
+            for p in keep:
+                _put(view.row(rows[p]), values[p])
+            view.base._s.stored = True
+        moved = keep.size
+        rows = rows[keep] if keep.size else np.arange(1)
+    first, last = view.row(int(rows.min())), view.row(int(rows.max()))
+    a, b = first._hbm_region(), last._hbm_region()
+    ref_h = (view.base._s, a[0], b[1], min(a[2], b[2]), max(a[3], b[3]))
+    ref_t = _ref(tile, rt)
+    per_row = _row_packets(tile, first)
+    _record(tr, "gpsimd", "gpsimd", tile, rt, [(idx, ri)], api, elements=1)  # reads indices
+    # a skipped row moves no bytes; its descriptor is still processed (an assumption)
+    n, pk = max(moved, 1) * rt[4], parts * per_row
+    op = ("dma", ref_t, ref_h, "sw", n, pk) if load else ("dma", ref_h, ref_t, "sw", n, pk)
+    tr.add(op, api, tile._s)
+
+
+def _row_packets(tile: NkiTensor, row: NkiTensor) -> int:
+    """DMA packets of one partition's transfer: contiguous runs of a row and of a partition."""
+    n = row.size
+    a, b = max(1, min(tile._run_length(), n)), max(1, row._run_length())
+    return -(-n // a) + -(-n // b) - n // math.lcm(a, b)
+
+
 def dma_copy(dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode.unknown,
              engine=engine.unknown, name=None):  # fmt: skip
     """Copy ``src`` to ``dst`` with the DMA engines (HBM -> SBUF, SBUF -> HBM, SBUF -> SBUF
@@ -328,6 +419,11 @@ def dma_copy(dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode
     elements (row-major order)."""
     api = "dma_copy"
     tr = current()
+    if isinstance(dst, IndirectView) or isinstance(src, IndirectView):
+        if dge_mode not in _DGE:
+            raise KernelArgumentError(f"nisa.{api}: dge_mode must be a nisa.dge_mode")
+        _indirect_dma(tr, dst, src, oob_mode, _DGE[dge_mode], api)
+        return
     dst = _tensor(dst, "dst", api)
     src = _tensor(src, "src", api)
     if priority is not None:

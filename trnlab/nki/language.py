@@ -31,6 +31,7 @@ from ._dtypes import DTYPES, dtype_info
 from ._errors import NotModelledError, missing
 from ._index import arange as arange  # older editions' index expressions
 from ._index import mgrid as mgrid
+from ._indirect import IndirectView
 from ._mask import Overhang, apply_mask, check_mask, give_masks
 from ._object import NKIObject as NKIObject
 from ._spmd import nc as nc  # older editions' placement of a grid axis on the cores
@@ -398,6 +399,12 @@ def load(src, dtype=None, mask=None, **kwargs) -> NkiTensor:
     if kwargs:
         raise NotModelledError(f"nl.load options {sorted(kwargs)} are not modelled yet")
     mask = check_mask(mask, "nl.load")
+    if isinstance(src, IndirectView):  # rows chosen by an index tile: a gather
+        if mask is not None:
+            raise NotModelledError("nl.load: a mask on an indirect (gathering) load")
+        out = ndarray(src.shape, dtype or src.dtype, sbuf)
+        _isa.dma_copy(dst=out, src=src)
+        return out
     if mask is None or type(src) is not Overhang:
         src = _isa._tensor(src, "src", "load")
     elif (rect := mask.rectangle("nl.load")) is not None:
@@ -449,6 +456,12 @@ def store(dst, value, mask=None) -> None:
         fill = ndarray(shape, d.dtype, sbuf)
         _isa.memset(dst=fill, value=value)
         value = fill.reshape(d.shape) if d.ndim >= 2 else fill
+    if isinstance(dst, IndirectView):  # rows chosen by an index tile: a scatter
+        if mask is not None:
+            raise NotModelledError("nl.store: a mask on an indirect (scattering) store")
+        value = _isa._tensor(value, "value", "store")
+        _isa.dma_copy(dst=dst, src=copy(value) if value.buffer is psum else value)
+        return
     cut = apply_mask(check_mask(mask, "nl.store"), "nl.store", dst, value)
     if cut is None:  # the mask keeps nothing: NKI skips the store
         return
