@@ -18,7 +18,6 @@ from trnlab.core import (
     FormatNotSupportedError,
     HardwareRuleError,
     KernelArgumentError,
-    OperandPlacementError,
 )
 
 from . import _numerics as N
@@ -34,10 +33,12 @@ from .isa import (
     _new,
     _put,
     _record,
+    _reduce_res,
     _same_elements,
     _same_partitions,
     _scalar_or_vector,
     _tensor,
+    _two_inputs,
     _vals,
     _where,
     reduce_cmd,
@@ -159,13 +160,7 @@ def _max_accumulate(tr, api, rows, values, cmd, reduce_res, reduce_op, idle_ok: 
         regs[p0:p1] = m if cmd is _RESET_REDUCE else np.maximum(regs[p0:p1], m)
     if reduce_res is None:
         return None
-    res = _tensor(reduce_res, "reduce_res", api)
-    rr = _where(res, _ON_CHIP, "reduce_res", api)
-    if rr[4] != 1 or rr[1] - rr[0] != p1 - p0:
-        raise HardwareRuleError(
-            f"nisa.{api}: reduce_res must be [{p1 - p0}, 1] (one value per partition); got "
-            f"{res.shape}"
-        )
+    res, rr = _reduce_res(reduce_res, p1 - p0, api)
     if not res._s.dtype.is_float:
         raise FormatNotSupportedError(f"nisa.{api}: reduce_res is {res.dtype}; it must be a float")
     if tr.numerics:
@@ -269,11 +264,7 @@ def select_reduce(dst=None, predicate=None, on_true=None, on_false=None, reduce_
     rd = _where(dst, _ON_CHIP, "dst", api)
     rp = _where(pred, _ON_CHIP, "predicate", api)
     r = _where(src, _ON_CHIP, "on_true", api)
-    if pred._s.buffer is MemoryRegion.psum and src._s.buffer is MemoryRegion.psum:
-        raise OperandPlacementError(f"nisa.{api}: predicate and on_true cannot both be in PSUM")
-    for x, rx, w in ((pred, rp, "predicate"), (src, r, "on_true")):
-        _same_partitions(dst, rd, x, rx, api, "dst", w)
-        _same_elements(rd, rx, api, "dst", w)
+    _two_inputs(dst, rd, (pred, rp, "predicate"), (src, r, "on_true"), api)
     fv, ft, fr = _scalar_or_vector(on_false, r, "on_false", api)
     values = None
     if tr.numerics:

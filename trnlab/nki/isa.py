@@ -999,6 +999,19 @@ def memset(dst=None, value=None, *rest, engine=None, name=None, shape=None, dtyp
     return ret
 
 
+def _reduce_res(reduce_res, parts: int, api: str) -> tuple:
+    """An instruction's ``reduce_res`` tile and its region: one value on each of ``parts``
+    partitions, on chip."""
+    res = _tensor(reduce_res, "reduce_res", api)
+    rr = _where(res, _ON_CHIP, "reduce_res", api)
+    if rr[4] != 1 or rr[1] - rr[0] != parts:
+        raise HardwareRuleError(
+            f"nisa.{api}: reduce_res must be [{parts}, 1] (one value per partition); got "
+            f"{res.shape}"
+        )
+    return res, rr
+
+
 def _idle(cmd) -> bool:
     """The Scalar engine's accumulator registers are left alone."""
     return cmd in (reduce_cmd.idle, None)
@@ -1031,13 +1044,7 @@ def _act_reduce(tr, api, dst, rd, reduce_op, reduce_res, cmd, values):
     if cmd is reduce_cmd.load_reduce:
         raise option(api, "reduce_cmd.load_reduce", "idle, reset, reduce and reset_reduce are")
     if reduce_res is not None:
-        res = _tensor(reduce_res, "reduce_res", api)
-        rr = _where(res, _ON_CHIP, "reduce_res", api)
-        if rr[4] != 1 or rr[1] - rr[0] != p1 - p0:
-            raise HardwareRuleError(
-                f"nisa.{api}: reduce_res must be [{p1 - p0}, 1] (one value per partition); got "
-                f"{res.shape}"
-            )
+        res, rr = _reduce_res(reduce_res, p1 - p0, api)
         if tr.numerics:
             _put(res, regs[p0:p1])
         # reading the registers out is one more (short) Scalar instruction, after this one
@@ -1233,13 +1240,7 @@ def tensor_scalar_reduce(dst=None, data=None, op0=None, operand0=None, reduce_op
     out = dst if ret is None else ret
     tr = current()
     rd = out._region()
-    res = _tensor(reduce_res, "reduce_res", api)
-    rr = _where(res, _ON_CHIP, "reduce_res", api)
-    if rr[4] != 1 or rr[1] - rr[0] != rd[1] - rd[0]:
-        raise HardwareRuleError(
-            f"nisa.{api}: reduce_res must be [{rd[1] - rd[0]}, 1] (one value per partition); "
-            f"got {res.shape}"
-        )
+    res, rr = _reduce_res(reduce_res, rd[1] - rd[0], api)
     if tr.numerics:
         v = _FOLD[fold](_flat(out).astype(np.float32), axis=1)
         _vector_regs(tr)[rd[0] : rd[1]] = v  # the fold stays in the accumulators
@@ -1604,6 +1605,17 @@ def bn_aggr(dst=None, data=None, name=None, dtype=None, mask=None):
     return ret
 
 
+def _two_inputs(dst, rd, first, second, api: str) -> None:
+    """The two tile inputs ``(tensor, region, name)`` of a Vector instruction: not both in
+    PSUM, each on ``dst``'s partitions with ``dst``'s elements per partition."""
+    (x, _, wx), (y, _, wy) = first, second
+    if x._s.buffer is MemoryRegion.psum and y._s.buffer is MemoryRegion.psum:
+        raise OperandPlacementError(f"nisa.{api}: {wx} and {wy} cannot both be in PSUM")
+    for t, r, w in (first, second):
+        _same_partitions(dst, rd, t, r, api, "dst", w)
+        _same_elements(rd, r, api, "dst", w)
+
+
 def _scan_py(a, b, init, f0, f1, rev0, rev1):
     out = np.empty_like(a)
     prev = init
@@ -1665,11 +1677,7 @@ def tensor_tensor_scan(dst=None, data0=None, data1=None, initial=None, op0=None,
     rd = _where(dst, _ON_CHIP, "dst", api)
     ra = _where(a, _ON_CHIP, "data0", api)
     rb = _where(b, _ON_CHIP, "data1", api)
-    if a._s.buffer is MemoryRegion.psum and b._s.buffer is MemoryRegion.psum:
-        raise OperandPlacementError(f"nisa.{api}: data0 and data1 cannot both be in PSUM")
-    for x, rx, w in ((a, ra, "data0"), (b, rb, "data1")):
-        _same_partitions(dst, rd, x, rx, api, "dst", w)
-        _same_elements(rd, rx, api, "dst", w)
+    _two_inputs(dst, rd, (a, ra, "data0"), (b, rb, "data1"), api)
     iv, it, ir = _scalar_or_vector(initial, ra, "initial", api)
     ins = [(a, ra), (b, rb)] + ([(it, ir)] if it is not None else [])
     if tr.numerics:
