@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import field
+from typing import ClassVar
 
 import ml_dtypes
 import numpy as np
@@ -763,6 +765,19 @@ def test_match_replace8_pairs_duplicate_vals_as_the_api_reference_example_does()
     np.testing.assert_array_equal(out[0], [1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0])
 
 
+def test_a_value_not_found_reads_all_ones_in_a_uint32_index_tile_too():
+    # The older form's default index type is uint32; NKI's own simulator once gave 0 here,
+    # a valid index (fixed in SDK 2.32's release notes).
+    def k(a, v):
+        idx = nisa.nc_find_index8(data=nl.load(a), vals=nl.load(v))
+        return _store_all(idx)[0]
+
+    data = np.arange(16, dtype=np.float32)[None]
+    got = sim(k, data, np.array([[3, 99, 0, 1, 2, 4, 5, 6]], np.float32))
+    assert got.dtype == np.uint32 and got[0, 1] == 0xFFFFFFFF
+    np.testing.assert_array_equal(got[0, [0, 2, 3]], [3, 0, 1])
+
+
 def test_top8_instructions_refuse_inputs_outside_their_range():
     def k(a):
         return _store_all(nisa.max8(src=nl.load(a)))[0]
@@ -825,6 +840,45 @@ def test_range_select_rules():
         sim(k, x, b, comp_op0=nl.add)
 
 
+def test_reading_the_vector_accumulators_before_anything_set_them_is_refused():
+    def carry_on(a):
+        dst = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar_cumulative(dst=dst, src=nl.load(a), op0=nl.add, op1=nl.maximum,
+                                      imm0=0.0, reduce_cmd=nisa.reduce_cmd.reduce)  # fmt: skip
+        return _store_all(dst)[0]
+
+    def read_out(a):
+        dst = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        mx = nl.ndarray((a.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+        pred = nl.ndarray(a.shape, dtype=nl.uint8, buffer=nl.sbuf)
+        nisa.memset(dst=pred, value=1)
+        nisa.select_reduce(
+            dst=dst, predicate=pred, on_true=nl.load(a), on_false=0.0, reduce_res=mx
+        )  # fmt: skip  (reduce_cmd idle: reads them out)
+        return _store_all(mx)[0]
+
+    x = -5 * np.ones((2, 8), np.float32)  # a max of 0 here would be a silent wrong answer
+    for kernel in (carry_on, read_out):
+        with pytest.raises(core.KernelArgumentError, match="no instruction of this kernel"):
+            sim(kernel, x)
+
+
+def test_range_select_takes_fp32_bounds_and_indices_fp32_counts_exactly():
+    def k(a, b, start=0):
+        out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        t = nl.load(b)
+        nisa.range_select(dst=out, on_true_tile=nl.load(a), comp_op0=nl.greater_equal,
+                          comp_op1=nl.less, bound0=t, bound1=t, range_start=start,
+                          on_false_value=nl.fp32.min)  # fmt: skip
+        return _store_all(out)[0]
+
+    x = rand(4, 16)
+    with pytest.raises(core.FormatNotSupportedError, match="bounds are float32"):
+        sim(k, x, np.zeros((4, 1), np.int32))
+    with pytest.raises(core.HardwareRuleError, match="passes 2\\^24"):
+        sim(k, x, rand(4, 1), start=2**25)
+
+
 @pytest.mark.parametrize("reverse", [False, True])
 def test_select_reduce_picks_by_predicate_and_accumulates_the_max(reverse):
     x, pred = rand(8, 32), (RNG.random((8, 32)) < 0.5).astype(np.uint8)
@@ -868,6 +922,22 @@ def test_indirect_dma_gathers_and_scatters_rows_by_an_index_tile(rows, p, f, see
     np.testing.assert_array_equal(out[uniq], table[idx[: len(uniq), 0]])
 
 
+def test_indirect_dma_rules():
+    def k(t, i, mode=nisa.dge_mode.unknown):
+        iy = nl.arange(8)[None, :]
+        tile = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=tile, src=t[nl.load(i), iy], dge_mode=mode)
+        return _store_all(tile)[0]
+
+    table, idx = rand(16, 8), np.array([[1], [3], [5], [7]], np.int32)
+    np.testing.assert_array_equal(sim(k, table, idx), table[[1, 3, 5, 7]])
+    for mode in (nisa.dge_mode.none, nisa.dge_mode.hwdge):
+        with pytest.raises(core.HardwareRuleError, match="software DGE"):
+            sim(k, table, idx, mode)
+    with pytest.raises(core.FormatNotSupportedError, match="row indices are integers"):
+        sim(k, table, idx.astype(np.float32))
+
+
 def test_indirect_dma_bounds_skip_and_timing():
     table, idx = rand(128, 512), (3 * np.arange(64)[:, None]).astype(np.int32)  # up to 189
 
@@ -890,7 +960,7 @@ def test_indirect_dma_bounds_skip_and_timing():
     assert run.program.counts().get("gpsimd") == 1  # the index tile read before the DMA
 
 
-def test_rand_is_uniform_on_0_1_repeatable_and_drawn_on_gpsimd():
+def test_rand_is_uniform_on_0_1_repeatable_and_drawn_on_the_vector_engine():
     def k(a):
         t = nl.rand((64, 512), dtype=nl.float32)
         return _store_all(t)[0]
@@ -901,7 +971,20 @@ def test_rand_is_uniform_on_0_1_repeatable_and_drawn_on_gpsimd():
     assert a.min() >= 0 and a.max() < 1 and abs(a.mean() - 0.5) < 0.01
     assert len(np.unique(a)) > 30_000
     run = nki.profile(k, chip="trn2")(x)
-    assert run.program.counts().get("gpsimd") == 1
+    assert run.program.counts().get("tensor_scalar") == 1  # the Vector engine's generator
+
+    def narrow(a):  # bf16 rounds values near 1 up to 1.0: rand must stay below it
+        return _store_all(nl.rand((128, 512), dtype=nl.bfloat16))[0]
+
+    assert sim(narrow, x).max() < 1
+
+    def per_program(a):
+        i = nl.program_id(0)
+        nl.store(a[i * 4 : i * 4 + 4], nl.rand((4, 8), dtype=nl.float32))
+        return a
+
+    both = nki.simulate(nki.jit(per_program)[2])(np.zeros((8, 8), np.float32))
+    assert not np.array_equal(both[:4], both[4:])  # each program draws its own
 
 
 # --- the Tensor Engine --------------------------------------------------------------------------
@@ -929,6 +1012,16 @@ def test_nc_matmul_transpose_mode_is_bit_accurate_from_neuroncore_v3(chip):
         assert run.program.counts().get("transpose") == 1 and "matmul" not in run.program.counts()
         with pytest.raises(core.FormatNotSupportedError, match="own dtype"):
             sim(k, x, chip=chip, dtype=nl.bfloat16)
+
+        def fp8(a):
+            t = nl.ndarray((4, 6), dtype=nl.float8_e4m3, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=a)
+            out = nl.ndarray((6, 4), dtype=nl.float8_e4m3, buffer=nl.psum)
+            ident = nl.shared_identity_matrix(4, dtype=nl.float8_e4m3)
+            nisa.nc_matmul(dst=out, stationary=t, moving=ident, is_transpose=True)
+
+        with pytest.raises(nki.NotModelledError, match="upper 8 bits zero"):
+            sim(fp8, rand(4, 6), chip=chip)
     else:
         # inf x 0 and nan x 0 are NaN: the Inf's row keeps only its own place, the NaN's none
         assert np.isnan(got[5]).all() and np.isinf(got[2, 1])
@@ -939,20 +1032,27 @@ def test_nc_matmul_transpose_mode_is_bit_accurate_from_neuroncore_v3(chip):
 def test_tensor_reduce_takes_every_legal_reduction_of_the_alu_table():
     x = np.array([[10, 1, 2, 3], [0, 0, 1, 0], [5, 5, 0, 1]], np.float32)
 
-    def k(a, op):
-        r = nl.ndarray((a.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.tensor_reduce(dst=r, op=op, data=nl.load(a), axis=1)
+    def k(a, op, negate=False):
+        r = nl.ndarray((a.shape[0], 1), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.tensor_reduce(dst=r, op=op, data=nl.load(a), axis=1, negate=negate)
         return _store_all(r)[0]
 
     want = {
-        nl.subtract: x[:, 0] - x[:, 1] - x[:, 2] - x[:, 3],  # a left fold
-        nl.bitwise_xor: np.bitwise_xor.reduce(x.astype(np.int64), axis=1),
+        nl.subtract: x[:, 0] - x[:, 1] - x[:, 2] - x[:, 3],  # read as a left fold: assumed
         nl.logical_and: (x != 0).all(axis=1),
         nl.logical_or: (x != 0).any(axis=1),
         nl.logical_xor: (x != 0).sum(axis=1) % 2 == 1,
     }
     for op, w in want.items():
         np.testing.assert_array_equal(sim(k, x, op)[:, 0], np.asarray(w, np.float32))
+    ints = x.astype(np.int32)  # bit-vector reductions take integer tiles
+    np.testing.assert_array_equal(
+        sim(k, ints, nl.bitwise_xor)[:, 0], np.bitwise_xor.reduce(ints, axis=1)
+    )
+    with pytest.raises(core.FormatNotSupportedError, match="bit-vector operation"):
+        sim(k, x, nl.bitwise_xor)  # on floats
+    with pytest.raises(core.KernelArgumentError, match="negate applies to arithmetic"):
+        sim(k, ints, nl.bitwise_xor, negate=True)
     with pytest.raises(core.KernelArgumentError):
         sim(k, x, nl.left_shift)  # not a legal reduction
 
@@ -1022,6 +1122,23 @@ def test_nki_classes_behave_as_the_language_guide_says():
         return _store_all(nisa.tensor_scalar(nl.load(a), op0=nl.multiply, operand0=cfg.x))[0]
 
     np.testing.assert_allclose(sim(scaled, np.ones((2, 2), np.float32), D(3)), 3.0)
+
+    @dataclass
+    class E(nl.NKIObject):  # @dataclass still writes the initializer: factories, ClassVars
+        items: list = field(default_factory=list)
+        limit: ClassVar[int] = 3
+        n: int = 1
+
+    assert E().items == [] and E().n == 1
+    with pytest.raises(TypeError):
+        E([1], 5, 6)  # two fields, not three: the ClassVar is not one
+
+    class F(nl.NKIObject):
+        x: int
+        limit: ClassVar[int] = 9
+
+    with pytest.raises(core.KernelArgumentError, match="at most 1 positional"):
+        F(1, 2)
 
 
 def test_nc_matmul_accumulate_semantics():

@@ -201,6 +201,8 @@ def to_numpy(x: np.ndarray, d: DType) -> np.ndarray:
     """Stored values of type ``d`` as the numpy array a kernel output comes back as."""
     if d.numpy is None or d.numpy == "float32":
         return np.array(x, np.float32)
+    if d.kind == "int":  # stored in fp32: 0xFFFFFFFF reads 2^32 there; saturate, never wrap
+        return np.array(np.clip(np.asarray(x, np.float64), d.lo, d.hi), d.numpy)
     return np.array(x, d.numpy)
 
 

@@ -59,8 +59,22 @@ _CUMULATIVE_START = {
 
 def _vector_regs(tr) -> np.ndarray:
     """The Vector engine's accumulator registers, one per partition (shared by its
-    accumulating instructions; the Scalar engine's are separate)."""
-    return tr.constants.setdefault("vector_regs", np.zeros(tr.pmax, np.float32))
+    accumulating instructions; the Scalar engine's are separate). NaN until an instruction
+    sets them: what they hold at the start of a kernel is not defined."""
+    return tr.constants.setdefault("vector_regs", np.full(tr.pmax, np.nan, np.float32))
+
+
+def _regs_read(regs: np.ndarray, p0: int, p1: int, api: str, how: str) -> np.ndarray:
+    """The accumulators of partitions ``p0:p1``, refused where nothing has set them yet."""
+    held = regs[p0:p1]
+    if np.isnan(held).any():
+        raise KernelArgumentError(
+            f"nisa.{api}: {how} reads the Vector engine's accumulators, but no instruction of "
+            f"this kernel has set them on partitions {p0}..{p1 - 1} (what they hold at the start "
+            f"is not defined): start with reduce_cmd=nisa.reduce_cmd.reset_reduce (or "
+            f"load_reduce)"
+        )
+    return held.copy()
 
 
 def tensor_scalar_cumulative(dst=None, src=None, op0=None, op1=None, imm0=None, imm1=None,
@@ -125,7 +139,7 @@ def tensor_scalar_cumulative(dst=None, src=None, op0=None, op1=None, imm0=None, 
                 else _flat(t1)[:, 0].astype(np.float32)
             )
         else:
-            reg = regs[p0:p1].copy()
+            reg = _regs_read(regs, p0, p1, api, "reduce_cmd=reduce")
         out = np.empty_like(x)
         f0, f1 = N.ALU[n0], N.ALU[n1]
         o = _vals(v0, t0, True)
@@ -157,14 +171,17 @@ def _max_accumulate(tr, api, rows, values, cmd, reduce_res, reduce_op, idle_ok: 
     p0, p1 = rows
     if values is not None and cmd is not reduce_cmd.idle:
         m = values.max(axis=1)
-        regs[p0:p1] = m if cmd is _RESET_REDUCE else np.maximum(regs[p0:p1], m)
+        if cmd is _RESET_REDUCE:
+            regs[p0:p1] = m
+        else:
+            regs[p0:p1] = np.maximum(_regs_read(regs, p0, p1, api, "reduce_cmd=reduce"), m)
     if reduce_res is None:
         return None
     res, rr = _reduce_res(reduce_res, p1 - p0, api)
     if not res._s.dtype.is_float:
         raise FormatNotSupportedError(f"nisa.{api}: reduce_res is {res.dtype}; it must be a float")
     if tr.numerics:
-        _put(res, regs[p0:p1])
+        _put(res, _regs_read(regs, p0, p1, api, "reduce_res"))
     return res, rr
 
 
@@ -223,6 +240,14 @@ def range_select(dst=None, on_true_tile=None, comp_op0=None, comp_op1=None, boun
     )
     if b0 is None or b1 is None:
         raise KernelArgumentError(f"nisa.{api}: bound0 and bound1 are [P, 1] tiles")
+    for t, w in ((b0, "bound0"), (b1, "bound1")):
+        if t.dtype != "float32":
+            raise FormatNotSupportedError(f"nisa.{api}: {w} is {t.dtype}; bounds are float32")
+    if not (-(2**24) <= range_start and range_start + r[4] <= 2**24):
+        raise HardwareRuleError(
+            f"nisa.{api}: range_start {range_start} + {r[4]} columns passes 2^24; the index is "
+            f"compared in fp32, which counts whole numbers exactly only that far"
+        )
     values = None
     if tr.numerics:
         x = _flat(src).astype(np.float32)

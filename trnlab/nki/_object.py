@@ -6,6 +6,9 @@ no ``__init__`` / ``__post_init__`` the compiler makes them: ``__init__`` takes 
 field in order (default: the class attribute, else None), sets it and calls ``__post_init__``.
 A Python instance passed to a kernel is rebuilt from its ``__dict__``; trnlab runs the kernel
 in Python, so the instance itself arrives, with the same dictionary.
+
+The made ``__init__`` is NKIObject's own, so ``@dataclass`` (which writes one only where the
+class has none of its own) still makes its own, ``field(default_factory=...)`` and all.
 """
 
 from __future__ import annotations
@@ -19,11 +22,14 @@ __all__ = ["NKIObject"]
 
 
 def _fields(cls) -> list[str]:
+    """The annotated instance fields of ``cls`` and its NKI bases, in order (not ClassVars)."""
     names: list[str] = []
     for klass in reversed(cls.__mro__):
-        for name in inspect.get_annotations(klass):
-            if name not in names:
-                names.append(name)
+        for name, ann in inspect.get_annotations(klass).items():
+            text = ann if isinstance(ann, str) else repr(ann)
+            if text.startswith(("ClassVar", "typing.ClassVar")) or name in names:
+                continue
+            names.append(name)
     return names
 
 
@@ -38,37 +44,32 @@ class NKIObject:
                 f"class {cls.__name__} inherits from {', '.join(others)}: an NKI class inherits "
                 f"from NKIObject (or another NKI class) and nothing else (NKI language guide)"
             )
-        if "__init__" not in cls.__dict__:
-            cls.__init__ = _default_init(cls)
-        if not hasattr(cls, "__post_init__"):
-            cls.__post_init__ = lambda self: None
 
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
-        return f"{type(self).__name__}({fields})"
-
-
-def _default_init(cls):
-    fields = _fields(cls)
-
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """The initializer NKI makes for a class that writes none: each annotated field in
+        order, from the arguments, else the class attribute, else None; then __post_init__."""
+        cls = type(self)
+        fields = _fields(cls)
+        name = cls.__name__
         if len(args) > len(fields):
             raise KernelArgumentError(
-                f"{cls.__name__}() takes at most {len(fields)} positional arguments "
+                f"{name}() takes at most {len(fields)} positional arguments "
                 f"({', '.join(fields)}); got {len(args)}"
             )
         unknown = sorted(set(kwargs) - set(fields))
         if unknown:
-            raise KernelArgumentError(
-                f"{cls.__name__}() has no field {unknown}; its fields are {fields}"
-            )
-        values = dict(zip(fields, args, strict=False))
-        for name in fields:
-            if name in values and name in kwargs:
-                raise KernelArgumentError(f"{cls.__name__}() got {name!r} twice")
-            value = values.get(name, kwargs.get(name, getattr(cls, name, None)))
-            setattr(self, name, value)
+            raise KernelArgumentError(f"{name}() has no field {unknown}; its fields are {fields}")
+        given = dict(zip(fields, args, strict=False))
+        twice = sorted(set(given) & set(kwargs))
+        if twice:
+            raise KernelArgumentError(f"{name}() got {twice} both by position and by name")
+        for field in fields:
+            setattr(self, field, given.get(field, kwargs.get(field, getattr(cls, field, None))))
         self.__post_init__()
 
-    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
-    return __init__
+    def __post_init__(self) -> None:
+        """Nothing, unless the class writes its own (as NKI's default)."""
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
+        return f"{type(self).__name__}({fields})"

@@ -342,14 +342,20 @@ def _indirect_dma(tr, dst, src, oob, dge, api: str) -> None:
         raise NotModelledError(
             f"nisa.{api}: an indirect DMA between HBM tensors; gather into an SBUF tile first"
         )
-    if dge == "hw":
+    if dge in ("hw", "none"):
         raise HardwareRuleError(
-            f"nisa.{api}: the hardware DGE does not make indirect DMAs (Trainium2 guide); leave "
-            f"dge_mode unset or use swdge"
+            f"nisa.{api}: an indirect DMA needs descriptors made at run time from the indices: "
+            f"software DGE (the DGE guide; hardware DGE does not make them, and dge_mode=none "
+            f"means descriptors prepared ahead); leave dge_mode unset or use swdge"
         )
     rt = _dma_sbuf_side(tile, "the on-chip side", api)
     idx = view.idx
     ri = _where(idx, _SBUF, "the index tile", api)
+    if idx._s.dtype.kind != "int":
+        raise FormatNotSupportedError(
+            f"nisa.{api}: the index tile {idx.name!r} is {idx.dtype}; row indices are integers "
+            f"(int32 or uint32, as nisa.iota makes them)"
+        )
     parts = rt[1] - rt[0]
     if ri[1] - ri[0] != parts or ri[4] != 1:
         raise HardwareRuleError(
@@ -664,6 +670,12 @@ def _transpose_mode(tr, dst, stationary, moving, accumulate, api: str) -> None:
             f"nisa.{api}(is_transpose=True) writes the transpose; it does not accumulate"
         )
     dst = _tensor(dst, "dst", api)
+    if st._s.dtype.bits == 8 and st._s.dtype.kind == "float":
+        raise NotModelledError(
+            f"nisa.{api}(is_transpose=True) of an FP8 tile: NeuronCore-v3 writes 16-bit PSUM "
+            f"elements with the upper 8 bits zero (Trainium2 guide), a layout trnlab does not "
+            f"model; transpose a 16-bit copy"
+        )
     if dst.dtype != st.dtype:
         raise FormatNotSupportedError(
             f"nisa.{api}(is_transpose=True): dst is {dst.dtype}, stationary {st.dtype}; "
@@ -1292,9 +1304,11 @@ _TENSOR_REDUCE = {**N.REDUCE, **_MORE_REDUCTIONS}
 
 def tensor_reduce(dst=None, op=None, data=None, axis=None, negate=False, keepdims=False, name=None,
                   dtype=None):  # fmt: skip
-    """Reduce ``data`` along its last free axes on the Vector engine (add, subtract (a left
-    fold), maximum, minimum, multiply, average, bitwise and/or/xor, logical and/or/xor),
-    optionally negated. Older form: ``tensor_reduce(op, data, axis)`` returns a new tile."""
+    """Reduce ``data`` along its last free axes on the Vector engine (add, maximum, minimum,
+    multiply, average; bitwise and/or/xor of integer tiles; logical and/or/xor; subtract, read
+    as a left fold ``x0 - x1 - ...``: the order is not published, an assumption), optionally
+    negated (arithmetic ones). Older form: ``tensor_reduce(op, data, axis)`` returns a new
+    tile."""
     api = "tensor_reduce"
     tr = current()
     ret = None
@@ -1313,6 +1327,16 @@ def tensor_reduce(dst=None, op=None, data=None, axis=None, negate=False, keepdim
     dst = _tensor(dst, "dst", api)
     data = _tensor(data, "data", api)
     oname = N.name_of(op, _TENSOR_REDUCE, f"nisa.{api} op")
+    if oname.startswith("bitwise_"):
+        if data._s.dtype.kind != "int":
+            raise FormatNotSupportedError(
+                f"nisa.{api}: {oname} is a bit-vector operation; data is {data.dtype}, it takes "
+                f"integer tiles (NKI's ALU table)"
+            )
+        if negate:
+            raise KernelArgumentError(
+                f"nisa.{api}: negate applies to arithmetic reductions, not {oname}"
+            )
     ax = _axes(data, axis, api)
     rd = _where(dst, _ON_CHIP, "dst", api)
     r = _where(data, _ON_CHIP, "data", api)

@@ -27,7 +27,7 @@ from trnlab.core import KernelArgumentError
 from . import _numerics as N
 from . import _observe
 from . import isa as _isa
-from ._dtypes import DTYPES, dtype_info
+from ._dtypes import DTYPES, dtype_info, round_to
 from ._errors import NotModelledError, missing
 from ._index import arange as arange  # older editions' index expressions
 from ._index import mgrid as mgrid
@@ -275,21 +275,37 @@ def full(shape, fill_value, dtype, buffer=sbuf, name: str = "") -> NkiTensor:
 
 
 def rand(shape, dtype="float32", buffer=sbuf, name: str = "") -> NkiTensor:
-    """A new tensor of values drawn uniformly from [0, 1) (NKI marks it experimental).
+    """A new tensor of values drawn uniformly from [0, 1) (NKI marks it experimental; its
+    current API asks for ``dtype``, the older editions default to float32, as here).
 
-    An on-chip tile is filled by one GpSimd instruction (its random-number generator; the
-    cost of one GpSimd pass is an assumption). trnlab draws from a generator seeded afresh for
-    every run of a kernel, so a run repeats exactly; hardware's values differ run to run."""
+    An on-chip tile is filled by one Vector-engine instruction (NKI's release notes: rand
+    runs the Vector engine's random-number generator; its cost is an assumption). trnlab
+    draws from a generator seeded afresh for each run and each program of a launch, so a run
+    repeats exactly and the programs differ; hardware's values differ run to run."""
     t = _new_tensor(shape, dtype, buffer, name)
     tr = current()
-    rng = tr.constants.setdefault("rand", np.random.default_rng(0x7E1AB))
+    rng = tr.constants.setdefault(
+        "rand", np.random.default_rng((0x7E1AB, *map(int, tr.program_id)))
+    )
     if t._s.data is not None:
-        values = rng.random(t.shape, dtype=np.float64).astype(np.float32)
-        _isa._put(t, np.minimum(values, np.nextafter(np.float32(1), np.float32(0))))
+        d = t._s.dtype
+        values = round_to(rng.random(t.shape, dtype=np.float64).astype(np.float32), d)
+        _isa._put(t, np.minimum(values, _below_one(d)), d)  # rounding up to 1 is outside
     if buffer in (sbuf, psum):
         r = _isa._where(t, _isa._ON_CHIP, "the tile", "nl.rand")
-        _isa._record(tr, "gpsimd", "gpsimd", t, r, [], "rand")
+        _isa._record(tr, "tensor_scalar", "vector", t, r, [], "rand")
     return t
+
+
+def _below_one(d) -> np.float32:
+    """The largest value of type ``d`` below 1 (0 for integers)."""
+    if d.kind == "int":
+        return np.float32(0)
+    for k in range(24, 0, -1):
+        x = np.float32(1 - 2.0**-k)
+        if round_to(np.array([x]), d)[0] == x:
+            return x
+    return np.float32(0)
 
 
 def _declared_shape(x: NkiTensor) -> tuple:
