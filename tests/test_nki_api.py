@@ -960,6 +960,45 @@ def test_indirect_dma_bounds_skip_and_timing():
     assert run.program.counts().get("gpsimd") == 1  # the index tile read before the DMA
 
 
+@FAST
+@given(
+    quadrants=st.integers(1, 4),
+    f=st.integers(1, 64),
+    mask=st.lists(st.one_of(st.integers(0, 31), st.just(255)), min_size=32, max_size=32),
+)
+def test_stream_shuffle_moves_partitions_within_each_quadrant(quadrants, f, mask):
+    p = 32 * quadrants if quadrants != 3 else 128  # 96 active partitions start at 0 too
+    x, before = rand(p, f), rand(p, f)
+
+    def k(a, b):
+        src, dst = nl.load(a), nl.load(b)
+        nisa.nc_stream_shuffle(dst=dst, src=src, shuffle_mask=mask)
+        return _store_all(dst)[0]
+
+    want = before.copy()
+    for q in range(0, p, 32):
+        for i, m in enumerate(mask):
+            if m != 255:
+                want[q + i] = x[q + m]
+    np.testing.assert_array_equal(sim(k, x, before), want)
+
+
+def test_stream_shuffle_rules():
+    def k(a, start=0, mask=None):
+        t = nl.load(a)
+        out = nl.ndarray((64, 8), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.nc_stream_shuffle(dst=out[start : start + 32], src=t[0:32],
+                               shuffle_mask=mask or list(range(32)))  # fmt: skip
+        return _store_all(out)[0]
+
+    x = rand(64, 8)
+    np.testing.assert_array_equal(sim(k, x, start=32)[32:], x[:32])
+    with pytest.raises(core.HardwareRuleError, match="must start at 0 or 32 or 64 or 96"):
+        sim(k, x, start=16)
+    with pytest.raises(core.KernelArgumentError, match="32 integers"):
+        sim(k, x, mask=[0] * 31)
+
+
 def test_rand_is_uniform_on_0_1_repeatable_and_drawn_on_the_vector_engine():
     def k(a):
         t = nl.rand((64, 512), dtype=nl.float32)

@@ -1719,6 +1719,65 @@ def tensor_tensor_scan(dst=None, data0=None, data1=None, initial=None, op0=None,
     return ret
 
 
+def nc_stream_shuffle(dst=None, src=None, shuffle_mask=None, name=None):
+    """Vector engine: move data across partitions within each quadrant of 32. Output partition
+    ``i`` of every quadrant copies input partition ``shuffle_mask[i]`` of the same quadrant
+    (255: left as it was); one mask serves every quadrant. ``dst`` may be ``src`` (in place);
+    both in SBUF or PSUM, of one dtype and elements per partition. Timed as a copy on the
+    Vector engine (no cost is published: an assumption)."""
+    api = "nc_stream_shuffle"
+    tr = current()
+    if dst is None or src is None or shuffle_mask is None:
+        raise KernelArgumentError(f"nisa.{api} needs dst, src and shuffle_mask")
+    dst, src = _tensor(dst, "dst", api), _tensor(src, "src", api)
+    rd, rs = _where(dst, _ON_CHIP, "dst", api), _where(src, _ON_CHIP, "src", api)
+    if dst.dtype != src.dtype:
+        raise FormatNotSupportedError(
+            f"nisa.{api}: dst is {dst.dtype}, src {src.dtype}; they must match"
+        )
+    _same_elements(rd, rs, api, "dst", "src")
+    mask = list(shuffle_mask) if isinstance(shuffle_mask, list | tuple) else None
+    if (
+        mask is None
+        or len(mask) != 32
+        or not all(
+            isinstance(m, numbers.Integral)
+            and not isinstance(m, bool)
+            and (0 <= m < 32 or m == 255)
+            for m in mask
+        )
+    ):
+        raise KernelArgumentError(
+            f"nisa.{api}: shuffle_mask is a list of 32 integers, each a source partition 0..31 "
+            f"of the quadrant or 255 (leave that output partition as it was); got {shuffle_mask!r}"
+        )
+    n_src, n_dst = rs[1] - rs[0], rd[1] - rd[0]
+    active = -(-max(n_src, n_dst) // 32) * 32
+    starts = {128: (0,), 96: (0,), 64: (0, 64), 32: (0, 32, 64, 96)}[active]
+    for start, w in ((rs[0], "src"), (rd[0], "dst")):
+        if start not in starts:
+            raise HardwareRuleError(
+                f"nisa.{api}: {w} starts at partition {start}; with {active} active partitions "
+                f"it must start at {' or '.join(map(str, starts))}"
+            )
+    if tr.numerics:
+        x = _flat(src).astype(np.float32).copy()
+        out = _flat(dst).astype(np.float32).copy()
+        for q in range(0, n_dst, 32):
+            for i in range(min(32, n_dst - q)):
+                if mask[i] == 255:
+                    continue
+                p = q + mask[i]
+                if p >= n_src:
+                    raise HardwareRuleError(
+                        f"nisa.{api}: output partition {q + i} copies partition {p} of src, "
+                        f"which has {n_src}"
+                    )
+                out[q + i] = x[p]
+        _put(dst, out, dst._s.dtype)
+    _record(tr, "copy", "vector", dst, rd, [(src, rs)], api)
+
+
 def get_nc_version() -> nc_version:
     """The NeuronCore generation the kernel is traced for."""
     return nc_version(current().gen)
@@ -1759,6 +1818,7 @@ _MODELLED = (
     "nc_match_replace8",
     "nc_matmul",
     "nc_matmul_mx",
+    "nc_stream_shuffle",
     "nc_transpose",
     "quantize_mx",
     "range_select",
@@ -1781,7 +1841,6 @@ _KNOWN = frozenset(
         "activate2",
         "local_gather",
         "nc_n_gather",
-        "nc_stream_shuffle",
         "rng",
         "dropout",
         "set_rng_seed",
