@@ -983,6 +983,26 @@ def test_stream_shuffle_moves_partitions_within_each_quadrant(quadrants, f, mask
     np.testing.assert_array_equal(sim(k, x, before), want)
 
 
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("scalar", [False, True])
+def test_copy_predicated_writes_only_where_the_predicate_says(reverse, scalar):
+    x, before = rand(16, 64), rand(16, 64)
+    pred = (RNG.random((16, 64)) < 0.3).astype(np.uint8)
+
+    def k(a, b, p_):
+        dst = nl.load(b)
+        nisa.tensor_copy_predicated(dst=dst, src=2.5 if scalar else nl.load(a),
+                                    predicate=nl.load(p_), reverse_pred=reverse)  # fmt: skip
+        return _store_all(dst)[0]
+
+    keep = (pred == 0) if reverse else (pred != 0)
+    np.testing.assert_array_equal(
+        sim(k, x, before, pred), np.where(keep, 2.5 if scalar else x, before)
+    )
+    with pytest.raises(core.FormatNotSupportedError, match="uint8, uint16 or uint32"):
+        sim(k, x, before, pred.astype(np.int16))
+
+
 def test_stream_shuffle_rules():
     def k(a, start=0, mask=None):
         t = nl.load(a)

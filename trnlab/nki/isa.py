@@ -1719,6 +1719,45 @@ def tensor_tensor_scan(dst=None, data0=None, data1=None, initial=None, op0=None,
     return ret
 
 
+def tensor_copy_predicated(dst=None, src=None, predicate=None, reverse_pred=False, name=None):
+    """Vector engine: copy ``src`` (a tile, or a number) into ``dst`` where ``predicate`` is
+    nonzero (zero with ``reverse_pred``), leaving ``dst`` as it was elsewhere; ``predicate`` an
+    unsigned 8-, 16- or 32-bit tile (or bool_), not in PSUM together with ``src``. Timed as a
+    two-input Vector instruction (tensor_tensor's cost) that also reads ``dst`` (an
+    assumption: no cost is published)."""
+    api = "tensor_copy_predicated"
+    tr = current()
+    if dst is None or src is None or predicate is None:
+        raise KernelArgumentError(f"nisa.{api} needs dst, src and predicate")
+    dst, pred = _tensor(dst, "dst", api), _tensor(predicate, "predicate", api)
+    if pred.dtype not in ("bool_", "uint8", "uint16", "uint32"):
+        raise FormatNotSupportedError(
+            f"nisa.{api}: predicate is {pred.dtype}; it must be uint8, uint16 or uint32 (or bool_)"
+        )
+    rd = _where(dst, _ON_CHIP, "dst", api)
+    rp = _where(pred, _ON_CHIP, "predicate", api)
+    _same_partitions(dst, rd, pred, rp, api, "dst", "predicate")
+    _same_elements(rd, rp, api, "dst", "predicate")
+    ins = [(pred, rp), (dst, rd)]
+    if type(src) is NkiTensor:
+        rs = _where(src, _ON_CHIP, "src", api)
+        _two_inputs(dst, rd, (src, rs, "src"), (pred, rp, "predicate"), api)
+        if src.dtype != dst.dtype:
+            raise FormatNotSupportedError(
+                f"nisa.{api}: src is {src.dtype}, dst {dst.dtype}; they must match"
+            )
+        ins.insert(0, (src, rs))
+        value = None
+    else:
+        value, _, _ = _scalar_or_vector(src, rd, "src", api)
+    if tr.numerics:
+        keep = _flat(pred) != 0
+        keep = ~keep if reverse_pred else keep
+        new = _flat(src) if value is None else np.float32(value)
+        _put(dst, np.where(keep, new, _flat(dst)))
+    _record(tr, "tensor_tensor", "vector", dst, rd, ins, api)
+
+
 def nc_stream_shuffle(dst=None, src=None, shuffle_mask=None, name=None):
     """Vector engine: move data across partitions within each quadrant of 32. Output partition
     ``i`` of every quadrant copies input partition ``shuffle_mask[i]`` of the same quadrant
@@ -1825,6 +1864,7 @@ _MODELLED = (
     "reciprocal",
     "select_reduce",
     "tensor_copy",
+    "tensor_copy_predicated",
     "tensor_partition_reduce",
     "tensor_reduce",
     "tensor_scalar",
@@ -1836,7 +1876,6 @@ _MODELLED = (
 # The rest of nki.isa (NKI API reference), for "not modelled yet" errors.
 _KNOWN = frozenset(
     {
-        "tensor_copy_predicated",
         "dma_transpose",
         "activate2",
         "local_gather",
