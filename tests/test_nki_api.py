@@ -1003,6 +1003,24 @@ def test_copy_predicated_writes_only_where_the_predicate_says(reverse, scalar):
         sim(k, x, before, pred.astype(np.int16))
 
 
+def test_sequence_bounds_gives_each_run_of_ids_its_start_and_end():
+    # The API reference's example: 0 is padding (start n, end -1); ends are one past the run.
+    ids = np.array([[0, 1, 1, 2, 2, 2, 0, 3, 3]], np.float32)
+
+    def k(seg):
+        m, n = seg.shape
+        ix, iy, iz = nl.mgrid[0:m, 0:2, 0:n]  # a one-partition grid: still partitions
+        out = nl.ndarray([m, 2, n], dtype=nl.float32, buffer=nl.sbuf)
+        out[ix, iy, iz] = nisa.sequence_bounds(segment_ids=nl.load(seg))
+        return _store_all(out)[0]
+
+    got = sim(k, ids)
+    np.testing.assert_array_equal(got[0, 0], [9, 1, 1, 3, 3, 3, 9, 7, 7])
+    np.testing.assert_array_equal(got[0, 1], [-1, 3, 3, 6, 6, 6, -1, 9, 9])
+    with pytest.raises(core.HardwareRuleError, match="one partition"):
+        sim(k, np.ones((2, 9), np.float32))
+
+
 def test_stream_shuffle_rules():
     def k(a, start=0, mask=None):
         t = nl.load(a)

@@ -296,4 +296,7 @@ def index_view(t, key: tuple):
                 f"(nl.arange(n)[:, None], i_p of nl.mgrid) and no free index may use that axis: "
                 f"the engines cannot move data across partitions (use nisa.nc_transpose)"
             )
+    for ax in range(min(ndim, t.ndim)):  # a size-1 axis keeps its dimension's stride (no
+        if sizes[ax] == 1 and strides[ax] == 0:  # address depends on it), so a one-partition
+            strides[ax] = t.strides[ax]  # grid still reads as partitions, not blocks
     return NkiTensor(t._s, tuple(sizes), tuple(strides), offset)

@@ -1758,6 +1758,50 @@ def tensor_copy_predicated(dst=None, src=None, predicate=None, reverse_pred=Fals
     _record(tr, "tensor_tensor", "vector", dst, rd, ins, api)
 
 
+def sequence_bounds(dst=None, segment_ids=None, name=None):
+    """GpSimd: for each element of a one-partition tile of segment IDs, the start and (one
+    past the) end of the run of equal IDs it belongs to, as ``dst [1, 2, n]`` (starts, then
+    ends); ID 0 is padding, whose start is ``n`` and end -1. float32 or int32 tiles. Older form:
+    ``sequence_bounds(segment_ids=t)`` returns a new tile. Timed as one GpSimd pass over the IDs
+    (an assumption: no cost is published)."""
+    api = "sequence_bounds"
+    tr = current()
+    if segment_ids is None:
+        segment_ids, dst = dst, None
+    ids = _tensor(segment_ids, "segment_ids", api)
+    ri = _where(ids, _SBUF, "segment_ids", api)
+    n = ri[4]
+    ret = None
+    if dst is None:
+        dst = ret = _new((1, 2, n), ids.dtype, MemoryRegion.sbuf, depth=5)
+    dst = _tensor(dst, "dst", api)
+    rd = _where(dst, _SBUF, "dst", api)
+    for t, w in ((ids, "segment_ids"), (dst, "dst")):
+        if t.dtype not in ("float32", "int32"):
+            raise FormatNotSupportedError(
+                f"nisa.{api}: {w} is {t.dtype}; it must be float32 or int32"
+            )
+    if ri[1] - ri[0] != 1 or rd[1] - rd[0] != 1 or rd[4] != 2 * n:
+        raise HardwareRuleError(
+            f"nisa.{api}: segment_ids must be one partition of n values and dst [1, 2, n] "
+            f"(starts, then ends); got {ids.shape} and {dst.shape}"
+        )
+    if tr.numerics:
+        v = _flat(ids)[0].astype(np.float64)
+        if (v < 0).any() or (v != np.round(v)).any():
+            raise KernelArgumentError(f"nisa.{api}: segment IDs are whole numbers >= 0")
+        starts, ends = np.empty(n), np.empty(n)
+        for i in range(n):  # a run starts where the ID changes
+            starts[i] = starts[i - 1] if i and v[i] == v[i - 1] else i
+        for i in range(n - 1, -1, -1):
+            ends[i] = ends[i + 1] if i < n - 1 and v[i] == v[i + 1] else i + 1
+        pad = v == 0
+        starts[pad], ends[pad] = n, -1
+        _put(dst, np.concatenate([starts, ends])[None, :])
+    _record(tr, "gpsimd", "gpsimd", dst, rd, [(ids, ri)], api, elements=n)
+    return ret
+
+
 def nc_stream_shuffle(dst=None, src=None, shuffle_mask=None, name=None):
     """Vector engine: move data across partitions within each quadrant of 32. Output partition
     ``i`` of every quadrant copies input partition ``shuffle_mask[i]`` of the same quadrant
@@ -1863,6 +1907,7 @@ _MODELLED = (
     "range_select",
     "reciprocal",
     "select_reduce",
+    "sequence_bounds",
     "tensor_copy",
     "tensor_copy_predicated",
     "tensor_partition_reduce",
@@ -1887,7 +1932,6 @@ _KNOWN = frozenset(
         "rand_get_state",
         "rand2",
         "exponential",
-        "sequence_bounds",
         "scalar_tensor_tensor",
         "core_barrier",
         "dma_compute",
