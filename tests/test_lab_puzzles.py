@@ -427,7 +427,7 @@ def test_softmax_slips():
 
 
 # 7. RMSNorm ------------------------------------------------------------------------------------
-def _rms_kernel(gamma_in_loop=False, use_gamma=True, mean=True, rsqrt=True):
+def _rms_kernel(gamma_in_loop=False, use_gamma=True, mean=True, rsqrt=True, eps=pz.RMS_EPS):
     @nki.jit
     def rms(x, gamma):
         R, C = x.shape
@@ -448,7 +448,7 @@ def _rms_kernel(gamma_in_loop=False, use_gamma=True, mean=True, rsqrt=True):
             nisa.activation(dst=sq, op=nl.square, data=t, reduce_op=nl.add, reduce_res=ss,
                             reduce_cmd=RESET)  # fmt: skip
             nisa.tensor_scalar(dst=ss, data=ss, op0=nl.multiply, operand0=1.0 / C if mean else 1.0,
-                               op1=nl.add, operand1=pz.RMS_EPS)  # fmt: skip
+                               op1=nl.add, operand1=eps)  # fmt: skip
             if rsqrt:
                 nisa.activation(dst=ss, op=nl.rsqrt, data=ss)
             else:  # the same value in two instructions
@@ -471,6 +471,8 @@ def test_rmsnorm_slips():
     assert "gamma crossed HBM 2.0 times over" in m and "Load gamma once" in m
     m = _says(pz.rmsnorm, _rms_kernel(rsqrt=False))
     assert "the limit is 19" in m and "op=nl.rsqrt" in m
+    # an all-zero row in the inputs: without eps it is 0 / sqrt(0)
+    assert "Add eps inside the square root" in _says(pz.rmsnorm, _rms_kernel(eps=0.0))
 
 
 # 8. linear + silu ------------------------------------------------------------------------------
@@ -573,8 +575,10 @@ def test_double_buffer_slips():
     assert (
         f"the limit is {pz.double_buffer.spec.constraint.latency_us:g} us" in m
         and "inside the nl.affine_range body" in m
-        and "makes each load wait for the matmul before it (about 34 us)" in m
+        and "makes each load wait for the matmul before it: about 34 us" in m
     )
+    # the gap is named against the reference, engine by engine
+    assert "Where yours spends more than the reference: DMA q0" in m and "(the reference:" in m
     assert "only the last K tile" in _says(pz.double_buffer, matmul_overwrites)
     m = _says(pz.double_buffer, matmul_stores_every_step)
     assert "c crossed HBM 8.0 times over" in m and "Store c once" in m
@@ -593,7 +597,7 @@ def test_a_passing_kernel_is_told_what_it_spent_against_each_limit():
 
 
 # 10. attention ---------------------------------------------------------------------------------
-def _attention_kernel(scaled=True, spill=False, copy=False):
+def _attention_kernel(scaled=True, spill=False, copy=False, normalised=True):
     @nki.jit
     def attn(q_t, k_t, v):
         d, S = q_t.shape
@@ -632,7 +636,10 @@ def _attention_kernel(scaled=True, spill=False, copy=False):
             nisa.tensor_copy(dst=pt, src=pp)
             nisa.nc_matmul(dst=acc, stationary=pt, moving=vt)
         inv = nl.ndarray((S, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.reciprocal(dst=inv, data=tot)
+        if normalised:
+            nisa.reciprocal(dst=inv, data=tot)
+        else:  # forgets the division by the row sums
+            nisa.memset(dst=inv, value=1.0)
         o = nl.ndarray((S, d), dtype=nl.float32, buffer=nl.sbuf)
         nisa.tensor_scalar(dst=o, data=acc, op0=nl.multiply, operand0=inv)
         nisa.dma_copy(dst=out, src=o)
@@ -643,6 +650,8 @@ def _attention_kernel(scaled=True, spill=False, copy=False):
 
 def test_attention_slips():
     assert "not scaled by 1/sqrt(d)" in _says(pz.attention, _attention_kernel(scaled=False))
+    m = _says(pz.attention, _attention_kernel(normalised=False))
+    assert "not yet divided by each row's sum of exp" in m
     m = _says(pz.attention, _attention_kernel(spill=True))
     assert "crossed HBM" in m and "never store them to HBM" in m
     # a kernel written differently from the reference passes ...

@@ -273,20 +273,43 @@ def _spent(limit: Constraint, run) -> str:
     return ", ".join(parts)
 
 
-def _latency_problem(spec: Spec, run) -> str | None:
+def _latency_problem(spec: Spec, run, reference=None) -> str | None:
+    """Over the time limit: the engines or queues where the kernel spends more than the
+    reference does (the gap to close), else its busiest one."""
     from trnlab import core
 
     limit = spec.constraint.latency_us
     us = run.latency * 1e6
     if limit is None or us <= limit:
         return None
-    top = core.time_breakdown(run)[0]
+    mine = core.time_breakdown(run)
+    theirs = {r["resource"]: r for r in core.time_breakdown(reference)} if reference else {}
+    more = sorted(
+        (
+            (r["busy_s"] - theirs.get(r["resource"], {}).get("busy_s", 0.0), r)
+            for r in mine
+            if r["busy_s"] - theirs.get(r["resource"], {}).get("busy_s", 0.0) > 0.05 * run.latency
+        ),
+        key=lambda x: -x[0],
+    )
+    if more:
+        where = "Where yours spends more than the reference: " + "; ".join(
+            f"{r['resource']} {r['busy_s'] * 1e6:,.2f} us over {r['instructions']} "
+            f"instructions (the reference: "
+            f"{theirs.get(r['resource'], {}).get('busy_s', 0.0) * 1e6:,.2f} us over "
+            f"{theirs.get(r['resource'], {}).get('instructions', 0)})"
+            for _, r in more[:2]
+        )
+    else:
+        top = mine[0]
+        where = (
+            f"The busiest is {top['resource']}, {top['busy_s'] * 1e6:,.2f} us over "
+            f"{top['instructions']} instructions, no busier than in the reference: the time "
+            f"goes in waits between engines"
+        )
     return (
         f"correct, but it takes {us:,.2f} us on {spec.constraint.chip}; the limit is "
-        f"{limit:g} us. The busiest is {top['resource']}, {top['busy_s'] * 1e6:,.2f} us over "
-        f"{top['instructions']} instructions. "
-        + _reference_spends(spec)
-        + spec.advice.get("latency", "")
+        f"{limit:g} us. {where}. " + _reference_spends(spec) + spec.advice.get("latency", "")
     ).rstrip()
 
 
@@ -368,5 +391,5 @@ class Puzzle(Exercise):
             or _forbidden_problem(self.spec, run)
             or _bytes_problem(self.spec, run)
             or _instructions_problem(self.spec, run, self.reference_run().program.counts())
-            or _latency_problem(self.spec, run)
+            or _latency_problem(self.spec, run, self.reference_run())
         )

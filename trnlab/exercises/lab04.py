@@ -174,10 +174,9 @@ bias = Puzzle(
         "partition. Your bias is one value per column, so it must be a [128, 512] tile.",
         "Load bias into a (1, 512) SBUF tile once, before the row loop; "
         "nl.broadcast_to(row, (128, 512)) makes it a 128-partition tile on chip (one matmul "
-        "with a row of ones, one partition by 128, as the stationary operand: how the NKI "
-        "compiler lowers this call is not published, and trnlab charges it as the matmul a "
-        "hand-written kernel would issue, an assumption). Then one tensor_tensor add per "
-        "block.",
+        "with a row of ones as the stationary operand; trnlab charges that matmul, an "
+        "assumption, docs/nki.md). Then one tensor_tensor add per block, reading the "
+        "broadcast where it lies.",
     ),
     solution_text="Bias row loaded once, broadcast to 128 partitions once, one add per block.",
 )
@@ -339,8 +338,8 @@ transpose = Puzzle(
             instructions=8,
             latency_us=6.5,
             why="x read once and y written once; the time is the reference's 5.3 us plus "
-            "about 20% (a DMA that transposes on the way moves every element as a packet of "
-            "its own: over 200 us)",
+            "about 20%; a DMA that transposes on the way moves every element as a packet of "
+            "its own, over 200 us",
             recipe="per 128-row block a load, a transpose, a copy out of PSUM and a store",
         ),
         tolerance=1e-6,
@@ -450,7 +449,7 @@ softmax = Puzzle(
             "instructions": "nisa.activation can sum what it writes along the free axis "
             "(reduce_op=nl.add, reduce_res=..., reduce_cmd=nisa.reduce_cmd.reset_reduce), and "
             "one tensor_scalar divides a block by a "
-            "per-partition value (op0=nl.divide): no separate reduce, no reciprocal.",
+            "per-partition value (op0=nl.divide): no reciprocal first.",
         },
     ),
     reference_softmax,
@@ -502,10 +501,17 @@ def reference_rmsnorm(x, gamma):
 RMS_SHAPE, RMS_EPS = (256, 512), 1e-6
 
 
-def _rms(v, mean=True, gamma=True):
+def _with_zero_row(x: np.ndarray) -> np.ndarray:
+    """The inputs with row 7 all zeros: an RMSNorm without eps divides it by 0."""
+    x[7] = 0.0
+    return x
+
+
+def _rms(v, mean=True, gamma=True, eps=True):
     x = v["x"]
     ms = (x * x).mean(axis=1, keepdims=True) if mean else (x * x).sum(axis=1, keepdims=True)
-    y = x / np.sqrt(ms + RMS_EPS)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = x / np.sqrt(ms + (RMS_EPS if eps else 0.0))
     return y * v["gamma"] if gamma else y
 
 
@@ -516,7 +522,7 @@ rmsnorm = Puzzle(
     "column), fp32.",
     Spec(
         inputs=lambda rng: [
-            ("x", _gauss(rng, RMS_SHAPE), "float32"),
+            ("x", _with_zero_row(_gauss(rng, RMS_SHAPE)), "float32"),
             ("gamma", _gauss(rng, (1, RMS_SHAPE[1]), 0.5) + 1.0, "float32"),
         ],
         expected=_rms,
@@ -538,6 +544,11 @@ rmsnorm = Puzzle(
                 lambda v: _rms(v, mean=False),
                 "you divided by the root of the sum of squares; "
                 "RMSNorm uses their mean (divide the sum by the number of columns)",
+            ),
+            Slip(
+                lambda v: _rms(v, eps=False),
+                "row 7 (all zeros) came out NaN: 0 / sqrt(0). Add eps inside the square "
+                "root, as the statement does; it is what keeps an all-zero row finite",
             ),
         ),
         advice={
@@ -690,8 +701,9 @@ double_buffer = Puzzle(
             hbm_bytes=(MM_K * MM_M + MM_K * MM_N) * BF16 + MM_M * MM_N * F32,
             latency_us=25.0,
             why="a_t, b and c cross HBM once; the time is the reference's 20.8 us plus about 20%",
-            recipe="a single buffer per operand makes each load wait for the matmul before "
-            "it (about 34 us); tiles declared inside the K loop rotate, so the loads run ahead",
+            recipe="tiles declared inside the K loop, which rotate between buffers so the "
+            "loads run ahead of the matmuls (one buffer per operand makes each load wait for "
+            "the matmul before it: about 34 us)",
         ),
         tolerance=1e-3,
         slips=(
@@ -886,10 +898,12 @@ def reference_attention(q_t, k_t, v):
 ATT_D, ATT_S, ATT_T = 64, 128, 512
 
 
-def _attention(v, scaled=True):
+def _attention(v, scaled=True, normalised=True):
     s = v["q_t"].T @ v["k_t"]
     if scaled:
         s = s / np.sqrt(ATT_D)
+    if not normalised:  # exp(s - max) V, never divided by the row sums
+        return np.exp(s - s.max(axis=1, keepdims=True)) @ v["v"]
     return _softmax(s) @ v["v"]
 
 
@@ -923,6 +937,12 @@ attention = Puzzle(
                 lambda v: _attention(v, scaled=False),
                 "the scores are not scaled by "
                 "1/sqrt(d): pass scale= to the exp (and scale the max the same way)",
+            ),
+            Slip(
+                lambda v: _attention(v, normalised=False),
+                "the output is exp(s - max) V, not yet divided by each row's sum of exp: "
+                "divide the [S x d] result by the row sums once at the end (cheaper than "
+                "dividing P)",
             ),
         ),
         advice={

@@ -156,9 +156,10 @@ def _ref(x: NkiTensor, reg) -> tuple:
 
 def _same_partitions(a, ra, b, rb, api: str, wa: str, wb: str) -> None:
     if ra[1] - ra[0] != rb[1] - rb[0]:
+        n = ra[1] - ra[0]
         raise HardwareRuleError(
-            f"nisa.{api}: {wa} spans {ra[1] - ra[0]} partitions and {wb} {rb[1] - rb[0]}; "
-            f"they must match (an engine works partition by partition)."
+            f"nisa.{api}: {wa} spans {n} partition{'' if n == 1 else 's'} and {wb} "
+            f"{rb[1] - rb[0]}; they must match (an engine works partition by partition)."
         )
 
 
