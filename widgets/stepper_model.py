@@ -622,6 +622,8 @@ class MatmulStepperModel:
         blocked_mn only.
     max_matmuls : int
         The largest problem the stepper runs (in matmul instructions of the chosen tiles).
+        The default, 2,048, keeps one change of a dashboard control under about a second on a
+        two-core machine (benchmarks/bench_stepper.py times it); 8,192 took two, 4,096 1.2.
     """
 
     SETTINGS = ("chip", "m", "k", "n", "dtype", "variant", "tile_k", "tile_m", "tile_n")
@@ -637,7 +639,7 @@ class MatmulStepperModel:
         tile_k: int = 128,
         tile_m: int = 128,
         tile_n: int = 512,
-        max_matmuls: int = 8192,
+        max_matmuls: int = 2048,
     ) -> None:
         self.max_matmuls = whole(max_matmuls, "max_matmuls", 1, 1 << 20, SettingError)
         self.settings: dict = {}
