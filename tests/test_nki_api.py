@@ -1021,6 +1021,48 @@ def test_sequence_bounds_gives_each_run_of_ids_its_start_and_end():
         sim(k, np.ones((2, 9), np.float32))
 
 
+@FAST
+@given(p=st.integers(1, 64), f=st.integers(1, 96), g=st.integers(1, 40), seed=st.integers(0, 999))
+def test_n_gather_picks_within_each_partition(p, f, g, seed):
+    rng = np.random.default_rng(seed)
+    x, idx = rand(p, f), rng.integers(0, f, (p, g)).astype(np.uint32)
+
+    def k(a, i):
+        return _store_all(nl.gather_flattened(nl.load(a), nl.load(i)))[0]
+
+    np.testing.assert_array_equal(sim(k, x, idx), np.take_along_axis(x, idx.astype(int), 1))
+
+
+def test_n_gather_rules():
+    def k(a, i):
+        out = nl.ndarray(i.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.nc_n_gather(dst=out, data=nl.load(a), indices=nl.load(i))
+        return _store_all(out)[0]
+
+    x = rand(4, 8)
+    with pytest.raises(IndexError, match=r"index 8 is outside 0\.\.7"):
+        sim(k, x, np.full((4, 2), 8, np.uint32))
+    with pytest.raises(core.FormatNotSupportedError, match="must be uint32"):
+        sim(k, x, np.zeros((4, 2), np.int32))
+
+
+def test_dropout_drops_at_the_given_rate_and_keeps_the_rest_unscaled():
+    x = rand(128, 512, lo=1, hi=2)  # no zeros of its own
+    probs = np.linspace(0, 1, 128, dtype=np.float32)[:, None]
+
+    def k(a, p_):
+        return _store_all(nisa.dropout(nl.load(a), prob=nl.load(p_)))[0]
+
+    got = sim(k, x, probs)
+    kept = got != 0
+    np.testing.assert_array_equal(got[kept], x[kept])  # not rescaled by 1 / (1 - p)
+    assert kept[0].all() and not kept[-1].any()  # prob 0 keeps all, prob 1 drops all
+    rate = 1 - kept.mean(axis=1)
+    assert np.abs(rate - probs[:, 0]).max() < 0.1  # each partition near its own rate
+    run = nki.profile(k, chip="trn2")(x, probs)
+    assert run.program.counts().get("reduce") == 1  # one Vector pass
+
+
 def test_stream_shuffle_rules():
     def k(a, start=0, mask=None):
         t = nl.load(a)

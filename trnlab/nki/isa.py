@@ -1803,6 +1803,84 @@ def sequence_bounds(dst=None, segment_ids=None, name=None):
     return ret
 
 
+def nc_n_gather(dst=None, data=None, indices=None, name=None):
+    """GpSimd, within each partition: ``dst[p, j] = data[p, indices[p, j]]``, ``data``'s free
+    dimensions flattened; ``indices`` uint32, every tile in SBUF. ``n`` groups of instructions
+    in the ISA, ``ceil(elements / 512)``: timed as one GpSimd pass over ``dst`` per group (an
+    assumption: no cost is published). ``nl.gather_flattened`` is the same instruction."""
+    api = "nc_n_gather"
+    tr = current()
+    if dst is None or data is None or indices is None:
+        raise KernelArgumentError(f"nisa.{api} needs dst, data and indices")
+    dst, data, idx = (
+        _tensor(t, w, api) for t, w in ((dst, "dst"), (data, "data"), (indices, "indices"))
+    )
+    rd, r, ri = (
+        _where(t, _SBUF, w, api) for t, w in ((dst, "dst"), (data, "data"), (idx, "indices"))
+    )
+    if idx.dtype != "uint32":
+        raise FormatNotSupportedError(f"nisa.{api}: indices are {idx.dtype}; they must be uint32")
+    if dst.dtype != data.dtype:
+        raise FormatNotSupportedError(
+            f"nisa.{api}: dst is {dst.dtype}, data {data.dtype}; they must match"
+        )
+    _same_partitions(dst, rd, data, r, api, "dst", "data")
+    _same_partitions(dst, rd, idx, ri, api, "dst", "indices")
+    _same_elements(rd, ri, api, "dst", "indices")
+    if tr.numerics:
+        j = _flat(idx).astype(np.int64)
+        if (j < 0).any() or (j >= r[4]).any():
+            bad = int(j[(j < 0) | (j >= r[4])][0])
+            raise TileIndexError(
+                f"nisa.{api}: index {bad} is outside 0..{r[4] - 1}, the {r[4]} elements of each "
+                f"partition of data"
+            )
+        _put(dst, np.take_along_axis(_flat(data), j, axis=1), data._s.dtype)
+    _record(tr, "gpsimd", "gpsimd", dst, rd, [(data, r), (idx, ri)], api, elements=rd[4])
+
+
+def dropout(dst=None, data=None, prob=None, name=None):
+    """Vector engine: each element of ``data`` replaced by 0 with probability ``prob`` (a
+    number, or a ``[P, 1]`` tile of one per partition), kept otherwise, into ``dst`` of
+    ``data``'s dtype; kept values are not rescaled (the API reference says none). A random
+    draw in [0, 1) below ``prob`` drops, so 0 keeps all and 1 (or more) drops all. The draws
+    come from the same per-run, per-program generator as ``nl.rand``. Older form:
+    ``dropout(data, prob=p)`` returns a new tile. Timed as a one-input Vector pass (an
+    assumption)."""
+    api = "dropout"
+    tr = current()
+    ret = None
+    if data is None or (type(data) is not NkiTensor and prob is None):
+        data, prob = (dst, data) if prob is None else (dst, prob)
+        dst = None
+    data = _tensor(data, "data", api)
+    if prob is None:
+        raise KernelArgumentError(f"nisa.{api} needs prob, the probability of dropping")
+    if dst is None:
+        dst = ret = _new(data.shape, data.dtype, MemoryRegion.sbuf, depth=5)
+    dst = _tensor(dst, "dst", api)
+    if dst.dtype != data.dtype:
+        raise FormatNotSupportedError(
+            f"nisa.{api}: dst is {dst.dtype}, data {data.dtype}; they must match"
+        )
+    rd, r = _where(dst, _ON_CHIP, "dst", api), _where(data, _ON_CHIP, "data", api)
+    _same_partitions(dst, rd, data, r, api, "dst", "data")
+    _same_elements(rd, r, api, "dst", "data")
+    pv, pt, pr = _scalar_or_vector(prob, r, "prob", api)
+    if pv is not None and pv < 0:
+        raise KernelArgumentError(f"nisa.{api}: prob {pv} is a probability, at least 0")
+    ins = [(data, r)] + ([(pt, pr)] if pt is not None else [])
+    if tr.numerics:
+        x = _flat(data)
+        rng = tr.constants.setdefault(
+            "rand", np.random.default_rng((0x7E1AB, *map(int, tr.program_id)))
+        )
+        drop = rng.random(x.shape) < _vals(pv, pt, True)
+        _put(dst, np.where(drop, np.float32(0), x), data._s.dtype)
+    _record(tr, "reduce", "vector", dst, rd, ins, api)
+    return ret
+
+
 def nc_stream_shuffle(dst=None, src=None, shuffle_mask=None, name=None):
     """Vector engine: move data across partitions within each quadrant of 32. Output partition
     ``i`` of every quadrant copies input partition ``shuffle_mask[i]`` of the same quadrant
@@ -1893,6 +1971,7 @@ _MODELLED = (
     "bn_aggr",
     "bn_stats",
     "dma_copy",
+    "dropout",
     "get_nc_sub_version",
     "get_nc_version",
     "iota",
@@ -1902,6 +1981,7 @@ _MODELLED = (
     "nc_match_replace8",
     "nc_matmul",
     "nc_matmul_mx",
+    "nc_n_gather",
     "nc_stream_shuffle",
     "nc_transpose",
     "quantize_mx",
@@ -1925,9 +2005,7 @@ _KNOWN = frozenset(
         "dma_transpose",
         "activate2",
         "local_gather",
-        "nc_n_gather",
         "rng",
-        "dropout",
         "set_rng_seed",
         "rand_set_state",
         "rand_get_state",

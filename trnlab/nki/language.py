@@ -308,6 +308,21 @@ def _below_one(d) -> np.float32:
     return np.float32(0)
 
 
+def gather_flattened(data, indices, axis=0, dtype=None) -> NkiTensor:
+    """``out[p, j] = data[p, indices[p, j]]`` within each partition, ``data``'s free
+    dimensions flattened: ``nisa.nc_n_gather`` into a new SBUF tile of ``indices``' shape (NKI's
+    release notes: the instruction this call became). ``axis`` other than 0 and a ``dtype``
+    other than ``data``'s are not modelled."""
+    if axis != 0 or (dtype is not None and dtype_info(dtype) is not dtype_info(data.dtype)):
+        raise NotModelledError(
+            "nl.gather_flattened with axis other than 0, or a dtype other than data's, is not "
+            "modelled yet in trnlab.nki"
+        )
+    out = ndarray(indices.shape, data.dtype, sbuf)
+    _isa.nc_n_gather(dst=out, data=data, indices=indices)
+    return out
+
+
 def _declared_shape(x: NkiTensor) -> tuple:
     """``x``'s shape as declared: with the ``nl.par_dim`` marker where block dimensions come
     before the partitions of an on-chip tensor."""
@@ -1011,6 +1026,7 @@ _MODELLED = tuple(
             "zeros",
             "ones",
             "full",
+            "gather_flattened",
             "rand",
             "zeros_like",
             "empty_like",
@@ -1061,7 +1077,6 @@ _KNOWN = frozenset(
         "random_seed",
         "dropout",
         "no_reorder",
-        "gather_flattened",
         "dynamic_range",
         "fori_loop",
         "while_loop",
