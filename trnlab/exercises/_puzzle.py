@@ -375,6 +375,17 @@ class Puzzle(Exercise):
         if status == PASSED and self._judged is not None:
             spent = _spent(self.spec.constraint, self._judged)
             message = f"correct: {spent}" if spent else "correct"
+            repeats = self._judged.extra.get("nki", {}).get("repeats_dropped", 0)
+            if repeats:
+                one = repeats == 1
+                message += (
+                    f". {repeats} of your instructions repeat{'s' if one else ''} "
+                    f"{'an earlier one' if one else 'earlier ones'} on unchanged inputs (work "
+                    f"inside a loop that does not depend on the loop, say): the compiler "
+                    f"computes {'it' if one else 'them'} once, as trnlab models it, so "
+                    f"{'it is' if one else 'they are'} not counted; moving "
+                    f"{'it' if one else 'them'} out of the loop says so in the code itself"
+                )
         return status, message
 
     def _judge(self, kernel) -> str | None:
