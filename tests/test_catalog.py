@@ -222,6 +222,14 @@ def test_errors_name_what_exists(call, words):
         assert w in str(err.value)
 
 
+def test_mx_gain_over_plain_fp8_is_trainium3s_alone():
+    trn3 = catalog.chip("trn3")
+    assert trn3.mx_gain_over_fp8() == pytest.approx(2517e12 / 671e12)  # the chip page's rates
+    # no MX at all (Trainium2), or MX at the FP8 rate (B200): nothing to gain
+    assert catalog.chip("trn2").mx_gain_over_fp8() is None
+    assert catalog.chip("b200").mx_gain_over_fp8() is None
+
+
 def test_every_price_says_whether_it_is_a_list_price_or_an_estimate():
     from trnlab.catalog._chips import PRICE_BASES
 

@@ -461,12 +461,9 @@ def _published_summary(have: list[Row]) -> list[str]:
 def _mx_faster(chip: Chip, systems: Sequence[System] = ()) -> str:
     """A sentence for a chip whose MX formats run faster than plain FP8 (else ""), with the
     MXFP8 totals of the ``systems`` built from it."""
-    try:
-        fp8, mx, bf16 = (chip.peak_flops(d) for d in ("fp8", "mxfp8", "bf16"))
-    except CatalogError:
+    if chip.mx_gain_over_fp8() is None:
         return ""
-    if mx <= fp8:
-        return ""
+    fp8, mx, bf16 = (chip.peak_flops(d) for d in ("fp8", "mxfp8", "bf16"))
     per_core = ""
     if chip.core is not None and "mxfp8" in chip.core.tensor_rate:
         rates = chip.core.tensor_rate

@@ -289,6 +289,16 @@ class Chip:
         value = self._optional("fp8_encodings")
         return tuple(value) if value else None
 
+    def mx_gain_over_fp8(self) -> float | None:
+        """How many times the chip's dense MXFP8 rate exceeds its plain FP8 rate, where it
+        does (Trainium3: plain FP8 runs at the BF16 rate, the 4x is for the MX formats), else
+        None (no MX or no FP8 rate, or MX no faster)."""
+        try:
+            fp8, mx = self.peak_flops("fp8"), self.peak_flops("mxfp8")
+        except CatalogError:
+            return None
+        return mx / fp8 if mx > fp8 else None
+
     def mx_scale_rule(self, fmt: str) -> str:
         """The block-scale rule ``fmt``'s MX blocks get on this chip (a trnlab.formats
         ``scale_rule``): ``"trainium3"`` where the chip's own quantiser makes that format with a

@@ -1839,6 +1839,14 @@ def nc_n_gather(dst=None, data=None, indices=None, name=None):
     _record(tr, "gpsimd", "gpsimd", dst, rd, [(data, r), (idx, ri)], api, elements=rd[4])
 
 
+def _random(tr) -> np.random.Generator:
+    """The kernel run's random-number generator (nl.rand, dropout): seeded afresh for each run
+    and each program of a launch, so a run repeats and the programs differ."""
+    return tr.constants.setdefault(
+        "rand", np.random.default_rng((0x7E1AB, *map(int, tr.program_id)))
+    )
+
+
 def dropout(dst=None, data=None, prob=None, name=None):
     """Vector engine: each element of ``data`` replaced by 0 with probability ``prob`` (a
     number, or a ``[P, 1]`` tile of one per partition), kept otherwise, into ``dst`` of
@@ -1872,10 +1880,7 @@ def dropout(dst=None, data=None, prob=None, name=None):
     ins = [(data, r)] + ([(pt, pr)] if pt is not None else [])
     if tr.numerics:
         x = _flat(data)
-        rng = tr.constants.setdefault(
-            "rand", np.random.default_rng((0x7E1AB, *map(int, tr.program_id)))
-        )
-        drop = rng.random(x.shape) < _vals(pv, pt, True)
+        drop = _random(tr).random(x.shape) < _vals(pv, pt, True)
         _put(dst, np.where(drop, np.float32(0), x), data._s.dtype)
     _record(tr, "reduce", "vector", dst, rd, ins, api)
     return ret

@@ -284,9 +284,7 @@ def rand(shape, dtype="float32", buffer=sbuf, name: str = "") -> NkiTensor:
     repeats exactly and the programs differ; hardware's values differ run to run."""
     t = _new_tensor(shape, dtype, buffer, name)
     tr = current()
-    rng = tr.constants.setdefault(
-        "rand", np.random.default_rng((0x7E1AB, *map(int, tr.program_id)))
-    )
+    rng = _isa._random(tr)
     if t._s.data is not None:
         d = t._s.dtype
         values = round_to(rng.random(t.shape, dtype=np.float64).astype(np.float32), d)
