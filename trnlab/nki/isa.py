@@ -1211,6 +1211,68 @@ def tensor_scalar(dst=None, data=None, op0=None, operand0=None, reverse0=False, 
     return ret
 
 
+def _arithmetic(op, what: str, api: str) -> str:
+    """The NKI name of ALU operator ``op``, refused if it is a bit-vector or logical one (the
+    instructions that fold or chain in float32 take arithmetic operators only)."""
+    name = N.name_of(op, N.ALU, f"nisa.{api} {what}")
+    if name.startswith(("bitwise_", "logical_", "left_shift", "right_shift")):
+        raise KernelArgumentError(
+            f"nisa.{api}: {what} must be an arithmetic operator (NKI: no bit-vector operators in "
+            f"this instruction), not {name}"
+        )
+    return name
+
+
+def scalar_tensor_tensor(dst=None, data=None, op0=None, operand0=None, op1=None, operand1=None,
+                         reverse0=False, reverse1=False, name=None, dtype=None):  # fmt: skip
+    """``dst = (data <op0> operand0) <op1> operand1`` on the Vector engine: ``operand0`` a number
+    or a ``[P, 1]`` tile broadcast along the free axes, ``operand1`` a tile of ``data``'s size;
+    float32 math, arithmetic operators only. NKI's reference: the broadcast stage is free, the
+    instruction costs about what a ``tensor_tensor`` does, and it is charged as one. ``data``
+    and ``operand1`` may not both be in PSUM. Older form (keywords, no ``dst``): returns a new
+    SBUF tile of ``dtype`` (default ``data``'s)."""
+    api = "scalar_tensor_tensor"
+    tr = current()
+    ret = None
+    if data is None or op0 is None or op1 is None or operand1 is None or operand0 is None:
+        raise KernelArgumentError(
+            f"nisa.{api} needs data, op0, operand0, op1 and operand1 (and dst, or the older "
+            f"form's returned tile): (data <op0> operand0) <op1> operand1"
+        )
+    if dst is None:
+        d0 = _tensor(data, "data", api)
+        dst = ret = _new(d0.shape, dtype or d0.dtype, MemoryRegion.sbuf)
+    dst = _tensor(dst, "dst", api)
+    data = _tensor(data, "data", api)
+    other = _tensor(operand1, "operand1", api)
+    n0 = _arithmetic(op0, "op0", api)
+    n1 = _arithmetic(op1, "op1", api)
+    rd = _where(dst, _ON_CHIP, "dst", api)
+    r = _where(data, _ON_CHIP, "data", api)
+    ro = _where(other, _ON_CHIP, "operand1", api)
+    if data._s.buffer is MemoryRegion.psum and other._s.buffer is MemoryRegion.psum:
+        raise OperandPlacementError(
+            f"nisa.{api}: data and operand1 are both in PSUM; at most one of them may be (copy "
+            f"one to SBUF first)"
+        )
+    for x, rx, w in ((data, r, "data"), (other, ro, "operand1")):
+        _same_partitions(dst, rd, x, rx, api, "dst", w)
+        _same_elements(rd, rx, api, "dst", w)
+    v0, t0, r0 = _scalar_or_vector(operand0, r, "operand0", api)
+    ins = [(data, r), (other, ro)] + ([(t0, r0)] if t0 is not None else [])
+    if tr.numerics:
+        with np.errstate(all="ignore"):
+            x = _flat(data)
+            o = _vals(v0, t0, True)
+            x = N.ALU[n0](o, x) if reverse0 else N.ALU[n0](x, o)
+            y = _flat(other)
+            x = N.ALU[n1](y, x) if reverse1 else N.ALU[n1](x, y)
+        _put(dst, x)
+    sig = (n0, v0, bool(reverse0), n1, bool(reverse1))
+    _record(tr, "tensor_tensor", "vector", dst, rd, ins, api, sig=sig)
+    return ret
+
+
 _RESET_REDUCE = reduce_cmd.reset_reduce
 _REDUCE = reduce_cmd.reduce
 _LOAD_REDUCE = reduce_cmd.load_reduce
@@ -1239,12 +1301,7 @@ def tensor_scalar_reduce(dst=None, data=None, op0=None, operand0=None, reduce_op
     if fold == "subtract":  # the older editions' API reference lists it; the current one not
         raise option(f"nisa.{api}", "reduce_op=subtract (older editions)",
                      "add, multiply, max and min are")  # fmt: skip
-    n0 = N.name_of(op0, N.ALU, f"nisa.{api} op0")
-    if n0.startswith(("bitwise_", "logical_", "left_shift", "right_shift")):
-        raise KernelArgumentError(
-            f"nisa.{api}: op0 must be an arithmetic operator (NKI: no bit-vector operators in "
-            f"this instruction), not {n0}"
-        )
+    _arithmetic(op0, "op0", api)
     if reduce_res is None:
         raise option(f"nisa.{api}", "no reduce_res (the fold left in the Vector engine's "
                      "accumulators for a later instruction)", "reduce_res=[P, 1] tile is")  # fmt: skip
@@ -1992,6 +2049,7 @@ _MODELLED = (
     "quantize_mx",
     "range_select",
     "reciprocal",
+    "scalar_tensor_tensor",
     "select_reduce",
     "sequence_bounds",
     "tensor_copy",
@@ -2016,7 +2074,6 @@ _KNOWN = frozenset(
         "rand_get_state",
         "rand2",
         "exponential",
-        "scalar_tensor_tensor",
         "core_barrier",
         "dma_compute",
         "sendrecv",
