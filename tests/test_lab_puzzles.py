@@ -721,6 +721,10 @@ def test_buffer_speedup_prediction_feedback():
     near_one = p.check(1.1)
     assert near_one.status == exercises.FAILED
     assert "whole latency and the waits between engines" in near_one.message
+    # double buffering's rule of thumb, 2x, is not the answer here: told why
+    thumb = p.check(2.0)
+    assert thumb.status == exercises.FAILED
+    assert "rule of thumb" in thumb.message and "not the loads" in thumb.message
     # too high: told how far, with both times
     high = p.check(3 * model)
     assert high.status == exercises.FAILED and "3x too high" in high.message
