@@ -55,6 +55,7 @@ from ._tiles import (
 __all__ = ["KernelContext"]
 
 _FIELDS = P.N_FIELDS
+_FLAGS = P.ROW_FIELDS.index("flags")
 
 
 def _catalog_dtype(fmt: str) -> str:
@@ -611,6 +612,89 @@ class KernelContext(EngineOps, NkiOps):
         if self.numerics:
             x = s.get().reshape(p1 - p0, f1 - f0)
             d.set(x if dt.fmt == st.fmt else quantize(x, dt.fmt, axis=0))
+        return i
+
+    def dma_transpose(
+        self,
+        dst,
+        src,
+        queue: int | None = None,
+        dge: str | None = None,
+        elements: int | None = None,
+    ) -> int:
+        """DMA ``src`` into ``dst`` transposed: the source's columns (an SBUF tile's free
+        elements, an HBM region's columns) become the destination's rows (partitions), as
+        ``nisa.dma_transpose`` does. HBM -> SBUF and SBUF -> SBUF are the Trainium2 guide's two
+        flows; SBUF or HBM -> HBM is taken too, as NKI's migration guide writes one.
+
+        Recorded as the copy of the same elements (load, SBUF-to-SBUF, store or HBM-to-HBM,
+        ``queue``, ``dge`` and ``elements`` as for :meth:`load`), flagged as a transpose: the 16 DMA engines
+        cooperate on it, so the scheduler spreads it over all of them at
+        ``dma_transpose_hbm_share`` (an HBM source) or ``dma_transpose_sbuf_share`` (an SBUF
+        source) of their rate, an SBUF destination's free size per partition rounded up to
+        ``dma_transpose_granule`` elements (the [128, 16] blocks the engines write). The data
+        move bit for bit: both sides keep one format. With numerics, the destination region is
+        the source region's transpose; any shapes of as many elements are taken timing-only
+        (trnlab.nki computes N-D transposes itself)."""
+        p = self.params
+        if p.dma_transpose_hbm_share <= 0:
+            raise HardwareRuleError(
+                f"{p.name} ({p.chip}) has no DMA transpose in trnlab's catalogue: the Trainium2 "
+                f"guide introduces it, the Trainium/Inferentia2 guide describes none. Transpose "
+                f"on the Tensor Engine (transpose into PSUM, then copy to SBUF)."
+            )
+        s_hbm = type(src) is HBMView or isinstance(src, HBMTensor)
+        d_hbm = type(dst) is HBMView or isinstance(dst, HBMTensor)
+        s = (
+            src
+            if type(src) is HBMView
+            else (
+                self._hview(src, "transpose source")
+                if s_hbm
+                else self._view(src, "transpose source")
+            )
+        )
+        d = (
+            dst
+            if type(dst) is HBMView
+            else (
+                self._hview(dst, "transpose destination")
+                if d_hbm
+                else self._view(dst, "transpose destination")
+            )
+        )
+        s_fmt = s.tensor.fmt if s_hbm else s.tile.fmt
+        d_fmt = d.tensor.fmt if d_hbm else d.tile.fmt
+        if s_fmt != d_fmt:
+            raise HardwareRuleError(
+                f"dma_transpose: {s_fmt} -> {d_fmt}: a DMA transpose moves the bits as they are "
+                f"(both sides one format); cast before or after it on an engine"
+            )
+        if self.numerics and s.shape[::-1] != d.shape:
+            raise HardwareRuleError(
+                f"dma_transpose: destination region {d.shape} is not the source region "
+                f"{s.shape} transposed ({s.shape[::-1]})"
+            )
+        numerics = self.numerics
+        self.numerics = False  # the values are put below, transposed
+        try:
+            if s_hbm and d_hbm:
+                i = self.dma_hbm(d, s, queue=queue, dge=dge, flat=True, elements=elements)
+            elif s_hbm:
+                i = self.load(d, s, queue=queue, dge=dge, flat=True, elements=elements)
+            elif d_hbm:
+                i = self.store(d, s, queue=queue, dge=dge, flat=True, elements=elements)
+            else:
+                i = self.dma_sbuf(d, s, queue=queue, dge=dge, flat=True, elements=elements)
+        finally:
+            self.numerics = numerics
+        self._rows[i * _FIELDS + _FLAGS] |= P.FLAG_TRANSPOSE
+        if numerics:
+            x = (s.tensor.data[s.r0 : s.r1, s.c0 : s.c1] if s_hbm else s.get()).T
+            if d_hbm:
+                d.tensor.data[d.r0 : d.r1, d.c0 : d.c1] = x
+            else:
+                d.set(x)
         return i
 
     def dma_hbm(

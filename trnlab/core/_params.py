@@ -23,7 +23,7 @@ __all__ = ["CoreParams", "core_params"]
 
 # Figures of the core read by the model (name in the catalogue = field name), each with the
 # kind of value it takes: "count" (whole number >= 1), "positive" (finite > 0), "nonneg"
-# (finite >= 0), "bool".
+# (finite >= 0), "share" (a fraction in [0, 1]; 0: the generation lacks it), "bool".
 _CORE_FIGURES: dict[str, str] = {
     "sbuf_partitions": "count",
     "sbuf_usable_partition_bytes": "count",
@@ -73,6 +73,9 @@ _CORE_FIGURES: dict[str, str] = {
     "compiler_cse": "bool",
     "vector_static_cycles": "nonneg",
     "scalar_static_cycles": "nonneg",
+    "dma_transpose_hbm_share": "share",
+    "dma_transpose_sbuf_share": "share",
+    "dma_transpose_granule": "count",
 }
 _DERIVED_KINDS = {"psum_free_max": "count"}
 # Upper limits of counts the model can represent (a recorded region packs partition indices in
@@ -84,6 +87,7 @@ _RANGES = {
     "count": "a whole number >= 1",
     "positive": "a finite number > 0",
     "nonneg": "a finite number >= 0",
+    "share": "a fraction from 0 to 1",
     "bool": "True or False",
 }
 
@@ -110,6 +114,8 @@ def _check(name: str, value: Any) -> Any:
                 )
         elif kind == "positive":
             ok = math.isfinite(v) and v > 0
+        elif kind == "share":
+            ok = math.isfinite(v) and 0 <= v <= 1
         else:
             ok = math.isfinite(v) and v >= 0
     if not ok:

@@ -295,7 +295,8 @@ class Run:
             "LoadStationary; DMA descriptors (static, written by GpSimd, or by a hardware DGE), "
             "queue set-up, engine streaming by partitions (or, for a strided access, the "
             "handling of its packets, the contiguous runs beyond one per row, if longer) and "
-            "completion signal; cross-engine "
+            "completion signal; DMA transposes over every engine at the Trainium2 guide's "
+            "share of their rate, in [128, 16] blocks; cross-engine "
             "semaphores; launch pre/post-amble (reported apart); for NKI kernels, the "
             "compiler's rotating buffers and its computing a repeated instruction once.",
             "  how close this model is to measured hardware: docs/fidelity.md",

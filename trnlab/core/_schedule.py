@@ -251,6 +251,23 @@ def costs(table: np.ndarray, params: CoreParams, tile_bits: np.ndarray | None = 
         hh = op[dma] == P.DMA_HBM
         reg[hh, 0] = 0
         reg[hh, 1] = table["partitions"][dma][hh]
+        # A DMA transpose: every engine cooperates, at a share of its rate (an HBM source's or
+        # an SBUF source's, the Trainium2 guide), writing an SBUF destination in blocks of
+        # [128 partitions, granule elements] (a partial block costs a whole one: assumption).
+        tr = (flags[dma] & P.FLAG_TRANSPOSE) != 0
+        if tr.any():
+            o = op[dma][tr]
+            pmax = int(p.sbuf_partitions)
+            g = int(p.dma_transpose_granule)
+            to_sbuf = (o == P.DMA_LOAD) | (o == P.DMA_SBUF)
+            blocks = np.ceil(table["free"][dma][tr] / g) * g * table["bits"][dma][tr] / 8
+            per_row = np.where(to_sbuf, blocks, np.ceil(table["bytes"][dma][tr] / pmax))
+            from_hbm = (o == P.DMA_LOAD) | (o == P.DMA_HBM)
+            share = np.where(from_hbm, p.dma_transpose_hbm_share, p.dma_transpose_sbuf_share)
+            row_bytes[tr] = per_row / share
+            row_time[np.flatnonzero(dma)[tr]] = row_bytes[tr] / p.dma_engine_bandwidth
+            reg[tr, 0] = 0
+            reg[tr, 1] = pmax
         p0[dma] = reg[:, 0]
         p1[dma] = reg[:, 1]
         static = dge[dma] == 0

@@ -348,6 +348,10 @@ def _replay(trace: Trace, ctx: KernelContext, pools: list[Pool] | None) -> list[
                     ctx.load(tile(dst), hbm(src), **how)
                 else:
                     ctx.store(hbm(dst), tile(src), **how)
+            elif kind == "dma_transpose":
+                _, dst, src, dge, n = op
+                sides = [tile(x) if x[0].on_chip else hbm(x) for x in (dst, src)]
+                ctx.dma_transpose(sides[0], sides[1], dge=dge, elements=n)
             elif kind == "matmul":
                 _, out, st, mv, acc, packed, reads = op
                 ctx.matmul(

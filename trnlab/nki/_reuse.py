@@ -49,7 +49,7 @@ def _reads(op: tuple) -> tuple:
     kind = op[0]
     if kind == "op":
         return tuple(op[4])
-    if kind == "dma":
+    if kind in ("dma", "dma_transpose"):
         return (op[2],)
     if kind == "matmul":
         return (op[2], op[3], *op[6]) + ((op[1],) if op[4] else ())
@@ -77,8 +77,8 @@ def _rename(op: tuple, alias: dict) -> tuple:
     if kind == "op":
         _, name, engine, out, ins, elements, func = op
         return ("op", name, engine, r(out), tuple(r(x) for x in ins), elements, func)
-    if kind == "dma":
-        return ("dma", r(op[1]), r(op[2]), *op[3:])
+    if kind in ("dma", "dma_transpose"):
+        return (kind, r(op[1]), r(op[2]), *op[3:])
     if kind == "matmul":
         return ("matmul", r(op[1]), r(op[2]), r(op[3]), op[4], op[5], tuple(map(r, op[6])))
     return ("transpose", r(op[1]), r(op[2]))
@@ -122,7 +122,12 @@ def drop_repeats(trace: Trace) -> tuple[int, tuple | None]:
         sig = trace.sigs[i]
         out = _writes(op)
         s = out[0]
-        if sig is not None and op[0] != "dma" and s.on_chip and n_writes[s.id] == 1:
+        if (
+            sig is not None
+            and op[0] not in ("dma", "dma_transpose")
+            and s.on_chip
+            and n_writes[s.id] == 1
+        ):
             ins = _reads(op)
             if ins and _whole(out) and all(x[0] is not s for x in ins):
                 key = (

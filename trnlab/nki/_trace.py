@@ -13,6 +13,8 @@ Instruction records (``ops``):
   (SBUF to SBUF) or two HBM refs (HBM to HBM); a strided access is recorded as its bounding
   box, with the ``elements`` it moves (else None); ``packets`` are the contiguous runs it is
   made of.
+- ``("dma_transpose", dst, src, dge, elements)``: a DMA transpose (``nisa.dma_transpose``),
+  each side a tile ref or an HBM ref, ``elements`` as for ``"dma"``.
 - ``("matmul", out, stationary, moving, accumulate, packed, reads)``: ``reads`` the further
   tiles the matmul reads (an MX matmul's two scale tiles), else ``()``.
 - ``("transpose", out, src)``

@@ -2024,6 +2024,7 @@ from ._isa_accumulate import (  # noqa: E402, F401
     select_reduce,
     tensor_scalar_cumulative,
 )
+from ._isa_dma_transpose import dma_transpose  # noqa: E402, F401
 from ._isa_top8 import max8, nc_find_index8, nc_match_replace8  # noqa: E402, F401
 
 _MODELLED = (
@@ -2033,6 +2034,7 @@ _MODELLED = (
     "bn_aggr",
     "bn_stats",
     "dma_copy",
+    "dma_transpose",
     "dropout",
     "get_nc_sub_version",
     "get_nc_version",
@@ -2065,7 +2067,6 @@ _MODELLED = (
 # The rest of nki.isa (NKI API reference), for "not modelled yet" errors.
 _KNOWN = frozenset(
     {
-        "dma_transpose",
         "activate2",
         "local_gather",
         "rng",
