@@ -58,6 +58,24 @@ _FIELDS = P.N_FIELDS
 _FLAGS = P.ROW_FIELDS.index("flags")
 
 
+def _with_waits(ptr: np.ndarray, idx: np.ndarray, waits: np.ndarray):
+    """CSR dependencies ``ptr``/``idx`` with the (consumer, producer) rows of ``waits`` added
+    to their consumers' lists (vectorised: a recording may hold millions of instructions)."""
+    n = len(ptr) - 1
+    counts = np.diff(ptr)
+    add = np.bincount(waits[:, 0], minlength=n)
+    new_ptr = np.zeros(n + 1, ptr.dtype)
+    np.cumsum(counts + add, out=new_ptr[1:])
+    new_idx = np.empty(int(new_ptr[-1]), idx.dtype)
+    rows = np.repeat(np.arange(n), counts)
+    offset = np.arange(len(idx)) - np.repeat(ptr[:-1], counts)
+    new_idx[new_ptr[rows] + offset] = idx
+    w = waits[np.argsort(waits[:, 0], kind="stable")]
+    rank = np.arange(len(w)) - np.searchsorted(w[:, 0], w[:, 0])
+    new_idx[new_ptr[w[:, 0]] + counts[w[:, 0]] + rank] = w[:, 1]
+    return new_ptr, new_idx
+
+
 def _catalog_dtype(fmt: str) -> str:
     packed = STORAGE_TYPES.get(fmt)
     if packed is not None:
@@ -151,11 +169,32 @@ class KernelContext(EngineOps, NkiOps):
         self._extra_reads: dict[int, tuple] = {}
         # HBM -> HBM copies: instruction -> (source tensor id, (r0, r1, c0, c1)).
         self._hbm_reads: dict[int, tuple] = {}
+        # Dependencies a kernel asks for besides those on memory: (consumer, producer) pairs.
+        self._waits: list[tuple[int, int]] = []
 
     @property
     def recorded(self) -> int:
         """Instructions recorded so far."""
         return len(self._rows) // _FIELDS
+
+    def wait_for(self, consumer: int, producer: int) -> None:
+        """Make instruction ``consumer`` wait until instruction ``producer`` completes, besides
+        what their memory accesses already order (NKI 0.6's ``NkiInstruction.depends_on``: a
+        semaphore wait the compiler adds). Both are indices of recorded instructions, the
+        producer the earlier one (instructions are scheduled as they were recorded)."""
+        n = self.recorded
+        for name, v in (("consumer", consumer), ("producer", producer)):
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 0 <= v < n:
+                raise KernelArgumentError(
+                    f"wait_for: {name} must be the index of a recorded instruction (0 to "
+                    f"{n - 1}), not {v!r}"
+                )
+        if producer >= consumer:
+            raise KernelArgumentError(
+                f"wait_for: instruction {consumer} cannot wait for instruction {producer}, "
+                f"recorded at or after it; a dependency points back in program order"
+            )
+        self._waits.append((int(consumer), int(producer)))
 
     def _fmt(self, fmt: str) -> int:
         i = self._fmt_ids.get(fmt)
@@ -944,6 +983,8 @@ class KernelContext(EngineOps, NkiOps):
             self._extra_reads,
             self._hbm_reads,
         )
+        if self._waits:
+            ptr, idx = _with_waits(ptr, idx, np.array(self._waits, np.int64))
         tiles = tuple(
             P.TileRecord(
                 id=t.id,

@@ -19,7 +19,9 @@ take, or a call that raises when replayed but did not when recorded is refused w
 :class:`~trnlab.course.answers.GraderReplayError` that says so.
 
 Call entries: ``[qualified API name, args, kwargs, returned, raised, site]`` with ``site`` =
-``[code, line, outer code, outer line, label, function, file]`` (code objects as numbers).
+``[code, line, outer code, outer line, label, function, file]`` (code objects as numbers). The
+instruction handles ``nki.isa`` calls return are numbered in the order they came back
+(``{"$": "i", "n": k}``), so a recorded ``depends_on`` replays between the same instructions.
 """
 
 from __future__ import annotations
@@ -61,11 +63,19 @@ def _nki():
 
 
 class _Storages:
-    """The storages of one kernel call, numbered in the order the kernel met them."""
+    """The storages of one kernel call, numbered in the order the kernel met them, and the
+    instruction handles its ``nki.isa`` calls returned, in order (``depends_on`` names them)."""
 
     def __init__(self) -> None:
         self.by_id: dict[int, int] = {}
         self.items: list[Any] = []
+        self.instrs: list[Any] = []
+
+    def instr(self, handle) -> int | None:
+        for i, h in enumerate(self.instrs):
+            if h is handle:
+                return i
+        return None
 
     def add(self, storage) -> int:
         if id(storage) not in self.by_id:
@@ -152,6 +162,9 @@ class _Recording:
             if h is None:
                 return {"$": "foreign", "type": "NkiTensor"}
             return _view(h, x)
+        if type(x) is isa.NkiInstruction:
+            n = self.storages.instr(x)
+            return {"$": "foreign", "type": "NkiInstruction"} if n is None else {"$": "i", "n": n}
         if isinstance(x, MemoryRegion):
             return {"$": "mem", "name": x.name}
         if (
@@ -182,7 +195,10 @@ class _Recording:
         return {"$": "foreign", "type": type(x).__name__}
 
     def returned(self, x: Any) -> Any:
-        *_, NkiTensor = _nki()
+        _, _, _, isa, _, _, NkiTensor = _nki()
+        if type(x) is isa.NkiInstruction:
+            self.storages.instrs.append(x)
+            return {"$": "i", "n": len(self.storages.instrs) - 1}
         if type(x) is NkiTensor:
             h = self.storages.get(x._s)
             if h is None:
@@ -261,6 +277,11 @@ def _decode(x: Any, storages: _Storages) -> Any:
     tag = x.get("$")
     if tag == "t":
         return _tensor(x, storages)
+    if tag == "i":
+        n = x.get("n")
+        if not _int(n) or not 0 <= n < len(storages.instrs):
+            raise A.GraderReplayError("a kernel trace refers to an instruction it never made")
+        return storages.instrs[n]
     if tag == "mem":
         name = x.get("name")
         if name not in MemoryRegion.__members__:
@@ -332,7 +353,12 @@ def _tensor(x: dict, storages: _Storages):
 
 def _bind_returned(ret: Any, out: Any, storages: _Storages, what: str) -> None:
     """Number the storages a replayed call returned as the recorded call says."""
-    *_, NkiTensor = _nki()
+    _, _, _, isa, _, _, NkiTensor = _nki()
+    if isinstance(ret, dict) and ret.get("$") == "i":
+        if type(out) is not isa.NkiInstruction or ret.get("n") != len(storages.instrs):
+            raise A.GraderReplayError(f"{what} returned no instruction handle when replayed")
+        storages.instrs.append(out)
+        return
     if isinstance(ret, dict) and ret.get("$") == "t":
         if type(out) is not NkiTensor:
             raise A.GraderReplayError(f"{what} returned no tensor when replayed")
@@ -444,6 +470,6 @@ def _returned_value(ret: Any, storages: _Storages) -> Any:
         return _tensor(ret, storages)
     if isinstance(ret, dict) and ret.get("$") == "tuple":
         return tuple(_returned_value(v, storages) for v in A._list(ret, "items"))
-    if isinstance(ret, dict) and ret.get("$") == "other":
+    if isinstance(ret, dict) and ret.get("$") in ("other", "i"):
         return None
     raise A.GraderReplayError("a malformed kernel trace (what the kernel returned)")

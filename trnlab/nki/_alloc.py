@@ -324,7 +324,9 @@ def _replay(trace: Trace, ctx: KernelContext, pools: list[Pool] | None) -> list[
     def hbm(ref) -> HBMView:
         return HBMView(ref[0].core, ref[1], ref[2], ref[3], ref[4])
 
+    rows = [0] * (len(trace.ops) + 1)  # the core's instruction rows of each trace op
     for i, op in enumerate(trace.ops):
+        rows[i] = ctx.recorded
         for p in starts.get(i, ()):
             try:
                 _alloc(ctx, p)
@@ -365,4 +367,9 @@ def _replay(trace: Trace, ctx: KernelContext, pools: list[Pool] | None) -> list[
             raise type(e)(f"{_where(trace, i)}: {e}") from None
         for p in ends.get(i, ()):
             ctx.free(*p.tiles)
+    rows[-1] = ctx.recorded
+    for c, q in trace.deps:  # NkiInstruction.depends_on
+        for row in range(rows[c], rows[c + 1]):
+            for before in range(rows[q], rows[q + 1]):
+                ctx.wait_for(row, before)
     return pools

@@ -1,10 +1,12 @@
 """Observing a kernel's NKI calls, and the table of calls a replay may make.
 
 Every public ``nki.language`` / ``nki.isa`` function that makes a tensor or an instruction is
-wrapped once, at import, by :func:`observed`. The wrapper costs one attribute test per call
-unless the running trace has an *observer* (``Trace.observer``), which then sees the kernel's
-own calls (not the calls the API makes inside itself) with their arguments, the kernel line
-that made them, and what they returned or raised. The grader's recorder
+wrapped once, at import, by :func:`observed`. The wrapper marks the trace while the call runs
+(``Trace.in_api``), so only the kernel's own calls are seen, not the calls an API makes inside
+itself; an ``nki.isa`` call of the kernel that returns nothing returns its instruction handle
+(NKI 0.6's ``NkiInstruction``). If the running trace has an *observer* (``Trace.observer``), it
+sees those calls with their arguments, the kernel line that made them, and what they returned
+or raised. The grader's recorder
 (:mod:`trnlab.course.answers`) is such an observer: it writes a learner's kernel down as its
 NKI calls, and a clean process replays them through :data:`API` with each call's recorded
 allocation site and source line (``Trace.forced``), so the replay allocates rotating buffers
@@ -20,6 +22,7 @@ import functools
 from collections.abc import Callable, Iterable
 
 from . import _numerics as N
+from ._instruction import NkiInstruction
 from ._trace import _STACK, user_frame
 
 __all__ = ["API", "observed", "wrap_module"]
@@ -29,24 +32,34 @@ API: dict[str, Callable] = {}
 
 
 def observed(qual: str, fn: Callable) -> Callable:
-    """``fn`` wrapped so a trace's observer sees the kernel's calls of it (see the module)."""
+    """``fn`` wrapped so a trace's observer sees the kernel's calls of it (see the module).
+
+    An ``nki.isa`` instruction the kernel calls itself (not one an API makes inside) that
+    returns nothing returns its :class:`~trnlab.nki._instruction.NkiInstruction` handle, as in
+    NKI 0.6."""
+    handle = qual.startswith("nisa.")
 
     @functools.wraps(fn)
     def api(*args, **kwargs):
         tr = _STACK[-1] if _STACK else None
-        if tr is None or tr.observer is None or tr.observing:
+        if tr is None or tr.in_api:  # outside a kernel, or a call an API makes inside
             return fn(*args, **kwargs)
+        first = len(tr.ops)
         obs = tr.observer
-        token = obs.before(qual, args, kwargs, user_frame(2))
-        tr.observing = True
+        token = None if obs is None else obs.before(qual, args, kwargs, user_frame(2))
+        tr.in_api = True
         try:
             out = fn(*args, **kwargs)
         except BaseException as exc:
-            tr.observing = False
-            obs.raised(token, exc)
+            tr.in_api = False
+            if obs is not None:
+                obs.raised(token, exc)
             raise
-        tr.observing = False
-        obs.after(token, out)
+        tr.in_api = False
+        if out is None and handle:
+            out = NkiInstruction(tr, first, len(tr.ops), qual)
+        if obs is not None:
+            obs.after(token, out)
         return out
 
     api.__wrapped__ = fn

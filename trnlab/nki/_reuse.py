@@ -92,13 +92,13 @@ def _whole(ref) -> bool:
 def _snapshot(trace: Trace) -> tuple:
     """What :func:`drop_repeats` changes, to put back with :func:`restore`."""
     storages = trace.on_chip + trace.hbm
-    return (trace.ops, trace.apis, trace.where, trace.sigs,
+    return (trace.ops, trace.apis, trace.where, trace.sigs, trace.deps,
             [(s, s.first, s.last) for s in storages])  # fmt: skip
 
 
 def restore(trace: Trace, saved: tuple) -> None:
     """Put back the trace as it was before :func:`drop_repeats` (every instruction)."""
-    trace.ops, trace.apis, trace.where, trace.sigs, spans = saved
+    trace.ops, trace.apis, trace.where, trace.sigs, trace.deps, spans = saved
     for s, first, last in spans:
         s.first, s.last = first, last
 
@@ -112,6 +112,7 @@ def drop_repeats(trace: Trace) -> tuple[int, tuple | None]:
     for op in ops:
         w = _writes(op)[0].id
         n_writes[w] = n_writes.get(w, 0) + 1
+    pinned = {i for edge in trace.deps for i in edge}  # depends_on names them: kept
     version: dict[int, int] = {}
     seen: dict[tuple, object] = {}
     alias: dict[int, object] = {}
@@ -124,6 +125,7 @@ def drop_repeats(trace: Trace) -> tuple[int, tuple | None]:
         s = out[0]
         if (
             sig is not None
+            and i not in pinned
             and op[0] not in ("dma", "dma_transpose")
             and s.on_chip
             and n_writes[s.id] == 1
@@ -150,6 +152,9 @@ def drop_repeats(trace: Trace) -> tuple[int, tuple | None]:
     trace.apis = [trace.apis[i] for i in keep]
     trace.where = [trace.where[i] for i in keep]
     trace.sigs = [trace.sigs[i] for i in keep]
+    if trace.deps:
+        new = {old: j for j, old in enumerate(keep)}
+        trace.deps = [(new[c], new[p]) for c, p in trace.deps]
     _shift_lifetimes(trace, keep, len(ops), alias)
     return dropped, saved
 

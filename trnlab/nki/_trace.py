@@ -202,7 +202,10 @@ class Trace:
         # An observer of the kernel's nki.language / nki.isa calls (trnlab.nki._observe), and
         # the (site key, Site, where) a replay imposes on the call it makes (None: the caller's).
         self.observer = None
-        self.observing = False
+        self.in_api = False  # inside an observed NKI call (the calls it makes are not the kernel's)
+        # Dependencies the kernel asked for (NkiInstruction.depends_on): (consumer, producer)
+        # instruction indices, the producer the earlier.
+        self.deps: list[tuple[int, int]] = []
         self.forced: tuple | None = None
         self.max_ops = instruction_limit(None, numerics, nki=True)  # stops here, not hangs
 

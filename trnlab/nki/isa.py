@@ -2018,6 +2018,7 @@ BN_STATS_FMAX = 512
 
 # Instruction families in modules of their own (they use the helpers above); imported here so
 # that nki.isa holds every instruction.
+from ._instruction import NkiInstruction, add_dependencies  # noqa: E402
 from ._isa_accumulate import (  # noqa: E402, F401
     _vector_regs,
     range_select,
@@ -2084,7 +2085,6 @@ _KNOWN = frozenset(
         "register_store",
         "nonzero_with_count",
         "topk",
-        "NkiInstruction",
         "VirtualRegister",
         "tensor_copy_dynamic_src",
         "tensor_copy_dynamic_dst",
@@ -2103,10 +2103,14 @@ def __getattr__(name: str):
 _INSTRUCTIONS = [n for n in _MODELLED if n not in ("get_nc_version", "get_nc_sub_version")]
 give_masks(globals(), "nisa", _INSTRUCTIONS)
 _observe.wrap_module(globals(), "nisa", _INSTRUCTIONS)
+# NKI 0.6's instruction handles: what the calls above return; depends_on is observed too, so
+# the grader's replay adds the same edges.
+_depends_on = _observe.observed("nisa.NkiInstruction.depends_on", add_dependencies)
 
 
 __all__ = [
     *_MODELLED,
+    "NkiInstruction",
     "NkiValidationError",
     "dge_mode",
     "dma_engine",
