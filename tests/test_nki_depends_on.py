@@ -7,6 +7,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import trnlab.nki as nki
 import trnlab.nki.isa as nisa
@@ -193,3 +195,23 @@ def _without_edges(a_t, b):
         return _edged_matmul(a_t, b)
     finally:
         nisa.NkiInstruction.depends_on = real
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    lists=st.lists(st.lists(st.integers(0, 40), max_size=4), min_size=1, max_size=30),
+    waits=st.lists(st.tuples(st.integers(0, 29), st.integers(0, 29)), max_size=20),
+)
+def test_waits_merge_into_the_csr_dependencies_row_by_row(lists, waits):
+    """Every instruction keeps its dependencies, in order, and gains its waits after them."""
+    from trnlab.core._context import _with_waits
+
+    n = len(lists)
+    waits = [(c % n, p % n) for c, p in waits]
+    ptr = np.zeros(n + 1, np.int64)
+    ptr[1:] = np.cumsum([len(x) for x in lists])
+    idx = np.array([v for x in lists for v in x], np.int64)
+    new_ptr, new_idx = _with_waits(ptr, idx, np.array(waits, np.int64).reshape(-1, 2))
+    for r in range(n):
+        want = lists[r] + [p for c, p in waits if c == r]
+        assert new_idx[new_ptr[r] : new_ptr[r + 1]].tolist() == want
