@@ -2026,9 +2026,11 @@ from ._isa_accumulate import (  # noqa: E402, F401
     tensor_scalar_cumulative,
 )
 from ._isa_dma_transpose import dma_transpose  # noqa: E402, F401
+from ._isa_neuroncore_v4 import activate2, exponential  # noqa: E402, F401
 from ._isa_top8 import max8, nc_find_index8, nc_match_replace8  # noqa: E402, F401
 
 _MODELLED = (
+    "activate2",
     "activation",
     "activation_reduce",
     "affine_select",
@@ -2037,6 +2039,7 @@ _MODELLED = (
     "dma_copy",
     "dma_transpose",
     "dropout",
+    "exponential",
     "get_nc_sub_version",
     "get_nc_version",
     "iota",
@@ -2068,14 +2071,12 @@ _MODELLED = (
 # The rest of nki.isa (NKI API reference), for "not modelled yet" errors.
 _KNOWN = frozenset(
     {
-        "activate2",
         "local_gather",
         "rng",
         "set_rng_seed",
         "rand_set_state",
         "rand_get_state",
         "rand2",
-        "exponential",
         "core_barrier",
         "dma_compute",
         "sendrecv",
