@@ -203,7 +203,7 @@ def test_both_are_neuroncore_v4_instructions_and_say_what_to_write_instead():
 
     with pytest.raises(HardwareRuleError, match=r"NeuronCore-v4.*nisa.activation\(op=nl.exp"):
         nki.simulate(exp_kernel, chip="trn2")(x)
-    with pytest.raises(HardwareRuleError, match="nisa.tensor_scalar for the operators"):
+    with pytest.raises(HardwareRuleError, match=r"nisa\.tensor_scalar for the operators"):
         nki.simulate(act_kernel, chip="trn1")(x)
 
 
