@@ -2026,6 +2026,7 @@ from ._isa_accumulate import (  # noqa: E402, F401
     tensor_scalar_cumulative,
 )
 from ._isa_dma_transpose import dma_transpose  # noqa: E402, F401
+from ._isa_local_gather import local_gather  # noqa: E402, F401
 from ._isa_neuroncore_v4 import activate2, exponential  # noqa: E402, F401
 from ._isa_top8 import max8, nc_find_index8, nc_match_replace8  # noqa: E402, F401
 
@@ -2043,6 +2044,7 @@ _MODELLED = (
     "get_nc_sub_version",
     "get_nc_version",
     "iota",
+    "local_gather",
     "max8",
     "memset",
     "nc_find_index8",
@@ -2071,7 +2073,6 @@ _MODELLED = (
 # The rest of nki.isa (NKI API reference), for "not modelled yet" errors.
 _KNOWN = frozenset(
     {
-        "local_gather",
         "rng",
         "set_rng_seed",
         "rand_set_state",
