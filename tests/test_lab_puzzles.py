@@ -733,3 +733,22 @@ def test_buffer_speedup_prediction_feedback():
     for answer in (0.011, 1.1, 3 * model, 1e9, "1e-9"):
         message = p.check(answer).message
         assert not re.search(r"(?<![\d.])0%|\d{5,},?\d*%|\d{11,}", message), message
+
+
+def test_a_dma_transpose_in_puzzle_5_is_told_the_puzzle_is_set_on_trainium():
+    """Trainium2's DMA engines transpose (nisa.dma_transpose); the puzzles run on trn1, whose
+    do not: the learner is told both."""
+
+    @nki.jit
+    def by_dma(x):
+        R, C = x.shape
+        y = nl.ndarray((C, R), dtype=x.dtype, buffer=nl.shared_hbm)
+        for r0 in nl.affine_range(0, R, 128):
+            t = nl.ndarray((C, 128), dtype=x.dtype, buffer=nl.sbuf)
+            nisa.dma_transpose(dst=t, src=x[r0 : r0 + 128, :])
+            nisa.dma_copy(dst=y[:, r0 : r0 + 128], src=t)
+        return y
+
+    result = pz.transpose.check(by_dma)
+    assert result.status == exercises.FAILED
+    assert "no DMA transpose" in result.message and "set on Trainium" in result.message

@@ -357,7 +357,9 @@ transpose = Puzzle(
             "latency": "A DMA whose access pattern transposes (x read column by column) moves "
             "each 4-byte element as a DMA packet of its own, and packets, not bytes, then set "
             "the time. Move whole rows by DMA and transpose on the Tensor Engine "
-            "(nisa.nc_transpose).",
+            "(nisa.nc_transpose). (Trainium2's DMA engines can transpose whole blocks on the "
+            "way, nisa.dma_transpose; this puzzle runs on Trainium, whose DMA cannot.)",
+            "HardwareRuleError": "(The puzzles are set on Trainium, trn1.)",
         },
     ),
     reference_transpose,
