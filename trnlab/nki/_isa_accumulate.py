@@ -31,11 +31,10 @@ from .isa import (
     _RESET_REDUCE,
     _flat,
     _new,
+    _output_and_input,
     _put,
     _record,
     _reduce_res,
-    _same_elements,
-    _same_partitions,
     _scalar_or_vector,
     _tensor,
     _two_inputs,
@@ -90,10 +89,7 @@ def tensor_scalar_cumulative(dst=None, src=None, op0=None, op1=None, imm0=None, 
     if dst is None or src is None or op0 is None or op1 is None or imm0 is None:
         raise KernelArgumentError(f"nisa.{api} needs dst, src, op0, op1 and imm0")
     dst, src = _tensor(dst, "dst", api), _tensor(src, "src", api)
-    rd = _where(dst, _ON_CHIP, "dst", api)
-    r = _where(src, _ON_CHIP, "src", api)
-    _same_partitions(dst, rd, src, r, api, "dst", "src")
-    _same_elements(rd, r, api, "dst", "src")
+    rd, r = _output_and_input(dst, src, api, "src")
     for t, w in ((dst, "dst"), (src, "src")):
         if t.dtype in ("int32", "uint32"):
             raise FormatNotSupportedError(
@@ -231,10 +227,7 @@ def range_select(dst=None, on_true_tile=None, comp_op0=None, comp_op1=None, boun
             raise KernelArgumentError(
                 f"nisa.{api}: a comparison must be one of {', '.join(_RANGE_COMPARISONS)}, not {o}"
             )
-    rd = _where(dst, _ON_CHIP, "dst", api)
-    r = _where(src, _ON_CHIP, "on_true_tile", api)
-    _same_partitions(dst, rd, src, r, api, "dst", "on_true_tile")
-    _same_elements(rd, r, api, "dst", "on_true_tile")
+    rd, r = _output_and_input(dst, src, api, "on_true_tile")
     (_, b0, r0), (_, b1, r1) = (
         _scalar_or_vector(b, r, w, api) for b, w in ((bound0, "bound0"), (bound1, "bound1"))
     )

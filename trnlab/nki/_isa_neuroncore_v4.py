@@ -26,19 +26,16 @@ from ._isa_accumulate import _regs_read, _vector_regs
 from ._trace import current
 from .isa import (
     _LOAD_REDUCE,
-    _ON_CHIP,
     _REDUCE,
     _RESET_REDUCE,
     _flat,
+    _output_and_input,
     _put,
     _record,
     _reduce_res,
-    _same_elements,
-    _same_partitions,
     _scalar_or_vector,
     _tensor,
     _vals,
-    _where,
     reduce_cmd,
 )
 
@@ -73,13 +70,10 @@ def _v4_only(tr, api: str, instead: str) -> None:
         )
 
 
-def _pair(dst, data, api: str, wd: str = "dst", ws: str = "data") -> tuple:
-    """The regions of an elementwise instruction's output and input (same rows and sizes)."""
-    dst, data = _tensor(dst, wd, api), _tensor(data, ws, api)
-    rd = _where(dst, _ON_CHIP, wd, api)
-    r = _where(data, _ON_CHIP, ws, api)
-    _same_partitions(dst, rd, data, r, api, wd, ws)
-    _same_elements(rd, r, api, wd, ws)
+def _pair(dst, data, api: str, what: str = "data") -> tuple:
+    """``dst`` and ``data`` as tensors, with their regions (same rows and sizes)."""
+    dst, data = _tensor(dst, "dst", api), _tensor(data, what, api)
+    rd, r = _output_and_input(dst, data, api, what)
     return dst, data, rd, r
 
 
@@ -99,7 +93,7 @@ def exponential(dst=None, src=None, max_value=0.0, reduce_res=None, reduce_cmd=_
     )
     if dst is None or src is None:
         raise KernelArgumentError(f"nisa.{api} needs dst and src")
-    dst, src, rd, r = _pair(dst, src, api, "dst", "src")
+    dst, src, rd, r = _pair(dst, src, api, "src")
     cmd = reduce_cmd
     if cmd not in (_IDLE, _RESET_REDUCE, _REDUCE, _LOAD_REDUCE):
         raise option(f"nisa.{api}", f"reduce_cmd={cmd}",

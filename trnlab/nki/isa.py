@@ -237,6 +237,17 @@ def _record(tr, name, eng, dst, rd, ins, api, elements=None, func=-1, sig=None) 
     )  # fmt: skip
 
 
+def _output_and_input(dst, src, api: str, what: str, where=None) -> tuple[tuple, tuple]:
+    """The regions of an elementwise instruction's output ``dst`` and its input ``src``
+    (named ``what``): on chip (or in ``where``), on the same partitions, as many elements."""
+    where = _ON_CHIP if where is None else where
+    rd = _where(dst, where, "dst", api)
+    r = _where(src, where, what, api)
+    _same_partitions(dst, rd, src, r, api, "dst", what)
+    _same_elements(rd, r, api, "dst", what)
+    return rd, r
+
+
 def _scalar_or_vector(v, rows: tuple, what: str, api: str):
     """A number, or an on-chip ``[P, 1]`` tensor on the same partitions: (value, tensor, reg)."""
     if type(v) is NkiTensor:
@@ -944,10 +955,7 @@ def tensor_copy(dst=None, src=None, engine=engine.unknown, name=None, dtype=None
             f"nisa.activation(op=nl.copy, ...) or the Vector engine"
         )
     _no_psum(eng, api, dst, src)
-    rd = _where(dst, _ON_CHIP, "dst", api)
-    r = _where(src, _ON_CHIP, "src", api)
-    _same_partitions(dst, rd, src, r, api, "dst", "src")
-    _same_elements(rd, r, api, "dst", "src")
+    rd, r = _output_and_input(dst, src, api, "src")
     if tr.numerics:
         _put(dst, _flat(src), src._s.dtype)
     _record(tr, "copy", eng, dst, rd, [(src, r)], api)
@@ -1085,10 +1093,7 @@ def activation(dst=None, op=None, data=None, bias=None, scale=1.0, reduce_op=Non
         dst = ret = _new(data.shape, dtype or data.dtype, MemoryRegion.sbuf)
     fname = N.name_of(op, N.ACT, f"nisa.{api} op")
     data = _tensor(data, "data", api)
-    rd = _where(dst, _ON_CHIP, "dst", api)
-    r = _where(data, _ON_CHIP, "data", api)
-    _same_partitions(dst, rd, data, r, api, "dst", "data")
-    _same_elements(rd, r, api, "dst", "data")
+    rd, r = _output_and_input(dst, data, api, "data")
     s_val, s_t, s_r = _scalar_or_vector(scale, r, "scale", api)
     b_val, b_t, b_r = (0.0, None, None) if bias is None else _scalar_or_vector(bias, r, "bias", api)
     if bias is not None and b_t is None and tr.gen == 2:
@@ -1181,10 +1186,7 @@ def tensor_scalar(dst=None, data=None, op0=None, operand0=None, reverse0=False, 
     data = _tensor(data, "data", api)
     eng = _engine(engine, ("vector", "scalar", "gpsimd"), "vector", api)
     _no_psum(eng, api, dst, data)
-    rd = _where(dst, _ON_CHIP, "dst", api)
-    r = _where(data, _ON_CHIP, "data", api)
-    _same_partitions(dst, rd, data, r, api, "dst", "data")
-    _same_elements(rd, r, api, "dst", "data")
+    rd, r = _output_and_input(dst, data, api, "data")
     n0 = N.name_of(op0, N.ALU, f"nisa.{api} op0")
     v0, t0, r0 = _scalar_or_vector(operand0, r, "operand0", api)
     ins = [(data, r)] + ([(t0, r0)] if t0 is not None else [])
@@ -1451,10 +1453,7 @@ def reciprocal(dst=None, data=None, name=None, dtype=None):
     api = "reciprocal"
     tr = current()
     dst, data, ret = _one_input(dst, data, dtype, "data", api)
-    rd = _where(dst, _ON_CHIP, "dst", api)
-    r = _where(data, _ON_CHIP, "data", api)
-    _same_partitions(dst, rd, data, r, api, "dst", "data")
-    _same_elements(rd, r, api, "dst", "data")
+    rd, r = _output_and_input(dst, data, api, "data")
     if tr.numerics:
         with np.errstate(all="ignore"):
             _put(dst, 1.0 / _flat(data))
@@ -1562,10 +1561,7 @@ def affine_select(dst=None, pattern=None, channel_multiplier=None, on_true_tile=
     dst = _tensor(dst, "dst", api)
     src = _tensor(on_true_tile, "on_true_tile", api)
     cname = "equal" if cmp_op is None else N.name_of(cmp_op, N.ALU, f"nisa.{api} cmp_op")
-    rd = _where(dst, _SBUF, "dst", api)
-    r = _where(src, _SBUF, "on_true_tile", api)
-    _same_partitions(dst, rd, src, r, api, "dst", "on_true_tile")
-    _same_elements(rd, r, api, "dst", "on_true_tile")
+    rd, r = _output_and_input(dst, src, api, "on_true_tile", _SBUF)
     if not isinstance(on_false_value, numbers.Real):
         raise KernelArgumentError(f"nisa.{api}: on_false_value must be a number")
     if isinstance(channel_multiplier, bool) or not isinstance(channel_multiplier, numbers.Integral):
@@ -1928,9 +1924,7 @@ def dropout(dst=None, data=None, prob=None, name=None):
         raise FormatNotSupportedError(
             f"nisa.{api}: dst is {dst.dtype}, data {data.dtype}; they must match"
         )
-    rd, r = _where(dst, _ON_CHIP, "dst", api), _where(data, _ON_CHIP, "data", api)
-    _same_partitions(dst, rd, data, r, api, "dst", "data")
-    _same_elements(rd, r, api, "dst", "data")
+    rd, r = _output_and_input(dst, data, api, "data")
     pv, pt, pr = _scalar_or_vector(prob, r, "prob", api)
     if pv is not None and pv < 0:
         raise KernelArgumentError(f"nisa.{api}: prob {pv} is a probability, at least 0")
