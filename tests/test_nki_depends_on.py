@@ -13,9 +13,11 @@ from hypothesis import strategies as st
 import trnlab.nki as nki
 import trnlab.nki.isa as nisa
 import trnlab.nki.language as nl
+from trnlab import core
 from trnlab.core import KernelArgumentError
 from trnlab.course import answers as A
 from trnlab.exercises import lab05
+from trnlab.nki._trace import current
 
 A_ = np.ones((128, 2048), np.float32)
 
@@ -81,6 +83,40 @@ def test_an_edge_holds_the_consumer_until_the_producer_completes():
     np.testing.assert_allclose(held.end[0], free.end[0])  # the producer is not moved
 
 
+def test_an_edge_between_two_matmuls_waits_for_the_first_to_complete():
+    """Memory order lets a matmul follow the one before it as soon as that one has issued (the
+    Tensor Engine's pipeline); a semaphore the kernel asks for fires only when it completes."""
+
+    def k(a, edge):
+        t = nl.load(a[:, 0:128])
+        m1, m2 = nl.load(a[:, 0:512]), nl.load(a[:, 512:1024])
+        p1 = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+        p2 = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+        first = nisa.nc_matmul(dst=p1, stationary=t, moving=m1)
+        second = nisa.nc_matmul(dst=p2, stationary=t, moving=m2)
+        if edge:
+            second.depends_on(first)
+        return _store_pair(p1, p2)
+
+    x = np.ones((128, 1024), np.float32)
+    free = nki.profile(lambda a: k(a, False), chip="trn2")(x)
+    held = nki.profile(lambda a: k(a, True), chip="trn2")(x)
+    mm = np.flatnonzero(free.program.table["op"] == core._program.MATMUL)
+    assert free.start[mm[1]] < free.end[mm[0]]  # pipelined: before the first completes
+    assert held.start[mm[1]] >= held.end[mm[0]]
+
+
+def _store_pair(p1, p2):
+    outs = []
+    for p in (p1, p2):
+        s = nl.ndarray(p.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=s, src=p)
+        o = nl.ndarray(p.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(o, s)
+        outs.append(o)
+    return tuple(outs)
+
+
 def test_one_call_with_two_producers_equals_two_chained_calls():
     both, chained = _profile("both"), _profile("chained")
     assert both.latency == chained.latency
@@ -97,6 +133,19 @@ def test_edges_that_cannot_be_are_refused():
 
     with pytest.raises(KernelArgumentError, match=r"traced after it.*producer's call first"):
         nki.simulate(backwards, chip="trn2")(A_)
+
+    def partly_backwards(a):
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        first = nisa.dma_copy(dst=t, src=a)
+        u = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        middle = nisa.tensor_copy(dst=u, src=t)
+        v = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        later = nisa.tensor_copy(dst=v, src=t)
+        with pytest.raises(KernelArgumentError, match="traced after it"):
+            middle.depends_on(first, later)  # the good edge must not stay behind either
+        assert current().deps == []
+
+    nki.simulate(partly_backwards, chip="trn2")(A_)
 
     def itself(a):
         t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
@@ -151,6 +200,50 @@ def test_an_instruction_named_by_an_edge_is_not_computed_once_as_a_repeat():
     plain = nki.profile(lambda a: k(a, False), chip="trn2")(A_)
     pinned = nki.profile(lambda a: k(a, True), chip="trn2")(A_)
     assert len(pinned.program.table) == len(plain.program.table) + 1
+
+
+def test_an_edge_after_a_dropped_repeat_still_joins_its_own_instructions():
+    """The compiler model drops a repeat before the edge; the edge is renumbered with it, so
+    the second load still waits for the first and nothing else."""
+
+    def k(a, b):
+        t = nl.load(a)
+        one = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        two = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=one, data=t, op0=nl.multiply, operand0=2.0)
+        nisa.tensor_scalar(dst=two, data=t, op0=nl.multiply, operand0=2.0)  # dropped
+        ta = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        tb = nl.ndarray(b.shape, dtype=b.dtype, buffer=nl.sbuf)
+        la = nisa.dma_copy(dst=ta, src=a)
+        lb = nisa.dma_copy(dst=tb, src=b)
+        lb.depends_on(la)
+        o = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=o, data1=ta, data2=tb, op=nl.add)
+        nisa.tensor_tensor(dst=o, data1=o, data2=two, op=nl.add)
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, o)
+        return out
+
+    run = nki.profile(k, chip="trn2")(A_, A_)
+    assert run.extra["nki"]["repeats_dropped"] == 1
+    loads = np.flatnonzero(run.program.table["op"] == core._program.DMA_LOAD)
+    first, second = loads[1], loads[2]  # after the load of t
+    assert run.start[second] >= run.end[first]
+    # and the edge is the only thing holding it: without it the loads overlap
+    free = nki.profile(_without_edges_of(k), chip="trn2")(A_, A_)
+    assert free.start[second] < free.end[first]
+
+
+def _without_edges_of(kernel):
+    def k(*args):
+        real = nisa.NkiInstruction.depends_on
+        nisa.NkiInstruction.depends_on = lambda self, *producers: self
+        try:
+            return kernel(*args)
+        finally:
+            nisa.NkiInstruction.depends_on = real
+
+    return k
 
 
 def _edged_matmul(a_t, b):
@@ -211,7 +304,9 @@ def test_waits_merge_into_the_csr_dependencies_row_by_row(lists, waits):
     ptr = np.zeros(n + 1, np.int64)
     ptr[1:] = np.cumsum([len(x) for x in lists])
     idx = np.array([v for x in lists for v in x], np.int64)
-    new_ptr, new_idx = _with_waits(ptr, idx, np.array(waits, np.int64).reshape(-1, 2))
+    new_ptr, new_idx, strict = _with_waits(ptr, idx, np.array(waits, np.int64).reshape(-1, 2))
     for r in range(n):
         want = lists[r] + [p for c, p in waits if c == r]
         assert new_idx[new_ptr[r] : new_ptr[r + 1]].tolist() == want
+        flags = [False] * len(lists[r]) + [True] * (len(want) - len(lists[r]))
+        assert strict[new_ptr[r] : new_ptr[r + 1]].tolist() == flags

@@ -159,9 +159,12 @@ def test_a_destination_of_few_partitions_pays_whole_blocks_on_every_engine():
         ("dst_shape", r"must be src \(64, 32\) transposed \(1, 0\): \(32, 64\)"),
         ("axes", r"NKI supports only \(1, 0\)"),
         ("fp8", "the DMA engines transpose 2- and 4-byte elements"),
-        ("cast", "moves the bits as they are"),
-        ("swdge", "swdge is the indirect form's"),
+        ("hwdge_cast", "moves raw bytes"),
+        ("swdge", "swdge makes the indirect form's"),
         ("hwdge_rows", "exactly 16 rows"),
+        ("hwdge_3d", "first dimension must be 1, 2, 4, 8 or 16"),
+        ("hwdge_wide", "last dimension at most 128"),
+        ("oob", "valid only when src uses indirect indexing"),
         ("psum", "not PSUM"),
     ],
 )
@@ -178,9 +181,24 @@ def test_rules_are_refused_with_what_to_do(kernel_body, match):
             nisa.dma_copy(dst=s, src=a)
             t = nl.ndarray((32, 64), dtype=nl.float8_e4m3, buffer=nl.sbuf)
             nisa.dma_transpose(dst=t, src=s)
-        elif kernel_body == "cast":
-            t = nl.ndarray((32, 64), dtype=nl.float32, buffer=nl.sbuf)
-            nisa.dma_transpose(dst=t, src=a)
+        elif kernel_body == "hwdge_cast":
+            src = nl.ndarray((16, 32), dtype=a.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=src, src=a[0:16, :])
+            t = nl.ndarray((32, 16), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.dma_transpose(dst=t, src=src, dge_mode=nisa.dge_mode.hwdge)
+        elif kernel_body == "hwdge_3d":  # a first dimension of 3
+            w = nl.ndarray((3, 16, 32), dtype=a.dtype, buffer=nl.sbuf)
+            nisa.memset(dst=w, value=1.0)
+            t = nl.ndarray((32, 16, 3), dtype=a.dtype, buffer=nl.sbuf)
+            nisa.dma_transpose(dst=t, src=w, dge_mode=nisa.dge_mode.hwdge)
+        elif kernel_body == "hwdge_wide":  # 16 rows of 256: into HBM (256 partitions won't do)
+            w = nl.ndarray((16, 256), dtype=a.dtype, buffer=nl.sbuf)
+            nisa.memset(dst=w, value=1.0)
+            t = nl.ndarray((256, 16), dtype=a.dtype, buffer=nl.shared_hbm)
+            nisa.dma_transpose(dst=t, src=w, dge_mode=nisa.dge_mode.hwdge)
+        elif kernel_body == "oob":
+            t = nl.ndarray((32, 64), dtype=a.dtype, buffer=nl.sbuf)
+            nisa.dma_transpose(dst=t, src=a, oob_mode=nisa.oob_mode.skip)
         elif kernel_body == "swdge":
             t = nl.ndarray((32, 64), dtype=a.dtype, buffer=nl.sbuf)
             nisa.dma_transpose(dst=t, src=a, dge_mode=nisa.dge_mode.swdge)
@@ -230,3 +248,57 @@ def test_core_level_transpose_values_and_region_rule():
 
     with pytest.raises(HardwareRuleError, match="not the source region"):
         core.run(wrong, chip="trn2", x=core.hbm(a))
+
+
+def test_a_cast_on_the_way_rounds_to_the_destination_dtype():
+    a = RNG.uniform(-3, 3, (64, 32)).astype(np.float32)
+
+    def k(x):
+        t = nl.ndarray((32, 64), dtype=nl.bfloat16, buffer=nl.sbuf)
+        nisa.dma_transpose(dst=t, src=x)
+        older = nisa.dma_transpose(x, dtype=nl.bfloat16)
+        outs = []
+        for tile in (t, older):
+            o = nl.ndarray((32, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+            nl.store(o, tile)
+            outs.append(o)
+        return tuple(outs)
+
+    got, older = nki.simulate(k, chip="trn2")(a)
+    want = a.T.astype(BF16).astype(np.float32)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(older, want)
+    assert not np.array_equal(got, a.T)  # rounded, not bit for bit
+
+
+def test_priority_is_refused_as_not_modelled():
+    def k(a):
+        t = nl.ndarray((32, 64), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_transpose(dst=t, src=a, priority=1)
+
+    with pytest.raises(nki.NotModelledError, match="priority"):
+        nki.simulate(k, chip="trn2")(np.ones((64, 32), BF16))
+
+
+def _into_hbm(source):
+    def k(a):
+        src = a
+        if source == "sbuf":
+            src = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=src, src=a)
+        out = nl.ndarray(tuple(reversed(a.shape)), dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_transpose(dst=out, src=src)
+        return out
+
+    return k
+
+
+def test_a_transpose_into_hbm_streams_at_its_sources_share():
+    """HBM -> HBM at the HBM share, SBUF -> HBM at the SBUF share (assumptions: the guide gives
+    the shares for SBUF destinations only); the gap is the data time at 0.5 against 0.9."""
+    p = core_params("trn2")
+    shape = (128, 2048)
+    gap = _transpose_time(_into_hbm("sbuf"), shape) - _transpose_time(_into_hbm("hbm"), shape)
+    per_engine = p.dma_partitions_per_engine * 2048 * 2  # bytes over 128 partitions' engines
+    want = per_engine / p.dma_engine_bandwidth * (1 / 0.5 - 1 / 0.9)
+    assert gap == pytest.approx(want, rel=1e-6)

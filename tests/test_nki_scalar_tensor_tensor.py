@@ -159,3 +159,47 @@ def test_operand_rules_are_refused_with_the_rule():
 
     with pytest.raises(KernelArgumentError, match="needs data, op0, operand0, op1 and operand1"):
         nki.simulate(missing, chip="trn2")(a)
+
+
+def test_neuroncore_v2_takes_its_own_cost_table():
+    """SDK 2.26's ISA reference: N Vector cycles for bf16 data and operand1 with subtract then
+    multiply (N even), 2N otherwise (a tensor_tensor of bf16 SBUF tiles costs N)."""
+    a = np.ones((128, 1024), np.float32)
+
+    def k(op0, op1, dtype):
+        def f(x, y):
+            tx = nl.ndarray(x.shape, dtype=dtype, buffer=nl.sbuf)
+            ty = nl.ndarray(x.shape, dtype=dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=tx, src=x)
+            nisa.dma_copy(dst=ty, src=y)
+            o = nl.ndarray(x.shape, dtype=dtype, buffer=nl.sbuf)
+            nisa.scalar_tensor_tensor(dst=o, data=tx, op0=op0, operand0=1.0, op1=op1,
+                                      operand1=ty)  # fmt: skip
+
+        return f
+
+    def vector(f):
+        run = nki.profile(f, chip="trn1")(a, a)
+        return run.busy["Vector"] * run.latency
+
+    fast = vector(k(nl.subtract, nl.multiply, nl.bfloat16))
+    slow = vector(k(nl.multiply, nl.add, nl.bfloat16))
+    also_slow = vector(k(nl.subtract, nl.multiply, nl.float32))
+    assert slow == pytest.approx(also_slow)
+    assert 1.8 < slow / fast < 2.0  # 2N against N cycles, the fixed cost aside
+
+
+def test_logical_operators_are_arithmetic_in_nkis_table():
+    a = np.array([[0.0, 1.0, 2.0, 0.0]], np.float32)
+    b = np.array([[1.0, 1.0, 0.0, 0.0]], np.float32)
+
+    def k(x, y):
+        tx, ty = nl.load(x), nl.load(y)
+        o = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.scalar_tensor_tensor(dst=o, data=tx, op0=nl.multiply, operand0=1.0,
+                                  op1=nl.logical_and, operand1=ty)  # fmt: skip
+        out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, o)
+        return out
+
+    np.testing.assert_array_equal(nki.simulate(k, chip="trn2")(a, b), [[0.0, 1.0, 0.0, 0.0]])

@@ -60,7 +60,8 @@ _FLAGS = P.ROW_FIELDS.index("flags")
 
 def _with_waits(ptr: np.ndarray, idx: np.ndarray, waits: np.ndarray):
     """CSR dependencies ``ptr``/``idx`` with the (consumer, producer) rows of ``waits`` added
-    to their consumers' lists (vectorised: a recording may hold millions of instructions)."""
+    to their consumers' lists (vectorised: a recording may hold millions of instructions), and
+    which entries are such waits (``Program.dep_strict``)."""
     n = len(ptr) - 1
     counts = np.diff(ptr)
     add = np.bincount(waits[:, 0], minlength=n)
@@ -72,8 +73,11 @@ def _with_waits(ptr: np.ndarray, idx: np.ndarray, waits: np.ndarray):
     new_idx[new_ptr[rows] + offset] = idx
     w = waits[np.argsort(waits[:, 0], kind="stable")]
     rank = np.arange(len(w)) - np.searchsorted(w[:, 0], w[:, 0])
-    new_idx[new_ptr[w[:, 0]] + counts[w[:, 0]] + rank] = w[:, 1]
-    return new_ptr, new_idx
+    at = new_ptr[w[:, 0]] + counts[w[:, 0]] + rank
+    new_idx[at] = w[:, 1]
+    strict = np.zeros(len(new_idx), np.bool_)
+    strict[at] = True
+    return new_ptr, new_idx, strict
 
 
 def _catalog_dtype(fmt: str) -> str:
@@ -671,8 +675,8 @@ class KernelContext(EngineOps, NkiOps):
         cooperate on it, so the scheduler spreads it over all of them at
         ``dma_transpose_hbm_share`` (an HBM source) or ``dma_transpose_sbuf_share`` (an SBUF
         source) of their rate, an SBUF destination's free size per partition rounded up to
-        ``dma_transpose_granule`` elements (the [128, 16] blocks the engines write). The data
-        move bit for bit: both sides keep one format. With numerics, the destination region is
+        ``dma_transpose_granule`` elements (the [128, 16] blocks the engines write). A format
+        change on the way is a cast, as for a copy. With numerics, the destination region is
         the source region's transpose; any shapes of as many elements are taken timing-only
         (trnlab.nki computes N-D transposes itself)."""
         p = self.params
@@ -702,13 +706,7 @@ class KernelContext(EngineOps, NkiOps):
                 else self._view(dst, "transpose destination")
             )
         )
-        s_fmt = s.tensor.fmt if s_hbm else s.tile.fmt
         d_fmt = d.tensor.fmt if d_hbm else d.tile.fmt
-        if s_fmt != d_fmt:
-            raise HardwareRuleError(
-                f"dma_transpose: {s_fmt} -> {d_fmt}: a DMA transpose moves the bits as they are "
-                f"(both sides one format); cast before or after it on an engine"
-            )
         if self.numerics and s.shape[::-1] != d.shape:
             raise HardwareRuleError(
                 f"dma_transpose: destination region {d.shape} is not the source region "
@@ -730,6 +728,8 @@ class KernelContext(EngineOps, NkiOps):
         self._rows[i * _FIELDS + _FLAGS] |= P.FLAG_TRANSPOSE
         if numerics:
             x = (s.tensor.data[s.r0 : s.r1, s.c0 : s.c1] if s_hbm else s.get()).T
+            s_fmt = s.tensor.fmt if s_hbm else s.tile.fmt
+            x = x if d_fmt == s_fmt else quantize(x, d_fmt, axis=0)
             if d_hbm:
                 d.tensor.data[d.r0 : d.r1, d.c0 : d.c1] = x
             else:
@@ -983,8 +983,9 @@ class KernelContext(EngineOps, NkiOps):
             self._extra_reads,
             self._hbm_reads,
         )
+        strict = None
         if self._waits:
-            ptr, idx = _with_waits(ptr, idx, np.array(self._waits, np.int64))
+            ptr, idx, strict = _with_waits(ptr, idx, np.array(self._waits, np.int64))
         tiles = tuple(
             P.TileRecord(
                 id=t.id,
@@ -1014,4 +1015,5 @@ class KernelContext(EngineOps, NkiOps):
             hbm_reads=dict(self._hbm_reads),
             join_ptr=join_ptr,
             join_idx=join_idx,
+            dep_strict=strict,
         )

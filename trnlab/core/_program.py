@@ -291,6 +291,10 @@ class Program:
     hbm_reads: dict = field(default_factory=dict)
     join_ptr: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
     join_idx: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    #: Per ``dep_idx`` entry: a wait the kernel asked for (NKI's ``depends_on``), which holds
+    #: its consumer until the producer has completed, even where memory order lets a Tensor
+    #: Engine instruction follow the one before it as soon as that one has issued; None: none.
+    dep_strict: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.table)

@@ -303,6 +303,7 @@ def _schedule_py(
     queue_time,
     dep_ptr,
     dep_idx,
+    dep_strict,
     join_ptr,
     join_idx,
     n_engines,
@@ -367,11 +368,13 @@ def _schedule_py(
             succ_count[join_idx[j] + 1] += 1
     succ_ptr = np.cumsum(succ_count)
     succ_idx = np.empty(succ_ptr[n_nodes], np.int64)
+    succ_strict = np.zeros(succ_ptr[n_nodes], np.bool_)  # a wait the kernel asked for
     sfill = succ_ptr[:-1].copy()
     for i in range(n):
         for j in range(dep_ptr[i], dep_ptr[i + 1]):
             d = dep_idx[j]
             succ_idx[sfill[d]] = i
+            succ_strict[sfill[d]] = dep_strict[j]
             sfill[d] += 1
     for g in range(n_join):
         for j in range(join_ptr[g], join_ptr[g + 1]):
@@ -526,7 +529,9 @@ def _schedule_py(
             c = succ_idx[j]
             if c < n:
                 ec = engine[c]
-                r = _wait(e, ec, issue_end[i], end[i], sync)
+                # a semaphore the kernel asked for fires at the producer's end, whatever the
+                # engines (the Tensor Engine's issue-order rule is for memory order)
+                r = _wait(e, ec, end[i] if succ_strict[j] else issue_end[i], end[i], sync)
                 if r > r_dep[c]:
                     r_dep[c] = r
                 if ec != e and r > r_ext[c]:
@@ -617,6 +622,11 @@ def schedule(
         np.zeros(n) if c.queue_time is None else c.queue_time,
         program.dep_ptr,
         program.dep_idx.astype(np.int64),
+        (
+            np.zeros(len(program.dep_idx), np.bool_)
+            if program.dep_strict is None
+            else program.dep_strict
+        ),
         program.join_ptr,
         program.join_idx.astype(np.int64),
         program.n_engines,

@@ -70,12 +70,15 @@ class _Storages:
         self.by_id: dict[int, int] = {}
         self.items: list[Any] = []
         self.instrs: list[Any] = []
+        self._instr_ids: dict[int, int] = {}
+
+    def add_instr(self, handle) -> int:
+        self._instr_ids[id(handle)] = len(self.instrs)
+        self.instrs.append(handle)
+        return len(self.instrs) - 1
 
     def instr(self, handle) -> int | None:
-        for i, h in enumerate(self.instrs):
-            if h is handle:
-                return i
-        return None
+        return self._instr_ids.get(id(handle))
 
     def add(self, storage) -> int:
         if id(storage) not in self.by_id:
@@ -197,8 +200,7 @@ class _Recording:
     def returned(self, x: Any) -> Any:
         _, _, _, isa, _, _, NkiTensor = _nki()
         if type(x) is isa.NkiInstruction:
-            self.storages.instrs.append(x)
-            return {"$": "i", "n": len(self.storages.instrs) - 1}
+            return {"$": "i", "n": self.storages.add_instr(x)}
         if type(x) is NkiTensor:
             h = self.storages.get(x._s)
             if h is None:
@@ -357,7 +359,7 @@ def _bind_returned(ret: Any, out: Any, storages: _Storages, what: str) -> None:
     if isinstance(ret, dict) and ret.get("$") == "i":
         if type(out) is not isa.NkiInstruction or ret.get("n") != len(storages.instrs):
             raise A.GraderReplayError(f"{what} returned no instruction handle when replayed")
-        storages.instrs.append(out)
+        storages.add_instr(out)
         return
     if isinstance(ret, dict) and ret.get("$") == "t":
         if type(out) is not NkiTensor:

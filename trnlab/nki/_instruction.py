@@ -53,15 +53,16 @@ def add_dependencies(consumer: NkiInstruction, *producers: NkiInstruction) -> Nk
             )
         if x.trace is not tr:
             raise KernelArgumentError(
-                f"depends_on: {x!r} belongs to another kernel run; a handle is valid only "
-                f"inside the run that made it"
+                f"depends_on: {x!r} was made by another kernel run, or by another program or "
+                f"core of this launch; a handle is valid only where its instruction runs"
             )
-    for p in producers:
+    for p in producers:  # every edge checked before any is recorded
         if p.first >= consumer.first and p.stop > p.first:
             raise KernelArgumentError(
                 f"depends_on: {consumer.api} cannot wait for {p.api}, traced after it. An edge "
                 f"points back in program order: write the producer's call first"
             )
+    for p in producers:
         for c in range(consumer.first, consumer.stop):
             for q in range(p.first, p.stop):
                 tr.deps.append((c, q))

@@ -29,6 +29,7 @@ from .isa import (
     _ON_CHIP,
     _REDUCE,
     _RESET_REDUCE,
+    _arithmetic,
     _flat,
     _new,
     _output_and_input,
@@ -96,9 +97,7 @@ def tensor_scalar_cumulative(dst=None, src=None, op0=None, op1=None, imm0=None, 
                 f"nisa.{api}: {w} is {t.dtype}; the instruction takes bf16, fp16, fp32, fp8, "
                 f"uint8, uint16, int8 or int16 (no 32-bit integers: an ISA limit)"
             )
-    n0 = N.name_of(op0, N.ALU, f"nisa.{api} op0")
-    if n0.startswith(("bitwise_", "logical_", "left_shift", "right_shift")):
-        raise KernelArgumentError(f"nisa.{api}: op0 must be an arithmetic operator, not {n0}")
+    n0 = _arithmetic(op0, "op0", api)
     n1 = N.name_of(op1, N.ALU, f"nisa.{api} op1")
     if n1 not in _CUMULATIVE_START:
         raise KernelArgumentError(

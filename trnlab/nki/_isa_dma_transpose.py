@@ -18,7 +18,6 @@ import numpy as np
 
 from trnlab.core import HardwareRuleError
 
-from ._dtypes import dtype_info
 from ._errors import NotModelledError
 from ._tensor import MemoryRegion
 from ._trace import current
@@ -38,7 +37,7 @@ __all__ = ["dma_transpose"]
 
 #: The one permutation NKI's reference gives each rank.
 PERMUTATIONS = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
-_DIRECT_MODES = (dge_mode.unknown, dge_mode.hwdge)
+_DIRECT_MODES = (dge_mode.unknown, dge_mode.none, dge_mode.hwdge)
 
 
 def _permutation(src, axes, api: str) -> tuple[int, ...]:
@@ -79,9 +78,10 @@ def dma_transpose(dst=None, src=None, axes=None, priority=None, dge_mode=dge_mod
                   oob_mode=oob_mode.error, name=None, dtype=None):  # fmt: skip
     """Transpose ``src`` into ``dst`` with the DMA engines (NeuronCore-v3+): ``dst`` must have
     ``src``'s shape permuted as NKI's reference says (2-D ``(1, 0)``, 3-D ``(2, 1, 0)``, 4-D
-    ``(3, 1, 2, 0)``), its dtype, 2 or 4 bytes per element (the Trainium2 guide: bit-accurate
-    for both). ``src`` in HBM or SBUF, ``dst`` in SBUF (or HBM). Older form
-    ``dma_transpose(src)``: returns a new SBUF tile."""
+    ``(3, 1, 2, 0)``); ``src`` of 2 or 4 bytes per element (the Trainium2 guide: bit-accurate
+    for both), cast to ``dst``'s dtype if it differs (not with hwdge, which moves raw bytes).
+    ``src`` in HBM or SBUF, ``dst`` in SBUF (or HBM). Older form ``dma_transpose(src,
+    dtype=...)``: returns a new SBUF tile."""
     api = "dma_transpose"
     tr = current()
     if src is None and dst is not None:  # older form: dma_transpose(src, ...)
@@ -98,24 +98,20 @@ def dma_transpose(dst=None, src=None, axes=None, priority=None, dge_mode=dge_mod
     if priority is not None:
         raise NotModelledError(f"nisa.{api}: priority (DMA quality of service)")
     if oob_mode is not globals()["oob_mode"].error:
-        raise NotModelledError(
-            f"nisa.{api}: oob_mode applies to the indirect form (a source "
-            f".ap(vector_offset=...)), which trnlab does not model"
+        raise HardwareRuleError(
+            f"nisa.{api}: oob_mode={oob_mode} is valid only when src uses indirect indexing "
+            f"(NKI's reference); a direct transpose has no out-of-bounds rows to skip"
         )
     if dge_mode not in _DIRECT_MODES:
         raise HardwareRuleError(
             f"nisa.{api}: dge_mode={dge_mode}: a direct DMA transpose takes dge_mode unknown "
-            f"(the default) or hwdge; swdge is the indirect form's"
+            f"(the default), none or hwdge (the DGE guide); swdge makes the indirect form's "
+            f"descriptors, which trnlab does not model"
         )
     perm = _permutation(src, axes, api)
     shape = tuple(src.shape[i] for i in perm)
-    if dtype is not None and dtype_info(dtype).name != src.dtype:
-        raise HardwareRuleError(
-            f"nisa.{api}: dtype={dtype_info(dtype).name} for a {src.dtype} source: a DMA "
-            f"transpose moves the bits as they are; cast before or after it on an engine"
-        )
-    if dst is None:
-        dst = _new(shape, src.dtype, MemoryRegion.sbuf)
+    if dst is None:  # older form: a new tile, cast to dtype if given (its API reference)
+        dst = _new(shape, src.dtype if dtype is None else dtype, MemoryRegion.sbuf)
         ret = dst
     else:
         ret = None
@@ -124,11 +120,6 @@ def dma_transpose(dst=None, src=None, axes=None, priority=None, dge_mode=dge_mod
         raise HardwareRuleError(
             f"nisa.{api}: dst {tuple(dst.shape)} must be src {tuple(src.shape)} transposed "
             f"{perm}: {shape} (NKI enforces the exact shape and rank since 0.6)"
-        )
-    if dst.dtype != src.dtype:
-        raise HardwareRuleError(
-            f"nisa.{api}: {src.dtype} -> {dst.dtype}: a DMA transpose moves the bits as they "
-            f"are; cast before or after it on an engine"
         )
     bits = src._s.dtype.bits
     if bits not in (16, 32):
@@ -165,8 +156,8 @@ def dma_transpose(dst=None, src=None, axes=None, priority=None, dge_mode=dge_mod
         if dst._s.frozen:
             raise NotModelledError(f"nisa.{api}: writing {dst._s.name!r}: {dst._s.frozen}")
         dst._s.stored = True
-    if tr.numerics:
-        _put(dst, np.transpose(src._arr(), perm), src._s.dtype)
+    if tr.numerics:  # rounded to dst's dtype where the older form's dtype= casts
+        _put(dst, np.transpose(src._arr(), perm), src._s.dtype if dst.dtype == src.dtype else None)
     n = None if exact else dst.size
     tr.add(("dma_transpose", refs[0], refs[1], _DGE[dge_mode], n), api, *storages)
     return ret

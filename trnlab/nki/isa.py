@@ -796,11 +796,16 @@ def tensor_scalar(dst=None, data=None, op0=None, operand0=None, reverse0=False, 
     return ret
 
 
+#: The ALU's bit-vector operators (NKI's operator table: bitwise and / or / xor / not and the
+#: shifts; its logical and / or / xor are arithmetic, taking any dtype as float32).
+_BITVEC = ("bitwise_", "left_shift", "right_shift")
+
+
 def _arithmetic(op, what: str, api: str) -> str:
-    """The NKI name of ALU operator ``op``, refused if it is a bit-vector or logical one (the
+    """The NKI name of ALU operator ``op``, refused if it is a bit-vector one (the
     instructions that fold or chain in float32 take arithmetic operators only)."""
     name = N.name_of(op, N.ALU, f"nisa.{api} {what}")
-    if name.startswith(("bitwise_", "logical_", "left_shift", "right_shift")):
+    if name.startswith(_BITVEC):
         raise KernelArgumentError(
             f"nisa.{api}: {what} must be an arithmetic operator (NKI: no bit-vector operators in "
             f"this instruction), not {name}"
@@ -812,10 +817,12 @@ def scalar_tensor_tensor(dst=None, data=None, op0=None, operand0=None, op1=None,
                          reverse0=False, reverse1=False, name=None, dtype=None):  # fmt: skip
     """``dst = (data <op0> operand0) <op1> operand1`` on the Vector engine: ``operand0`` a number
     or a ``[P, 1]`` tile broadcast along the free axes, ``operand1`` a tile of ``data``'s size;
-    float32 math, arithmetic operators only. NKI's reference: the broadcast stage is free, the
-    instruction costs about what a ``tensor_tensor`` does, and it is charged as one. ``data``
-    and ``operand1`` may not both be in PSUM. Older form (keywords, no ``dst``): returns a new
-    SBUF tile of ``dtype`` (default ``data``'s)."""
+    float32 math, arithmetic operators only. Cost: on NeuronCore-v2 the SDK 2.26 ISA
+    reference's table (``N`` cycles for bf16 ``data`` and ``operand1`` with subtract then
+    multiply and ``N`` even, ``2N`` otherwise); later, as NKI 0.6's reference says, about one
+    ``tensor_tensor`` (the broadcast stage is free), and charged as one. ``data`` and
+    ``operand1`` may not both be in PSUM. Older form (keywords, no ``dst``): returns a new SBUF
+    tile of ``dtype`` (default ``data``'s)."""
     api = "scalar_tensor_tensor"
     tr = current()
     ret = None
@@ -854,7 +861,14 @@ def scalar_tensor_tensor(dst=None, data=None, op0=None, operand0=None, op1=None,
             x = N.ALU[n1](y, x) if reverse1 else N.ALU[n1](x, y)
         _put(dst, x)
     sig = (n0, v0, bool(reverse0), n1, bool(reverse1))
-    _record(tr, "tensor_tensor", "vector", dst, rd, ins, api, sig=sig)
+    if tr.gen == 2:  # the SDK 2.26 ISA reference's own table for NeuronCore-v2
+        n = rd[4]
+        fast = (data.dtype, other.dtype, n0, n1) == (
+            "bfloat16", "bfloat16", "subtract", "multiply"
+        ) and n % 2 == 0  # fmt: skip
+        _record(tr, "tensor_scalar", "vector", dst, rd, ins, api, n if fast else 2 * n, sig=sig)
+    else:
+        _record(tr, "tensor_tensor", "vector", dst, rd, ins, api, sig=sig)
     return ret
 
 
