@@ -670,15 +670,15 @@ class KernelContext(EngineOps, NkiOps):
         ``nisa.dma_transpose`` does. HBM -> SBUF and SBUF -> SBUF are the Trainium2 guide's two
         flows; SBUF or HBM -> HBM is taken too, as NKI's migration guide writes one.
 
-        Recorded as the copy of the same elements (load, SBUF-to-SBUF, store or HBM-to-HBM,
-        ``queue``, ``dge`` and ``elements`` as for :meth:`load`), flagged as a transpose: the 16 DMA engines
-        cooperate on it, so the scheduler spreads it over all of them at
-        ``dma_transpose_hbm_share`` (an HBM source) or ``dma_transpose_sbuf_share`` (an SBUF
-        source) of their rate, an SBUF destination's free size per partition rounded up to
-        ``dma_transpose_granule`` elements (the [128, 16] blocks the engines write). A format
-        change on the way is a cast, as for a copy. With numerics, the destination region is
-        the source region's transpose; any shapes of as many elements are taken timing-only
-        (trnlab.nki computes N-D transposes itself)."""
+        Recorded as the copy of the same elements (a load, an SBUF-to-SBUF copy, a store or an
+        HBM-to-HBM copy; ``queue``, ``dge`` and ``elements`` as for :meth:`load`), flagged as a
+        transpose: the 16 DMA engines cooperate on it, so the scheduler spreads it over all of
+        them at ``dma_transpose_hbm_share`` (an HBM source) or ``dma_transpose_sbuf_share`` (an
+        SBUF source) of their rate, an SBUF destination's free size per partition rounded up
+        to ``dma_transpose_granule`` elements (the [128, 16] blocks the engines write). A
+        format change on the way is a cast, as for a copy. With numerics, the destination
+        region is the source region's transpose; any shapes of as many elements are taken
+        timing-only (trnlab.nki computes N-D transposes itself)."""
         p = self.params
         if p.dma_transpose_hbm_share <= 0:
             raise HardwareRuleError(
@@ -686,26 +686,8 @@ class KernelContext(EngineOps, NkiOps):
                 f"guide introduces it, the Trainium/Inferentia2 guide describes none. Transpose "
                 f"on the Tensor Engine (transpose into PSUM, then copy to SBUF)."
             )
-        s_hbm = type(src) is HBMView or isinstance(src, HBMTensor)
-        d_hbm = type(dst) is HBMView or isinstance(dst, HBMTensor)
-        s = (
-            src
-            if type(src) is HBMView
-            else (
-                self._hview(src, "transpose source")
-                if s_hbm
-                else self._view(src, "transpose source")
-            )
-        )
-        d = (
-            dst
-            if type(dst) is HBMView
-            else (
-                self._hview(dst, "transpose destination")
-                if d_hbm
-                else self._view(dst, "transpose destination")
-            )
-        )
+        s, s_hbm = self._side(src, "transpose source")
+        d, d_hbm = self._side(dst, "transpose destination")
         d_fmt = d.tensor.fmt if d_hbm else d.tile.fmt
         if self.numerics and s.shape[::-1] != d.shape:
             raise HardwareRuleError(
@@ -735,6 +717,14 @@ class KernelContext(EngineOps, NkiOps):
             else:
                 d.set(x)
         return i
+
+    def _side(self, x, what: str) -> tuple:
+        """One side of a DMA as a view, and whether it is in HBM."""
+        if type(x) is HBMView:
+            return x, True
+        if isinstance(x, HBMTensor):
+            return self._hview(x, what), True
+        return self._view(x, what), False
 
     def dma_hbm(
         self,
