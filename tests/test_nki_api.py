@@ -19,6 +19,7 @@ import trnlab
 import trnlab.nki as nki
 import trnlab.nki.isa as nisa
 import trnlab.nki.language as nl
+from tests.nki_helpers import store_all as _store_all
 from trnlab import core, formats
 
 RNG = np.random.default_rng(2024)
@@ -46,16 +47,6 @@ def assert_fp32_sums_close(got, want, magnitude, terms: int) -> None:
     bound = terms * float(np.finfo(np.float32).eps) * np.asarray(magnitude, np.float64)
     err = np.abs(np.asarray(got, np.float64) - np.asarray(want, np.float64))
     assert np.all(err <= bound + 1e-30), float((err - bound).max())
-
-
-def _store_all(*tiles):
-    """Inside a kernel: a new shared_hbm output per tile, each stored by one DMA."""
-    outs = []
-    for t in tiles:
-        o = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.shared_hbm)
-        nl.store(o, t)
-        outs.append(o)
-    return tuple(outs)
 
 
 # --- dtypes and rounding ------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 import trnlab.nki as nki
 import trnlab.nki.isa as nisa
 import trnlab.nki.language as nl
+from tests.nki_helpers import store_all
 from trnlab.core import HardwareRuleError, KernelArgumentError
 from trnlab.nki._isa_neuroncore_v4 import ACTIVATE2_PAIRS
 
@@ -26,15 +27,6 @@ ACTS = {
     "gelu": np.vectorize(lambda v: 0.5 * v * (1 + math.erf(v / math.sqrt(2)))),
     "identity": lambda x: x,
 }
-
-
-def _store(*tiles):
-    outs = []
-    for t in tiles:
-        o = nl.ndarray(t.shape, dtype=nl.float32, buffer=nl.shared_hbm)
-        nl.store(o, t)
-        outs.append(o)
-    return tuple(outs)
 
 
 def _col(p):
@@ -53,7 +45,7 @@ def test_exponential_shifts_exponentiates_and_sums(p, f, tile_max):
         s = _col(p)
         nisa.exponential(dst=e, src=src, max_value=nl.load(b) if tile_max else 1.5,
                          reduce_res=s, reduce_cmd=CMD.reset_reduce)  # fmt: skip
-        return _store(e, s)
+        return store_all(e, s)
 
     e, s = nki.simulate(k, chip="trn3")(x, m)
     want = np.exp(x - (m if tile_max else np.float32(1.5)))
@@ -73,7 +65,7 @@ def test_exponential_carries_loads_and_forgets_its_accumulators():
         nisa.exponential(dst=e1, src=src[:, 0:32], reduce_cmd=CMD.load_reduce,
                          reduce_init=nl.load(b))  # fmt: skip
         nisa.exponential(dst=e2, src=src[:, 32:64], reduce_cmd=CMD.reduce, reduce_res=s)
-        return _store(s)
+        return store_all(s)
 
     (s,) = nki.simulate(chained, chip="trn3")(x, init)
     np.testing.assert_allclose(s[:, 0], init[:, 0] + np.exp(x).sum(axis=1), rtol=1e-5)
@@ -120,7 +112,7 @@ def test_activate2_runs_every_operator_pair_then_the_function(pair, rev0, rev1, 
             imm0=nl.load(b) if tiles else 1.25, imm1=nl.load(c) if tiles else -0.5,
             op0=getattr(nl, n0), op1=getattr(nl, n1), reverse0=rev0, reverse1=rev1,
         )  # fmt: skip
-        return _store(o)
+        return store_all(o)
 
     (got,) = nki.simulate(k, chip="trn3")(x, i0, i1)
     v = x
@@ -154,7 +146,7 @@ def test_activate2_folds_into_the_scalar_accumulators_across_calls(fold, ref):
         nisa.activate2(dst=o2, op=nl.identity, data=d[:, 20:40], imm0=None, imm1=None,
                        op0=nl.bypass, op1=nl.bypass, reduce_op=getattr(nl, fold),
                        reduce_cmd=CMD.reduce, reduce_res=res)  # fmt: skip
-        return _store(res)
+        return store_all(res)
 
     (res,) = nki.simulate(k, chip="trn3")(x)
     np.testing.assert_allclose(res[:, 0], ref(x, axis=1), rtol=1e-5)

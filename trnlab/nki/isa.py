@@ -734,14 +734,7 @@ def tensor_tensor(dst=None, data1=None, data2=None, op=None, engine=engine.unkno
     rd = _where(dst, _ON_CHIP, "dst", api)
     ra = _where(a, _ON_CHIP, "data1", api)
     rb = _where(b, _ON_CHIP, "data2", api)
-    if a._s.buffer is MemoryRegion.psum and b._s.buffer is MemoryRegion.psum:
-        raise OperandPlacementError(
-            f"nisa.{api}: data1 and data2 are both in PSUM; at most one input may be (copy one "
-            f"to SBUF first)"
-        )
-    for x, rx, w in ((a, ra, "data1"), (b, rb, "data2")):
-        _same_partitions(dst, rd, x, rx, api, "dst", w)
-        _same_elements(rd, rx, api, "dst", w)
+    _two_inputs(dst, rd, (a, ra, "data1"), (b, rb, "data2"), api)
     if tr.numerics:
         with np.errstate(all="ignore"):
             _put(dst, N.ALU[oname](_flat(a), _flat(b)))
@@ -842,14 +835,7 @@ def scalar_tensor_tensor(dst=None, data=None, op0=None, operand0=None, op1=None,
     rd = _where(dst, _ON_CHIP, "dst", api)
     r = _where(data, _ON_CHIP, "data", api)
     ro = _where(other, _ON_CHIP, "operand1", api)
-    if data._s.buffer is MemoryRegion.psum and other._s.buffer is MemoryRegion.psum:
-        raise OperandPlacementError(
-            f"nisa.{api}: data and operand1 are both in PSUM; at most one of them may be (copy "
-            f"one to SBUF first)"
-        )
-    for x, rx, w in ((data, r, "data"), (other, ro, "operand1")):
-        _same_partitions(dst, rd, x, rx, api, "dst", w)
-        _same_elements(rd, rx, api, "dst", w)
+    _two_inputs(dst, rd, (data, r, "data"), (other, ro, "operand1"), api)
     v0, t0, r0 = _scalar_or_vector(operand0, r, "operand0", api)
     ins = [(data, r), (other, ro)] + ([(t0, r0)] if t0 is not None else [])
     if tr.numerics:
@@ -1285,7 +1271,10 @@ def _two_inputs(dst, rd, first, second, api: str) -> None:
     PSUM, each on ``dst``'s partitions with ``dst``'s elements per partition."""
     (x, _, wx), (y, _, wy) = first, second
     if x._s.buffer is MemoryRegion.psum and y._s.buffer is MemoryRegion.psum:
-        raise OperandPlacementError(f"nisa.{api}: {wx} and {wy} cannot both be in PSUM")
+        raise OperandPlacementError(
+            f"nisa.{api}: {wx} and {wy} are both in PSUM; at most one of them may be (copy "
+            f"one to SBUF first)"
+        )
     for t, r, w in (first, second):
         _same_partitions(dst, rd, t, r, api, "dst", w)
         _same_elements(rd, r, api, "dst", w)
