@@ -731,10 +731,7 @@ def tensor_tensor(dst=None, data1=None, data2=None, op=None, engine=engine.unkno
     default = "gpsimd" if (oname == "power" or ints) and not psum else "vector"
     eng = _engine(engine, ("vector", "gpsimd"), default, api)
     _no_psum(eng, api, dst, a, b)
-    rd = _where(dst, _ON_CHIP, "dst", api)
-    ra = _where(a, _ON_CHIP, "data1", api)
-    rb = _where(b, _ON_CHIP, "data2", api)
-    _two_inputs(dst, rd, (a, ra, "data1"), (b, rb, "data2"), api)
+    rd, ra, rb = _binary_regions(dst, a, b, api, "data1", "data2")
     if tr.numerics:
         with np.errstate(all="ignore"):
             _put(dst, N.ALU[oname](_flat(a), _flat(b)))
@@ -832,10 +829,7 @@ def scalar_tensor_tensor(dst=None, data=None, op0=None, operand0=None, op1=None,
     other = _tensor(operand1, "operand1", api)
     n0 = _arithmetic(op0, "op0", api)
     n1 = _arithmetic(op1, "op1", api)
-    rd = _where(dst, _ON_CHIP, "dst", api)
-    r = _where(data, _ON_CHIP, "data", api)
-    ro = _where(other, _ON_CHIP, "operand1", api)
-    _two_inputs(dst, rd, (data, r, "data"), (other, ro, "operand1"), api)
+    rd, r, ro = _binary_regions(dst, data, other, api, "data", "operand1")
     v0, t0, r0 = _scalar_or_vector(operand0, r, "operand0", api)
     ins = [(data, r), (other, ro)] + ([(t0, r0)] if t0 is not None else [])
     if tr.numerics:
@@ -1266,6 +1260,16 @@ def bn_aggr(dst=None, data=None, name=None, dtype=None, mask=None):
     return ret
 
 
+def _binary_regions(dst, a, b, api: str, wa: str, wb: str) -> tuple[tuple, tuple, tuple]:
+    """The on-chip regions of an output ``dst`` and its two tile inputs (named ``wa``, ``wb``),
+    checked as :func:`_two_inputs` does."""
+    rd = _where(dst, _ON_CHIP, "dst", api)
+    ra = _where(a, _ON_CHIP, wa, api)
+    rb = _where(b, _ON_CHIP, wb, api)
+    _two_inputs(dst, rd, (a, ra, wa), (b, rb, wb), api)
+    return rd, ra, rb
+
+
 def _two_inputs(dst, rd, first, second, api: str) -> None:
     """The two tile inputs ``(tensor, region, name)`` of a Vector instruction: not both in
     PSUM, each on ``dst``'s partitions with ``dst``'s elements per partition."""
@@ -1338,10 +1342,7 @@ def tensor_tensor_scan(dst=None, data0=None, data1=None, initial=None, op0=None,
     b = _tensor(data1, "data1", api)
     n0 = N.name_of(op0, N.ALU, f"nisa.{api} op0")
     n1 = N.name_of(op1, N.ALU, f"nisa.{api} op1")
-    rd = _where(dst, _ON_CHIP, "dst", api)
-    ra = _where(a, _ON_CHIP, "data0", api)
-    rb = _where(b, _ON_CHIP, "data1", api)
-    _two_inputs(dst, rd, (a, ra, "data0"), (b, rb, "data1"), api)
+    rd, ra, rb = _binary_regions(dst, a, b, api, "data0", "data1")
     iv, it, ir = _scalar_or_vector(initial, ra, "initial", api)
     ins = [(a, ra), (b, rb)] + ([(it, ir)] if it is not None else [])
     if tr.numerics:
