@@ -123,6 +123,13 @@ WRONG = {
         (lambda r: 91, "A figure near the memory bound takes the smaller roof"),
         (lambda r: 1, "No kernel beats the roofline"),
     ],
+    "lab02.transpose_us": [
+        (lambda r: r * 0.9, "that is a plain copy's time"),
+        (lambda r: r * 0.81, "that multiplies by 0.9"),
+        (lambda r: r * 2, "that counts 4 bytes (fp32) per value"),
+        (lambda r: r / 2, "that counts values, not bytes"),
+        (lambda r: r * 1e-6, "in microseconds, not seconds"),
+    ],
     "lab03.matmul_ns": [
         (lambda r: 288 / 2.8, "32 cycles in trnlab's model"),
         (lambda r: 741 / 2.8, "until the result is in PSUM"),

@@ -18,10 +18,13 @@ __all__ = [
     "EIGHT_BIT",
     "INTENSITY",
     "MATMUL",
+    "TRANSPOSE",
     "matmul_us",
     "memory_bound_on",
     "ridge",
     "sbuf_tiles",
+    "transpose_us",
+    "transpose_ways",
 ]
 
 CHIPS = ("trn1", "trn2", "trn3")
@@ -35,6 +38,8 @@ EIGHT_BIT = {"trn1": "fp8", "trn2": "fp8", "trn3": "mxfp8"}
 TILE = (128, 2048)
 #: The matmul whose time the learner predicts: A[M x K] @ B[K x N], bf16, on trn2.
 MATMUL = (2048, 2048, 2048)
+#: The K-cache block of section 5: [seq, d_head] bf16 in HBM, wanted as [d_head, seq] in SBUF.
+TRANSPOSE = (2048, 128)
 
 
 def _params(chip: str):
@@ -240,3 +245,104 @@ matmul_us = Prediction(
     solution_text="t_us = 2 * 2048 * 2048 * 2048 / 78.6e12 * 1e6   # 219 us if compute-bound; "
     "the model gives about 233 us (pipeline fill, block hand-overs and drain)",
 )
+
+
+# ----------------------------------------------------------------------------------------------
+# Section 5: moving values across partitions
+# ----------------------------------------------------------------------------------------------
+def _transpose_stream_us() -> float:
+    # The Trainium2 guide: a DMA transpose from HBM reaches up to 90% of a copy's throughput.
+    p = _params("trn2")
+    seq, d = TRANSPOSE
+    return seq * d * 2 / (p.dma_transpose_hbm_share * p.dma_bandwidth) * 1e6
+
+
+def _transpose_slips() -> tuple[slips.Slip, ...]:
+    return (
+        slips.Slip(
+            0.9, "that is a plain copy's time at 368 GB/s; the transpose streams at 90% of it"
+        ),
+        slips.Slip(
+            0.81, "that multiplies by 0.9; a stream at 90% of the rate takes longer, not less"
+        ),
+        *slips.bytes_per_value(2.0, "4 bytes (fp32)", "bf16, 2 bytes each"),
+        slips.Slip(0.5, "that counts values, not bytes: each bf16 value is 2 bytes"),
+        slips.Slip(1e-6, "the answer is in microseconds, not seconds", kind="unit"),
+    )
+
+
+transpose_us = Exercise(
+    "lab02.transpose_us",
+    f"A decode step's K cache block is [{TRANSPOSE[0]} x {TRANSPOSE[1]}] bf16 in HBM "
+    f"([sequence, head dimension]); Q K^T needs it as [{TRANSPOSE[1]} x {TRANSPOSE[0]}] in SBUF, "
+    "the head dimension on the partitions. The Trainium2 guide says a DMA transpose from HBM "
+    "reaches up to 90% of a copy's throughput, and one NeuronCore-v3 (trn2) copies 368 GB/s "
+    "from HBM into SBUF. How many microseconds of streaming does the DMA transpose of this "
+    "block need at that rate?",
+    close_to(_transpose_stream_us, what="the streaming time", unit="us", slips=_transpose_slips),
+    hints=(
+        "Bytes first: rows x columns x 2 bytes for bf16.",
+        "At 90% of 368 GB/s the DMA moves 0.9 * 368e9 bytes per second.",
+        "Time = bytes / (0.9 * 368e9) seconds; multiply by 1e6 for microseconds.",
+    ),
+    solution=_transpose_stream_us,
+    solution_text="transpose_us = 2048 * 128 * 2 / (0.9 * 368e9) * 1e6   # about 1.58 us",
+    giveaways=("1.58",),
+)
+
+
+def _k_block_by_tensor_engine(ctx, k):
+    """Per 128 rows of k: a load, a transpose into PSUM, a copy into the [d, seq] tile."""
+    seq, d = k.shape
+    out = ctx.sbuf((d, seq), "bf16", "k_t")
+    for j in range(seq // 128):
+        block = ctx.sbuf((128, d), "bf16", f"block{j}")
+        ctx.load(block, k[j * 128 : (j + 1) * 128, :])
+        ps = ctx.psum((d, 128), f"ps{j}")
+        ctx.transpose(ps, block)
+        ctx.copy(out[:, j * 128 : (j + 1) * 128], ps)
+        ctx.free(ps)
+
+
+def _k_block_by_dma(ctx, k):
+    """One DMA transpose of the whole block (NeuronCore-v3 and later)."""
+    seq, d = k.shape
+    ctx.dma_transpose(ctx.sbuf((d, seq), "bf16", "k_t"), k)
+
+
+#: (label, chip, kernel) of the section-5 comparison
+_TRANSPOSE_WAYS = (
+    ("trn1, Tensor Engine", "trn1", _k_block_by_tensor_engine),
+    ("trn2, Tensor Engine", "trn2", _k_block_by_tensor_engine),
+    ("trn2, DMA transpose", "trn2", _k_block_by_dma),
+)
+
+
+@lru_cache(maxsize=4)
+def transpose_ways(shape: tuple[int, int] = TRANSPOSE) -> tuple[dict, ...]:
+    """The [seq, d] bf16 block of HBM moved into SBUF as [d, seq], each way of section 5 (timing
+    only): its label, chip, latency (us), the engines' busy shares, and the number of
+    instructions."""
+    from trnlab import core
+
+    seq, d = (int(x) for x in shape)
+    if seq % 128 or not 1 <= d <= 128:
+        raise ValueError(
+            f"the block is [seq, d] with seq a multiple of 128 (the Tensor Engine path moves "
+            f"128 rows at a time) and d at most 128 (it lands on the partitions); got {shape}"
+        )
+    rows = []
+    for label, chip, kernel in _TRANSPOSE_WAYS:
+        run = core.run(
+            kernel, chip=chip, numerics=False, k=core.hbm((seq, d), "bf16", is_input=True)
+        )
+        rows.append(
+            {
+                "way": label,
+                "chip": chip,
+                "latency_us": run.latency * 1e6,
+                "busy": dict(run.busy),
+                "instructions": len(run.program),
+            }
+        )
+    return tuple(rows)
