@@ -129,6 +129,9 @@ WRONG = {
         (lambda r: r * 2, "that counts 4 bytes (fp32) per value"),
         (lambda r: r / 2, "that counts values, not bytes"),
         (lambda r: r * 1e-6, "in microseconds, not seconds"),
+        (lambda r: r / 0.9, "divides by 0.9 twice"),
+        (lambda r: r * 368 / 272, "trn1's 272 GB/s"),
+        (lambda r: 2.72, "the whole DMA transpose as the model times it"),
     ],
     "lab03.matmul_ns": [
         (lambda r: 288 / 2.8, "32 cycles in trnlab's model"),

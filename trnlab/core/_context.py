@@ -671,7 +671,8 @@ class KernelContext(EngineOps, NkiOps):
         flows; SBUF or HBM -> HBM is taken too, as NKI's migration guide writes one.
 
         Recorded as the copy of the same elements (a load, an SBUF-to-SBUF copy, a store or an
-        HBM-to-HBM copy; ``queue``, ``dge`` and ``elements`` as for :meth:`load`), flagged as a
+        HBM-to-HBM copy; ``queue``, ``dge`` and ``elements`` as for :meth:`load`, except that
+        ``dge=None`` takes static descriptors, an assumption), flagged as a
         transpose: the 16 DMA engines cooperate on it, so the scheduler spreads it over all of
         them at ``dma_transpose_hbm_share`` (an HBM source) or ``dma_transpose_sbuf_share`` (an
         SBUF source) of their rate, an SBUF destination's free size per partition rounded up
@@ -688,6 +689,10 @@ class KernelContext(EngineOps, NkiOps):
             )
         s, s_hbm = self._side(src, "transpose source")
         d, d_hbm = self._side(dst, "transpose destination")
+        # Which descriptors the compiler picks for a direct transpose is not published; the
+        # DGE guide allows static ones, hardware DGE or its choice (software DGE makes the
+        # indirect form's): static descriptors unless the caller says otherwise (assumption).
+        dge = "none" if dge is None else dge
         d_fmt = d.tensor.fmt if d_hbm else d.tile.fmt
         if self.numerics and s.shape[::-1] != d.shape:
             raise HardwareRuleError(

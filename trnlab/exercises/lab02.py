@@ -265,10 +265,26 @@ def _transpose_slips() -> tuple[slips.Slip, ...]:
         slips.Slip(
             0.81, "that multiplies by 0.9; a stream at 90% of the rate takes longer, not less"
         ),
+        slips.Slip(1 / 0.9, "that divides by 0.9 twice: the rate is 0.9 x 368 GB/s, once"),
+        slips.Slip(
+            1.8,
+            "that streams at 50% (the guide's SBUF-to-SBUF figure), or counts fp32 bytes "
+            "without the 90%: this block is bf16 (2 bytes a value) coming from HBM (90%)",
+        ),
         *slips.bytes_per_value(2.0, "4 bytes (fp32)", "bf16, 2 bytes each"),
         slips.Slip(0.5, "that counts values, not bytes: each bf16 value is 2 bytes"),
+        slips.Slip(368 / 272, "that is trn1's 272 GB/s; the question's core is trn2's (368 GB/s)"),
+        *slips.binary_prefixes(),
         slips.Slip(1e-6, "the answer is in microseconds, not seconds", kind="unit"),
     )
+
+
+def _transpose_known() -> dict[float, str]:
+    whole = {w["way"]: w["latency_us"] for w in transpose_ways()}["trn2, DMA transpose"]
+    return {
+        round(whole, 2): "that is the whole DMA transpose as the model times it, its set-up "
+        "and completion included; the question asks for the streaming alone"
+    }
 
 
 transpose_us = Exercise(
@@ -277,9 +293,16 @@ transpose_us = Exercise(
     f"([sequence, head dimension]); Q K^T needs it as [{TRANSPOSE[1]} x {TRANSPOSE[0]}] in SBUF, "
     "the head dimension on the partitions. The Trainium2 guide says a DMA transpose from HBM "
     "reaches up to 90% of a copy's throughput, and one NeuronCore-v3 (trn2) copies 368 GB/s "
-    "from HBM into SBUF. How many microseconds of streaming does the DMA transpose of this "
-    "block need at that rate?",
-    close_to(_transpose_stream_us, what="the streaming time", unit="us", slips=_transpose_slips),
+    "from HBM into SBUF. How many microseconds does the DMA transpose of this block spend "
+    "streaming, at 90% of 368 GB/s? (Leave out the transfer's set-up and completion; three "
+    "significant figures.)",
+    close_to(
+        _transpose_stream_us,
+        what="the streaming time",
+        unit="us",
+        slips=_transpose_slips,
+        known=_transpose_known,
+    ),
     hints=(
         "Bytes first: rows x columns x 2 bytes for bf16.",
         "At 90% of 368 GB/s the DMA moves 0.9 * 368e9 bytes per second.",
@@ -291,17 +314,24 @@ transpose_us = Exercise(
 )
 
 
-def _k_block_by_tensor_engine(ctx, k):
-    """Per 128 rows of k: a load, a transpose into PSUM, a copy into the [d, seq] tile."""
+def _k_block_by_tensor_engine(ctx, k, queues: int = 1, psum_buffers: int = 1):
+    """Per 128 rows of k: a load, a transpose into PSUM, a copy into the [d, seq] tile. The
+    loads go over ``queues`` DMA queues (1: the queue all loads of a tensor share in the
+    model), the transposes into ``psum_buffers`` PSUM tiles in turn."""
     seq, d = k.shape
     out = ctx.sbuf((d, seq), "bf16", "k_t")
+    banks = [ctx.psum((d, 128), f"ps{b}") for b in range(psum_buffers)]
     for j in range(seq // 128):
         block = ctx.sbuf((128, d), "bf16", f"block{j}")
-        ctx.load(block, k[j * 128 : (j + 1) * 128, :])
-        ps = ctx.psum((d, 128), f"ps{j}")
+        ctx.load(block, k[j * 128 : (j + 1) * 128, :], queue=j % queues if queues > 1 else None)
+        ps = banks[j % psum_buffers]
         ctx.transpose(ps, block)
         ctx.copy(out[:, j * 128 : (j + 1) * 128], ps)
-        ctx.free(ps)
+
+
+def _k_block_spread(ctx, k):
+    """The Tensor Engine path with its loads over 15 queues and 4 PSUM tiles in turn."""
+    _k_block_by_tensor_engine(ctx, k, queues=15, psum_buffers=4)
 
 
 def _k_block_by_dma(ctx, k):
@@ -310,11 +340,20 @@ def _k_block_by_dma(ctx, k):
     ctx.dma_transpose(ctx.sbuf((d, seq), "bf16", "k_t"), k)
 
 
+def _k_block_plain(ctx, k):
+    """The block's bytes loaded as they lie (rows 16p..16p+15 on partition p), not transposed:
+    what moving them costs without any transpose."""
+    seq, d = k.shape
+    ctx.load(ctx.sbuf((128, seq * d // 128), "bf16", "k"), k, flat=True)
+
+
 #: (label, chip, kernel) of the section-5 comparison
 _TRANSPOSE_WAYS = (
     ("trn1, Tensor Engine", "trn1", _k_block_by_tensor_engine),
     ("trn2, Tensor Engine", "trn2", _k_block_by_tensor_engine),
+    ("trn2, Tensor Engine, 15 queues", "trn2", _k_block_spread),
     ("trn2, DMA transpose", "trn2", _k_block_by_dma),
+    ("trn2, plain load (no transpose)", "trn2", _k_block_plain),
 )
 
 
