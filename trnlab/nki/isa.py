@@ -1607,7 +1607,7 @@ from ._isa_accumulate import (  # noqa: E402, F401
     tensor_scalar_cumulative,
 )
 from ._isa_dma_transpose import dma_transpose  # noqa: E402, F401
-from ._isa_local_gather import local_gather  # noqa: E402, F401
+from ._isa_gpsimd_cores import local_gather, nonzero_with_count  # noqa: E402, F401
 from ._isa_neuroncore_v4 import activate2, exponential  # noqa: E402, F401
 from ._isa_tensor_engine import (  # noqa: E402, F401
     _retarget_matmul,
@@ -1643,6 +1643,7 @@ _MODELLED = (
     "nc_n_gather",
     "nc_stream_shuffle",
     "nc_transpose",
+    "nonzero_with_count",
     "quantize_mx",
     "range_select",
     "reciprocal",
@@ -1674,7 +1675,6 @@ _KNOWN = frozenset(
         "register_move",
         "register_load",
         "register_store",
-        "nonzero_with_count",
         "topk",
         "VirtualRegister",
         "tensor_copy_dynamic_src",

@@ -1,13 +1,20 @@
-"""``nisa.local_gather``: each GpSimd core gathers runs of elements from its own 16 partitions.
+"""Instructions that work core by core on the GpSimd engine, each of whose eight cores reaches
+16 contiguous SBUF partitions: ``local_gather`` and ``nonzero_with_count``.
 
-The GpSimd engine's eight cores each reach 16 contiguous SBUF partitions. For ``local_gather``
-each core reads the indices in its 16 partitions of ``index``, flattened partition first (a
-column-major flatten of the ``[16, n]`` slice), keeps the first ``num_valid_indices``, and for
-every one of its partitions copies ``num_elem_per_idx`` contiguous elements starting at each
-index (an element offset into the partition's flattened free axis) to the output, in index
-order: ``dst[p, j, e] = src[p, idx_core(p)[j] + e]``. That is the NKI reference's numpy
-semantics (nki/test/test_nki_isa_local_gather.py). Its cost is not published: it is timed as
-one GpSimd pass over the gathered elements (an assumption, docs/nki.md).
+``local_gather``: each core reads the indices in its 16 partitions of ``index``, flattened
+partition first (a column-major flatten of the ``[16, n]`` slice), keeps the first
+``num_valid_indices``, and for every one of its partitions copies ``num_elem_per_idx``
+contiguous elements starting at each index (an element offset into the partition's flattened
+free axis) to the output, in index order: ``dst[p, j, e] = src[p, idx_core(p)[j] + e]``. That
+is the NKI reference's numpy semantics (nki/test/test_nki_isa_local_gather.py).
+
+``nonzero_with_count`` (NeuronCore-v3+): each core reads only its first partition (0, 16, ...
+112) and writes there the positions of its nonzero elements (plus ``index_offset``), then
+``padding_val`` up to the input's length, then how many it found; the other partitions of
+``dst`` keep what they held. MoE routing uses it to list the tokens an expert got.
+
+Neither cost is published: each is timed as one GpSimd pass over the elements it writes (an
+assumption, docs/nki.md).
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from ._tensor import NkiTensor
 from ._trace import current
 from .isa import _SBUF, _flat, _new, _put, _record, _tensor, _where
 
-__all__ = ["local_gather"]
+__all__ = ["local_gather", "nonzero_with_count"]
 
 #: Partitions one GpSimd core reaches.
 CORE_PARTITIONS = 16
@@ -117,3 +124,51 @@ def local_gather(dst=None, src_buffer=None, index=None, num_elem_per_idx=None,
         _put(dst, out, src._s.dtype)
     _record(tr, "gpsimd", "gpsimd", dst, rd, [(src, rs), (idx, ri)], api, elements=n * k)
     return ret
+
+
+def nonzero_with_count(dst=None, src=None, index_offset=0, padding_val=-1, name=None):
+    """GpSimd (NeuronCore-v3+), on partitions 0, 16, ... 112 only: ``dst[p]`` = the positions
+    of ``src[p]``'s nonzero elements plus ``index_offset``, then ``padding_val`` up to
+    ``src``'s length, then their count (``dst`` one element longer than ``src``, int32;
+    ``src`` float32 or int32). Other partitions of ``dst`` keep what they held."""
+    api = "nonzero_with_count"
+    tr = current()
+    if tr.gen < 3:
+        raise HardwareRuleError(
+            f"nisa.{api} exists on NeuronCore-v3 (trn2) and later, not on {tr.params.name} "
+            f"({tr.params.chip})"
+        )
+    if dst is None or src is None:
+        raise KernelArgumentError(f"nisa.{api} needs dst and src")
+    dst, src = _tensor(dst, "dst", api), _tensor(src, "src", api)
+    if len(src.shape) != 2 or len(dst.shape) != 2:
+        raise HardwareRuleError(
+            f"nisa.{api}: src {src.shape} and dst {dst.shape} must be 2-D ([partitions, n] and "
+            f"[partitions, n + 1])"
+        )
+    rs = _where(src, _SBUF, "src", api)
+    rd = _where(dst, _SBUF, "dst", api)
+    if rd[1] - rd[0] != rs[1] - rs[0] or rd[4] != rs[4] + 1:
+        raise HardwareRuleError(
+            f"nisa.{api}: dst {dst.shape} must have src's {rs[1] - rs[0]} partitions and one "
+            f"more element than src's {rs[4]} (the count)"
+        )
+    if src.dtype not in ("float32", "int32") or dst.dtype != "int32":
+        raise FormatNotSupportedError(
+            f"nisa.{api}: src is {src.dtype} and dst {dst.dtype}; src must be float32 or int32 "
+            f"and dst int32"
+        )
+    offset = _whole(index_offset, "index_offset", api)
+    pad = _whole(padding_val, "padding_val", api)
+    if tr.numerics:
+        data, out = _flat(src), dst._arr()
+        for p in range(rs[0], rs[1]):
+            if p % CORE_PARTITIONS:
+                continue  # only each core's first partition is read and written
+            row = data[p - rs[0]]
+            found = np.flatnonzero(row != 0)
+            values = np.full(rs[4] + 1, pad, np.int64)
+            values[: len(found)] = found + offset
+            values[-1] = len(found)
+            out[p - rs[0]] = values
+    _record(tr, "gpsimd", "gpsimd", dst, rd, [(src, rs)], api, elements=rs[4] + 1)

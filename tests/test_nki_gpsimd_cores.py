@@ -1,5 +1,7 @@
-"""nisa.local_gather: each GpSimd core's 16 partitions gather runs of elements by the indices
-those partitions hold, against a numpy reference written from NKI's example."""
+"""The GpSimd engine's per-core instructions: local_gather (each core's 16 partitions gather
+runs of elements by the indices those partitions hold) and nonzero_with_count (each core's
+first partition lists its nonzero positions), against numpy references written from NKI's
+examples."""
 
 from __future__ import annotations
 
@@ -102,3 +104,79 @@ def test_timed_as_one_gpsimd_pass_over_what_it_gathers():
         for k in (1, 32)
     }
     assert busy[32] > 4 * busy[1]  # 32 elements per index move 32x the data
+
+
+def _nonzero_reference(src, held, offset, pad):
+    out = held.copy()
+    for p in range(0, src.shape[0], 16):
+        found = np.flatnonzero(src[p] != 0)
+        row = np.full(src.shape[1] + 1, pad, np.int64)
+        row[: len(found)] = found + offset
+        row[-1] = len(found)
+        out[p] = row
+    return out
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    p=st.integers(1, 128),
+    n=st.integers(1, 200),
+    density=st.floats(0.0, 1.0),
+    offset=st.integers(-1000, 1000),
+    pad=st.integers(-5, 5),
+    ints=st.booleans(),
+)
+def test_nonzero_with_count_lists_each_cores_first_partition(p, n, density, offset, pad, ints):
+    src = (RNG.uniform(0, 1, (p, n)) < density) * RNG.integers(-9, 9, (p, n))
+    src = src.astype(np.int32 if ints else np.float32)
+
+    def kern(a):
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        o = nl.ndarray((p, n + 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.memset(dst=o, value=77)  # what the other partitions keep
+        nisa.nonzero_with_count(dst=o, src=t, index_offset=offset, padding_val=pad)
+        out = nl.ndarray(o.shape, dtype=nl.int32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=o)
+        return out
+
+    got = nki.simulate(kern, chip="trn2")(src)
+    want = _nonzero_reference(src, np.full((p, n + 1), 77), offset, pad)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_nonzero_with_count_follows_the_references_example():
+    row = np.array([[0, 1, 1, 0, 0, 1, 0, 0]], np.float32)
+
+    def kern(a):
+        t = nl.load(a)
+        o = nl.ndarray((1, 9), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.nonzero_with_count(dst=o, src=t, index_offset=16, padding_val=-1)
+        out = nl.ndarray((1, 9), dtype=nl.int32, buffer=nl.shared_hbm)
+        nl.store(out, o)
+        return out
+
+    got = nki.simulate(kern, chip="trn3")(row)
+    np.testing.assert_array_equal(got, [[17, 18, 21, -1, -1, -1, -1, -1, 3]])
+
+
+@pytest.mark.parametrize(
+    ("case", "error", "match"),
+    [
+        ("trn1", HardwareRuleError, "NeuronCore-v3"),
+        ("width", HardwareRuleError, "one more element"),
+        ("dtype", FormatNotSupportedError, "dst int32"),
+    ],
+)
+def test_nonzero_with_count_refuses_what_nki_does(case, error, match):
+    src = np.ones((16, 8), np.float32)
+
+    def kern(a):
+        t = nl.load(a)
+        width = 8 if case == "width" else 9
+        o = nl.ndarray((16, width), dtype=nl.float32 if case == "dtype" else nl.int32,
+                       buffer=nl.sbuf)  # fmt: skip
+        nisa.nonzero_with_count(dst=o, src=t)
+
+    with pytest.raises(error, match=match):
+        nki.simulate(kern, chip="trn1" if case == "trn1" else "trn2")(src)
