@@ -180,6 +180,15 @@ def test_edges_that_cannot_be_are_refused():
     with pytest.raises(KernelArgumentError, match="another kernel run"):
         nki.simulate(second_run, chip="trn2")(A_)
 
+    def forged(a):
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        real = nisa.dma_copy(dst=t, src=a)
+        fake = nisa.NkiInstruction(current(), 50, 60, "nisa.made_up")
+        fake.depends_on(real)
+
+    with pytest.raises(KernelArgumentError, match="names no instructions this kernel traced"):
+        nki.simulate(forged, chip="trn2")(A_)
+
 
 def test_an_instruction_named_by_an_edge_is_not_computed_once_as_a_repeat():
     """The compiler model drops an exact repeat of an instruction; one that an edge names

@@ -56,6 +56,11 @@ def add_dependencies(consumer: NkiInstruction, *producers: NkiInstruction) -> Nk
                 f"depends_on: {x!r} was made by another kernel run, or by another program or "
                 f"core of this launch; a handle is valid only where its instruction runs"
             )
+        if not 0 <= x.first <= x.stop <= len(tr.ops):
+            raise KernelArgumentError(
+                f"depends_on: {x!r} names no instructions this kernel traced; use the handles "
+                f"nki.isa calls return"
+            )
     for p in producers:  # every edge checked before any is recorded
         if p.first >= consumer.first and p.stop > p.first:
             raise KernelArgumentError(
