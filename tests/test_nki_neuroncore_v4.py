@@ -133,7 +133,7 @@ def test_activate2_runs_every_operator_pair_then_the_function(pair, rev0, rev1, 
     ],
 )
 def test_activate2_folds_into_the_scalar_accumulators_across_calls(fold, ref):
-    x = RNG.uniform(-3, 3, (8, 40)).astype(np.float32)
+    x = np.random.default_rng(11).uniform(-3, 3, (8, 40)).astype(np.float32)
 
     def k(a):
         d = nl.load(a)
@@ -149,7 +149,10 @@ def test_activate2_folds_into_the_scalar_accumulators_across_calls(fold, ref):
         return store_all(res)
 
     (res,) = nki.simulate(k, chip="trn3")(x)
-    np.testing.assert_allclose(res[:, 0], ref(x, axis=1), rtol=1e-5)
+    # a sum of 40 fp32 values (in two calls) may land near 0, where a relative tolerance alone
+    # fails: allow fp32's worst-case rounding of the sum too
+    slack = 40 * float(np.finfo(np.float32).eps) * float(np.abs(x).sum(axis=1).max())
+    np.testing.assert_allclose(res[:, 0], ref(x, axis=1), rtol=1e-5, atol=slack)
 
 
 @pytest.mark.parametrize(
